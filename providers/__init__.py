@@ -1,0 +1,73 @@
+"""Provider registry. Modules are imported only when their provider is used, so SDKs and
+torch stay optional: adding a provider is one module plus one line in `REGISTRY`."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+from providers._base import (
+    ChatRequest,
+    ChatResponse,
+    Judge,
+    Provider,
+    ProviderConfig,
+    ScoreCandidate,
+    Scorer,
+    ScoreRequest,
+)
+
+__all__ = [
+    "REGISTRY",
+    "ChatRequest",
+    "ChatResponse",
+    "Judge",
+    "Provider",
+    "ProviderConfig",
+    "ScoreCandidate",
+    "ScoreRequest",
+    "Scorer",
+    "create_provider",
+]
+
+
+@dataclass(frozen=True)
+class Entry:
+    target: str  # "module:Class"
+    kind: str
+    summary: str
+    extra: str | None = None  # the pip extra that provides its dependencies
+
+
+REGISTRY: dict[str, Entry] = {
+    "mock": Entry(
+        "providers.mock:MockJudge",
+        "judge",
+        "Scripted answers for tests (valid, malformed, failing)",
+    ),
+    "random": Entry(
+        "providers.random_baseline:RandomScorer", "scorer", "Seeded uniform random baseline"
+    ),
+    "text-embedding": Entry(
+        "providers.text_embedding:TextEmbeddingScorer",
+        "scorer",
+        "Cosine between dialogue text and clip caption (sentence-transformers, offline)",
+        "embed",
+    ),
+}
+
+
+def create_provider(config: ProviderConfig) -> Provider:
+    try:
+        entry = REGISTRY[config.name]
+    except KeyError:
+        known = ", ".join(sorted(REGISTRY))
+        raise ValueError(f"unknown provider {config.name!r} (known: {known})") from None
+    module_name, class_name = entry.target.split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        hint = f"; install it with: pip install 'bgm-judge[{entry.extra}]'" if entry.extra else ""
+        raise ImportError(f"provider {config.name!r} needs {exc.name}{hint}") from exc
+    provider_class: type[Provider] = getattr(module, class_name)
+    return provider_class(config)

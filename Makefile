@@ -1,0 +1,53 @@
+# Set-up is two commands: `make experiment` and `make test`. Each creates .venv and
+# installs what it needs on first use (torch pinned to the CPU build these machines carry).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+EXP ?= quickstart
+TORCH ?= torch==2.13.0
+
+.PHONY: experiment test lint report bench sample-audio install install-dev clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed-run: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet $(TORCH)
+	$(BIN)/pip install --quiet -e '.[all]'
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed-run
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	touch $@
+
+install: $(VENV)/.installed-run
+install-dev: $(VENV)/.installed-dev
+
+sample-audio: install
+	$(BIN)/python data/sample/build_audio.py
+
+## Run experiments/$(EXP).yaml (default: the offline quickstart on the sample set).
+experiment: sample-audio
+	$(BIN)/harness run experiments/$(EXP).yaml
+
+## Lint, type-check and run the offline test suite.
+test: install-dev sample-audio
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/pytest
+
+lint: install-dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+## Comparison table of the runs under results/$(EXP).
+report: install
+	$(BIN)/harness report results/$(EXP) --out results/$(EXP)
+
+bench: install-dev
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .cache results/* .mypy_cache .ruff_cache .pytest_cache

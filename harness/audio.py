@@ -1,0 +1,79 @@
+"""Audio access for providers: content hashes, decoding, resampling and WAV encoding.
+
+Clips are read lazily and the encoded bytes are memoised in a small LRU, so each clip is
+encoded once per run while memory stays bounded however many clips a dataset has.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from math import gcd
+from pathlib import Path
+
+import numpy as np
+import soundfile
+from numpy.typing import NDArray
+from scipy.signal import resample_poly
+
+ENCODED_CACHE_SIZE = 64
+
+
+@dataclass(frozen=True, slots=True)
+class AudioRef:
+    """A clip as a prompt sees it: its id, where it lives, and the hash of its bytes."""
+
+    clip_id: str
+    path: Path
+    sha256: str
+
+    def wav_bytes(self, sample_rate: int | None = None) -> bytes:
+        return encode_wav(self.path, sample_rate)
+
+    def samples(self, sample_rate: int) -> NDArray[np.float32]:
+        return read_mono(self.path, sample_rate)
+
+
+@cache
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def audio_ref(clip_id: str, path: Path) -> AudioRef:
+    return AudioRef(clip_id=clip_id, path=path, sha256=file_sha256(path))
+
+
+def read_mono(path: Path, sample_rate: int | None = None) -> NDArray[np.float32]:
+    """Decode any format libsndfile reads, downmix to mono, resample to `sample_rate`."""
+    data, native_rate = soundfile.read(str(path), dtype="float32", always_2d=True)
+    mono: NDArray[np.float32] = data.mean(axis=1, dtype=np.float32)
+    if sample_rate is None or sample_rate == native_rate:
+        return mono
+    return resample(mono, native_rate, sample_rate)
+
+
+def resample(
+    signal: NDArray[np.float32], source_rate: int, target_rate: int
+) -> NDArray[np.float32]:
+    divisor = gcd(source_rate, target_rate)
+    out = resample_poly(signal, target_rate // divisor, source_rate // divisor)
+    return np.asarray(out, dtype=np.float32)
+
+
+@lru_cache(maxsize=ENCODED_CACHE_SIZE)
+def encode_wav(path: Path, sample_rate: int | None = None) -> bytes:
+    """16-bit PCM WAV bytes of the clip, mono, at `sample_rate` (native rate when None)."""
+    if sample_rate is None and path.suffix.lower() == ".wav":
+        info = soundfile.info(str(path))
+        if info.channels == 1 and info.subtype == "PCM_16":
+            return path.read_bytes()
+    rate = sample_rate or soundfile.info(str(path)).samplerate
+    buffer = io.BytesIO()
+    soundfile.write(buffer, read_mono(path, sample_rate), rate, format="WAV", subtype="PCM_16")
+    return buffer.getvalue()

@@ -1,0 +1,161 @@
+"""`harness` command line: run experiments, evaluate predictions, list providers, report."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from harness.errors import HarnessError
+
+app = typer.Typer(
+    help="bgm-judge: evaluate background-music recommendation for dialogues (DialBGM).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_INCOMPLETE = 1
+EXIT_USAGE = 2
+
+
+def user_errors(func: F) -> F:
+    """Print input errors as one line (no traceback) and exit with code 2."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except (HarnessError, ImportError) as exc:
+            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(EXIT_USAGE) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+@app.command()
+@user_errors
+def run(
+    experiment: Annotated[
+        Path, typer.Argument(help="Experiment or sweep YAML file (experiments/NAME.yaml).")
+    ],
+    results_dir: Annotated[Path, typer.Option(help="Where run folders are written.")] = Path(
+        "results"
+    ),
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Response cache directory [default: $BGM_JUDGE_CACHE or .cache/responses]."
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option(help="Only the first N items (quick checks).")
+    ] = None,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+) -> None:
+    """Run an experiment: call the model (or the cache) for every item, then write
+    records.jsonl, metrics.json, report.md and the resolved config to results/NAME/."""
+    from harness.cache import ResponseCache
+    from harness.config import load_experiments
+    from harness.experiment import run_all
+
+    configs = load_experiments(experiment)
+    if limit:
+        configs = [c.model_copy(update={"limit": limit}) for c in configs]
+    cache = ResponseCache(cache_dir)
+    try:
+        results = run_all(configs, cache=cache, results_dir=results_dir, show_progress=progress)
+    finally:
+        cache.close()
+    if not all(r.complete for r in results):
+        failed = sum(r.stats.errors for r in results)
+        err_console.print(
+            f"[bold yellow]incomplete:[/] {failed} call(s) failed; see report.md. "
+            "Re-run the same command to retry them (answers already received come from the cache)."
+        )
+        raise typer.Exit(EXIT_INCOMPLETE)
+
+
+@app.command()
+@user_errors
+def evaluate(
+    dataset: Annotated[Path, typer.Option(help="Dataset folder (items.jsonl, clips.jsonl).")],
+    predictions: Annotated[
+        Path, typer.Option(help="Predictions JSONL: {item_id, scores, [repeat]} per line.")
+    ],
+    missing: Annotated[str, typer.Option(help="Missing-score policy: worst or exclude.")] = "worst",
+    out: Annotated[Path | None, typer.Option(help="Write the metrics JSON here.")] = None,
+    n_bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for the CIs.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    check_audio: Annotated[
+        bool, typer.Option(help="Check that every clip's audio file is readable.")
+    ] = False,
+) -> None:
+    """Compute Hit@1, MRR, nDCG and Kendall's tau-b (tie-aware, with bootstrap CIs) from a
+    predictions file against the dataset's human rankings."""
+    from harness.dataset import load_dataset
+    from harness.metrics import aggregate, build_matrix
+    from harness.records import read_predictions
+    from harness.report import rich_table
+
+    if missing not in ("worst", "exclude"):
+        raise HarnessError(f"--missing must be 'worst' or 'exclude', not {missing!r}")
+    data = load_dataset(dataset, check_audio=check_audio)
+    preds = read_predictions(predictions, list(data.items))
+    repeats = sorted(preds) or [0]
+    matrices = [build_matrix(data.items, preds.get(r, {})) for r in repeats]
+    result = aggregate(matrices, missing=missing, n_bootstrap=n_bootstrap, seed=seed)  # type: ignore[arg-type]
+    metrics = result.to_json()
+    console.print(rich_table(str(predictions), [(predictions.stem, metrics)]))
+    if out:
+        out.write_text(json.dumps(metrics, indent=2) + "\n")
+
+
+@app.command()
+def providers() -> None:
+    """List the registered providers (judges and scorers)."""
+    from rich.table import Table
+
+    from providers import REGISTRY
+
+    table = Table("name", "kind", "what it is", "extra")
+    for name, entry in sorted(REGISTRY.items()):
+        table.add_row(name, entry.kind, entry.summary, entry.extra or "")
+    console.print(table)
+
+
+@app.command()
+@user_errors
+def report(
+    runs: Annotated[
+        list[Path], typer.Argument(help="Run folders (results/NAME) or a sweep folder.")
+    ],
+    out: Annotated[Path | None, typer.Option(help="Write comparison.md here.")] = None,
+) -> None:
+    """Compare finished runs in one table (metrics with CIs, coverage, tie rate)."""
+    from harness.experiment import find_runs
+    from harness.report import rich_table, write_comparison
+
+    found = find_runs(runs)
+    if not found:
+        raise HarnessError(
+            "no finished runs (folders with metrics.json) under " + ", ".join(map(str, runs))
+        )
+    table_rows = [(str(path), json.loads((path / "metrics.json").read_text())) for path in found]
+    console.print(rich_table("comparison", table_rows))
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+        write_comparison(out / "comparison.md", "comparison", table_rows)
+
+
+def main() -> None:  # pragma: no cover
+    sys.exit(app())

@@ -1,0 +1,114 @@
+"""Experiment files: one run, or a sweep that expands to one run per combination."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness.errors import ConfigError
+from harness.metrics import MissingPolicy
+from providers._base import ProviderConfig
+
+
+class Inputs(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    dialogue: Literal["full", "summary"] = "full"
+    music: Literal["audio", "caption"] = "audio"
+
+
+class _Common(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+    dataset: Path
+    prompt_options: dict[str, Any] = Field(default_factory=dict)
+    repeats: int = Field(default=1, ge=1)
+    missing: MissingPolicy = "worst"
+    seed: int = 0
+    limit: int | None = Field(default=None, gt=0, description="evaluate only the first N items")
+    n_bootstrap: int = Field(default=1000, ge=10)
+
+
+class ExperimentConfig(_Common):
+    provider: ProviderConfig
+    prompt: str = "zero_shot"
+    inputs: Inputs = Inputs()
+    sweep: str | None = Field(default=None, description="name of the sweep this run came from")
+
+    @property
+    def results_subdir(self) -> Path:
+        return Path(self.sweep, self.name) if self.sweep else Path(self.name)
+
+
+class SweepConfig(_Common):
+    providers: list[ProviderConfig] = Field(min_length=1)
+    prompts: list[str] = Field(default_factory=lambda: ["zero_shot"], min_length=1)
+    inputs: list[Inputs] = Field(default_factory=lambda: [Inputs()], min_length=1)
+
+    def expand(self) -> list[ExperimentConfig]:
+        runs = []
+        common = self.model_dump(exclude={"providers", "prompts", "inputs", "name"})
+        for provider, prompt, inputs in itertools.product(
+            self.providers, self.prompts, self.inputs
+        ):
+            model = re.sub(r"[^A-Za-z0-9_.\-]+", "-", provider.model or "default").strip("-")
+            run_name = f"{provider.name}_{model}_{prompt}_{inputs.dialogue}_{inputs.music}"
+            runs.append(
+                ExperimentConfig(
+                    **common,
+                    name=run_name,
+                    provider=provider,
+                    prompt=prompt,
+                    inputs=inputs,
+                    sweep=self.name,
+                )
+            )
+        names = [r.name for r in runs]
+        if len(set(names)) != len(names):
+            raise ValueError(
+                "two runs of the sweep get the same name: give the providers distinct models"
+            )
+        return runs
+
+
+def _field_of(exc: ValidationError) -> tuple[str, str]:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    return where, first["msg"].removeprefix("Value error, ")
+
+
+def load_experiments(path: str | Path) -> list[ExperimentConfig]:
+    """Parse an experiment or sweep file; errors name the file, the field and the reason."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(path, None, "experiment file not found")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else None
+        raise ConfigError(path, where, f"not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(path, None, "expected a mapping of settings")
+    is_sweep = any(isinstance(raw.get(k), list) for k in ("providers", "prompts", "inputs"))
+    try:
+        if is_sweep:
+            if "provider" in raw:
+                raise ConfigError(path, "provider", "a sweep lists 'providers', not 'provider'")
+            raw = {**raw, **{k: _as_list(raw[k]) for k in ("prompts", "inputs") if k in raw}}
+            runs = SweepConfig.model_validate(raw).expand()
+        else:
+            runs = [ExperimentConfig.model_validate(raw)]
+    except ValidationError as exc:
+        raise ConfigError(path, *_field_of(exc)) from None
+    except ValueError as exc:
+        raise ConfigError(path, None, str(exc)) from None
+    return runs
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]

@@ -1,0 +1,40 @@
+"""User-facing errors: each renders as one line naming where the problem is and why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class HarnessError(Exception):
+    """An error caused by user input; the CLI prints it as one line and exits with code 2."""
+
+
+class DatasetError(HarnessError):
+    def __init__(self, path: Path, line: int | None, reason: str) -> None:
+        self.path, self.line, self.reason = path, line, reason
+        where = f"{path}:{line}" if line is not None else str(path)
+        super().__init__(f"{where}: {reason}")
+
+
+class ConfigError(HarnessError):
+    def __init__(self, path: Path | str, field: str | None, reason: str) -> None:
+        self.path, self.field, self.reason = path, field, reason
+        where = f"{path}: {field}" if field else str(path)
+        super().__init__(f"{where}: {reason}")
+
+
+class ProviderError(Exception):
+    """A model call failed. `transient` errors may be retried; the message never holds a key."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        transient: bool,
+        kind: str = "error",
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.transient = transient
+        self.kind = kind
+        self.retry_after = retry_after

@@ -1,0 +1,55 @@
+"""Running experiment files end to end: each run, then one comparison table for a sweep."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from harness.cache import ResponseCache
+from harness.config import ExperimentConfig
+from harness.report import rich_table, write_comparison
+from harness.runner import Runner, RunResult
+
+
+def run_all(
+    configs: Sequence[ExperimentConfig],
+    *,
+    cache: ResponseCache,
+    results_dir: Path = Path("results"),
+    show_progress: bool = True,
+    console: Console | None = None,
+) -> list[RunResult]:
+    console = console or Console()
+    results = []
+    for config in configs:
+        runner = Runner(config, cache=cache, results_dir=results_dir, show_progress=show_progress)
+        results.append(asyncio.run(runner.run()))
+    rows: list[tuple[str, Any]] = [(r.config.name, r.aggregate.to_json()) for r in results]
+    sweep = configs[0].sweep if configs else None
+    title = sweep or configs[0].name
+    console.print(rich_table(title, rows))
+    if sweep:
+        write_comparison(results_dir / sweep / "comparison.md", sweep, rows)
+    for result in results:
+        console.print(
+            f"[dim]{result.config.name}: {result.out_dir}/ "
+            f"({result.stats.calls} calls, {result.stats.cache_hits} cached, "
+            f"{result.stats.errors} failed, {result.stats.parse_failures} unparsable, "
+            f"{result.stats.wall_s:.1f} s)[/]"
+        )
+    return results
+
+
+def find_runs(paths: Sequence[Path]) -> list[Path]:
+    """Run folders among `paths`: each folder with a metrics.json, or those one level below."""
+    found: list[Path] = []
+    for path in paths:
+        if (path / "metrics.json").is_file():
+            found.append(path)
+        elif path.is_dir():
+            found.extend(sorted(p.parent for p in path.glob("*/metrics.json")))
+    return found

@@ -1,0 +1,119 @@
+"""Prompt rendering: Jinja templates from `prompts/` in a sandbox with StrictUndefined.
+
+A template defines two blocks, `system` and `user`. Audio goes into the user turn where the
+template writes `{{ clip.audio }}`: that renders a placeholder which is then split out into
+an audio part, so the same template serves every provider's wire format.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from jinja2 import meta
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from harness.audio import AudioRef
+from harness.errors import HarnessError
+
+DEFAULT_PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
+_PLACEHOLDER = re.compile(r"<\|audio:(\d+)\|>")
+
+
+class TemplateError(HarnessError):
+    pass
+
+
+@dataclass(frozen=True)
+class ClipView:
+    """What a template may see of a candidate clip (never its id or path)."""
+
+    label: str
+    caption: str
+    audio: str  # placeholder, replaced by the clip's audio part
+
+
+@dataclass(frozen=True)
+class RenderedPrompt:
+    system: str
+    parts: tuple[str | AudioRef, ...]
+
+
+def prompts_dir() -> Path:
+    return Path(os.environ.get("BGM_JUDGE_PROMPTS", DEFAULT_PROMPTS_DIR))
+
+
+@lru_cache(maxsize=8)
+def environment(directory: Path) -> ImmutableSandboxedEnvironment:
+    return ImmutableSandboxedEnvironment(
+        loader=jinja2.FileSystemLoader(directory),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+    )
+
+
+def audio_placeholder(index: int) -> str:
+    return f"<|audio:{index}|>"
+
+
+def template_hash(name: str, directory: Path | None = None) -> str:
+    """SHA-256 over the template's source and every template it includes, recursively."""
+    env = environment(directory or prompts_dir())
+    digest, seen, queue = hashlib.sha256(), set(), [name]
+    while queue:
+        current = queue.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        try:
+            source = env.loader.get_source(env, current)[0]  # type: ignore[union-attr]
+        except jinja2.TemplateNotFound:
+            raise TemplateError(f"prompt template not found: {current}") from None
+        digest.update(current.encode() + b"\0" + source.encode() + b"\0")
+        queue.extend(t for t in meta.find_referenced_templates(env.parse(source)) if t)
+    return digest.hexdigest()
+
+
+def _render_block(template: jinja2.Template, block: str, context: dict[str, Any]) -> str:
+    if block not in template.blocks:
+        raise TemplateError(f"template {template.name} has no '{block}' block")
+    text = "".join(template.blocks[block](template.new_context(context)))
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+def render(
+    name: str, context: dict[str, Any], audio: list[AudioRef], directory: Path | None = None
+) -> RenderedPrompt:
+    """Render template `name` with `context`; `audio[i]` replaces placeholder i."""
+    env = environment(directory or prompts_dir())
+    try:
+        template = env.get_template(name)
+        system = _render_block(template, "system", context)
+        user = _render_block(template, "user", context)
+    except jinja2.TemplateNotFound as exc:
+        raise TemplateError(f"prompt template not found: {exc.name}") from None
+    except jinja2.exceptions.SecurityError as exc:
+        raise TemplateError(f"template {name} was refused by the sandbox: {exc}") from None
+    except jinja2.UndefinedError as exc:
+        raise TemplateError(f"template {name} uses an undefined variable: {exc.message}") from None
+    except jinja2.TemplateSyntaxError as exc:
+        raise TemplateError(f"template {exc.name}:{exc.lineno}: {exc.message}") from None
+    if _PLACEHOLDER.search(system):
+        raise TemplateError(f"template {name} puts audio in the system block")
+    parts: list[str | AudioRef] = []
+    for i, piece in enumerate(_PLACEHOLDER.split(user)):
+        if i % 2 == 0:
+            if piece:
+                parts.append(piece)
+        else:
+            parts.append(audio[int(piece)])
+    return RenderedPrompt(system=system, parts=tuple(parts))

@@ -1,0 +1,140 @@
+"""`records.jsonl`: one line per model call, streamed as calls complete, and the conversion
+of records into predictions, so that metrics have one code path for runs and for
+`harness evaluate`."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness.dataset import Item
+from harness.errors import DatasetError
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    item_id: str
+    candidates: list[str]
+    repeat: int = 0
+    raw: str | None = None
+    attempts: list[str] = Field(default_factory=list, description="raw text of earlier re-asks")
+    scores: dict[str, float | None]
+    error: str | None = None
+    parse_error: str | None = None
+    cache_hit: bool = False
+    latency_s: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class RecordWriter:
+    """Appends one JSON line per record and flushes it, so a kill loses at most one line."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._handle: IO[str] = path.open("w", encoding="utf-8")
+
+    def write(self, record: Record) -> None:
+        self._handle.write(record.model_dump_json(exclude_defaults=True) + "\n")
+        self._handle.flush()
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+def read_records(path: Path) -> Iterator[Record]:
+    """Complete records of a file; a torn last line (a killed run) is skipped."""
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if not line.endswith("\n"):
+                return
+            yield Record.model_validate_json(line)
+
+
+def write_sorted(path: Path, records: Iterable[Record], item_order: list[str]) -> None:
+    """Rewrite `path` atomically in dataset order, so reruns produce identical files."""
+    position = {item_id: i for i, item_id in enumerate(item_order)}
+    ordered = sorted(
+        records, key=lambda r: (position.get(r.item_id, 1 << 30), r.repeat, r.candidates)
+    )
+    tmp = path.with_suffix(".jsonl.tmp")
+    with tmp.open("w", encoding="utf-8") as handle:
+        for record in ordered:
+            handle.write(record.model_dump_json(exclude_defaults=True) + "\n")
+    os.replace(tmp, path)
+
+
+Predictions = dict[int, dict[str, dict[str, float | None]]]  # repeat -> item -> candidate -> score
+
+
+def predictions_from_records(records: Iterable[Record]) -> Predictions:
+    """Merge records into scores per (repeat, item, candidate); a candidate scored by several
+    calls (e.g. joint prompts in several orders) gets the mean of its usable scores."""
+    sums: dict[tuple[int, str, str], list[float]] = defaultdict(list)
+    seen: dict[int, dict[str, dict[str, float | None]]] = defaultdict(dict)
+    for record in records:
+        row = seen[record.repeat].setdefault(record.item_id, {})
+        for cid, score in record.scores.items():
+            row.setdefault(cid, None)
+            if score is not None:
+                sums[(record.repeat, record.item_id, cid)].append(score)
+    for (repeat, item_id, cid), values in sums.items():
+        seen[repeat][item_id][cid] = sum(values) / len(values)
+    return dict(seen)
+
+
+class PredictionLine(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    item_id: str
+    scores: dict[str, float | None]
+    repeat: int = Field(default=0, ge=0)
+
+
+def read_predictions(path: Path, items: list[Item]) -> Predictions:
+    """A predictions JSONL (DESIGN.md format); errors name the file, line and reason."""
+    known = {item.id: set(item.candidates) for item in items}
+    predictions: Predictions = defaultdict(dict)
+    if not path.is_file():
+        raise DatasetError(path, None, "predictions file not found")
+    with path.open(encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                pred = PredictionLine.model_validate_json(line)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"])
+                reason = f"{where}: {first['msg']}" if where else first["msg"]
+                raise DatasetError(path, line_no, reason) from None
+            if pred.item_id not in known:
+                raise DatasetError(path, line_no, f"unknown item id {pred.item_id!r}")
+            unknown = sorted(set(pred.scores) - known[pred.item_id])
+            if unknown:
+                raise DatasetError(
+                    path, line_no, f"unknown candidate id(s) {unknown} for {pred.item_id}"
+                )
+            if pred.item_id in predictions[pred.repeat]:
+                raise DatasetError(
+                    path, line_no, f"second prediction for {pred.item_id} (repeat {pred.repeat})"
+                )
+            predictions[pred.repeat][pred.item_id] = pred.scores
+    return dict(predictions)
+
+
+def write_predictions(path: Path, predictions: Predictions) -> None:
+    with path.open("w", encoding="utf-8") as handle:
+        for repeat in sorted(predictions):
+            for item_id, scores in predictions[repeat].items():
+                line: dict[str, Any] = {"item_id": item_id, "scores": scores}
+                if repeat:
+                    line["repeat"] = repeat
+                handle.write(json.dumps(line) + "\n")

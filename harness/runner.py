@@ -1,0 +1,402 @@
+"""The one runner: prepares every call of an experiment, answers it from the cache or the
+provider (with bounded concurrency, rate limit and retries), parses, streams records and
+writes the run's metrics and report."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from aiolimiter import AsyncLimiter
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, stop_after_delay
+from tenacity.wait import wait_exponential_jitter
+
+from harness.cache import ResponseCache, cache_key
+from harness.config import ExperimentConfig
+from harness.dataset import Dataset, Item, load_dataset
+from harness.errors import HarnessError, ProviderError
+from harness.metrics import Aggregate, aggregate, build_matrix
+from harness.parsing import ParsedAnswer
+from harness.prompts import template_hash
+from harness.records import Record, RecordWriter, predictions_from_records, write_sorted
+from harness.report import write_run_report
+from harness.secrets import scrub
+from harness.variants import PromptContext, PromptVariant, get_variant
+from providers import (
+    ChatRequest,
+    ChatResponse,
+    Judge,
+    Provider,
+    ScoreCandidate,
+    Scorer,
+    ScoreRequest,
+    create_provider,
+)
+
+
+@dataclass(frozen=True)
+class Call:
+    """One model call to answer: from the cache if its key is there."""
+
+    item_id: str
+    repeat: int
+    candidates: tuple[str, ...]
+    request: ChatRequest | ScoreRequest
+    key: str
+
+
+@dataclass
+class RunStats:
+    calls: int = 0
+    cache_hits: int = 0
+    model_calls: int = 0
+    retries: int = 0
+    errors: int = 0
+    parse_failures: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    wall_s: float = 0.0
+    error_kinds: Counter[str] = field(default_factory=Counter)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **{k: v for k, v in self.__dict__.items() if k != "error_kinds"},
+            "error_kinds": dict(self.error_kinds),
+        }
+
+
+@dataclass
+class RunResult:
+    config: ExperimentConfig
+    out_dir: Path
+    stats: RunStats
+    aggregate: Aggregate
+
+    @property
+    def complete(self) -> bool:
+        return self.stats.errors == 0
+
+
+class _RetryAfterOrBackoff:
+    """Wait what the server asked for (Retry-After), else exponential backoff with jitter."""
+
+    def __init__(self) -> None:
+        self._backoff = wait_exponential_jitter(initial=0.5, max=30.0, jitter=1.0)
+
+    def __call__(self, state: Any) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, ProviderError) and exc.retry_after is not None:
+            return float(exc.retry_after)
+        return float(self._backoff(state))
+
+
+def _is_transient(exc: BaseException) -> bool:
+    return isinstance(exc, ProviderError) and exc.transient
+
+
+class Runner:
+    def __init__(
+        self,
+        config: ExperimentConfig,
+        *,
+        cache: ResponseCache,
+        results_dir: Path = Path("results"),
+        provider: Provider | None = None,
+        console: Console | None = None,
+        show_progress: bool = True,
+    ) -> None:
+        self.config = config
+        self.cache = cache
+        self.out_dir = results_dir / config.results_subdir
+        self.provider = provider or create_provider(config.provider)
+        self.console = console or Console(stderr=True)
+        self.show_progress = show_progress
+        self.stats = RunStats()
+        self._semaphore = asyncio.Semaphore(config.provider.max_concurrency)
+        rpm = config.provider.rpm
+        self._limiter = AsyncLimiter(1, 60.0 / rpm) if rpm else None
+        self.variant: PromptVariant | None = (
+            get_variant(config.prompt) if isinstance(self.provider, Judge) else None
+        )
+
+    # ---------------------------------------------------------------- preparing calls
+    def dataset(self) -> Dataset:
+        dataset = load_dataset(self.config.dataset)
+        if self.config.limit:
+            dataset = dataset.subset([i.id for i in dataset.items[: self.config.limit]])
+        return dataset
+
+    def summary_of(self, item: Item) -> str | None:
+        if self.config.inputs.dialogue != "summary":
+            return None
+        if not item.summary:
+            raise HarnessError(
+                f"item {item.id} has no summary (needed by inputs.dialogue: summary)"
+            )
+        return item.summary
+
+    def prepare(self, dataset: Dataset) -> list[Call]:
+        identity = self.provider.identity()
+        vary_by_repeat = not self.provider.deterministic
+        calls: list[Call] = []
+        hashed = template_hash(self.variant.template) if self.variant else None
+        for repeat in range(self.config.repeats):
+            for item in dataset.items:
+                summary = self.summary_of(item)
+                if isinstance(self.provider, Scorer):
+                    calls.append(self._score_call(dataset, item, summary, repeat, identity))
+                    continue
+                assert self.variant is not None
+                ctx = PromptContext(
+                    item=item,
+                    clips=dataset.clips,
+                    dialogue_mode=self.config.inputs.dialogue,
+                    music_mode=self.config.inputs.music,
+                    summary=summary,
+                    repeat=repeat,
+                    options=self.config.prompt_options,
+                )
+                for prepared in self.variant.prepare(ctx):
+                    request = ChatRequest(
+                        prepared.prompt.system, prepared.prompt.parts, self.variant.response_schema
+                    )
+                    key = cache_key(
+                        {
+                            "provider": identity,
+                            "system": request.system,
+                            "user": request.user_text,
+                            "audio": [a.sha256 for a in request.audio],
+                            "schema": request.response_schema,
+                            "template": hashed,
+                            "repeat": repeat if vary_by_repeat else None,
+                        }
+                    )
+                    calls.append(Call(item.id, repeat, prepared.candidates, request, key))
+        return calls
+
+    def _score_call(
+        self,
+        dataset: Dataset,
+        item: Item,
+        summary: str | None,
+        repeat: int,
+        identity: dict[str, Any],
+    ) -> Call:
+        from harness.audio import audio_ref
+
+        music = self.config.inputs.music
+        candidates = tuple(
+            ScoreCandidate(
+                cid,
+                dataset.clips[cid].caption,
+                audio_ref(cid, dataset.clips[cid].path) if music == "audio" else None,
+            )
+            for cid in item.candidates
+        )
+        query = summary if summary is not None else item.dialogue_text()
+        request = ScoreRequest(query, candidates, music, item.id, repeat)
+        key = cache_key(
+            {
+                "provider": identity,
+                "query": query,
+                "clips": [c.audio.sha256 if c.audio else c.caption for c in candidates],
+                "item": item.id if not self.provider.deterministic else None,
+                "repeat": repeat if not self.provider.deterministic else None,
+            }
+        )
+        return Call(item.id, repeat, item.candidates, request, key)
+
+    # ---------------------------------------------------------------- answering calls
+    async def _invoke(self, request: ChatRequest | ScoreRequest) -> dict[str, Any]:
+        """One fresh answer from the provider, retried on transient errors only."""
+        cfg = self.config.provider
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(cfg.max_attempts) | stop_after_delay(cfg.max_retry_time_s),
+            wait=_RetryAfterOrBackoff(),
+            retry=retry_if_exception(_is_transient),
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                if attempt.retry_state.attempt_number > 1:
+                    self.stats.retries += 1
+                if self._limiter:
+                    await self._limiter.acquire()
+                async with self._semaphore:
+                    self.stats.model_calls += 1
+                    started = time.perf_counter()
+                    answer = await asyncio.wait_for(self._ask(request), timeout=cfg.timeout_s)
+                    answer["latency_s"] = round(time.perf_counter() - started, 4)
+                    return answer
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _ask(self, request: ChatRequest | ScoreRequest) -> dict[str, Any]:
+        if isinstance(request, ScoreRequest):
+            assert isinstance(self.provider, Scorer)
+            return {"scores": await self.provider.score(request)}
+        assert isinstance(self.provider, Judge)
+        try:
+            response: ChatResponse = await self.provider.generate(request)
+        except TimeoutError as exc:
+            raise ProviderError("request timed out", transient=True, kind="timeout") from exc
+        return {
+            "text": response.text,
+            "input_tokens": response.input_tokens,
+            "output_tokens": response.output_tokens,
+            "extra": response.extra,
+        }
+
+    async def _answer(
+        self, key: str, request: ChatRequest | ScoreRequest
+    ) -> tuple[dict[str, Any], bool]:
+        cached = self.cache.get(key)
+        if cached is not None:
+            return cached, True
+        answer = await self._invoke(request)
+        self.cache.set(key, answer)
+        return answer, False
+
+    async def run_call(self, call: Call) -> Record:
+        record = Record(
+            item_id=call.item_id,
+            candidates=list(call.candidates),
+            repeat=call.repeat,
+            scores=dict.fromkeys(call.candidates),
+        )
+        try:
+            answer, hit = await self._answer(call.key, call.request)
+        except ProviderError as exc:
+            record.error = scrub(f"{exc.kind}: {exc}")
+            self.stats.error_kinds[exc.kind] += 1
+            return record
+        record.cache_hit = hit
+        self._account(record, answer)
+        if isinstance(call.request, ScoreRequest):
+            record.scores = dict(zip(call.candidates, answer["scores"], strict=True))
+            return record
+        parsed = self._parse(answer["text"], call)
+        for attempt in range(1, self.config.provider.reask + 1):
+            if parsed.error is None:
+                break
+            record.attempts.append(answer["text"])
+            try:
+                answer, hit = await self._answer(f"{call.key}:reask{attempt}", call.request)
+            except ProviderError as exc:
+                record.error = scrub(f"{exc.kind}: {exc}")
+                self.stats.error_kinds[exc.kind] += 1
+                break
+            record.cache_hit = record.cache_hit and hit
+            self._account(record, answer)
+            parsed = self._parse(answer["text"], call)
+        record.raw = answer["text"]
+        record.scores = parsed.scores
+        record.parse_error = parsed.error
+        record.extra.update(parsed.extra)
+        return record
+
+    def _parse(self, text: str, call: Call) -> ParsedAnswer:
+        assert self.variant is not None
+        return self.variant.parse(text, list(call.candidates))
+
+    def _account(self, record: Record, answer: dict[str, Any]) -> None:
+        for name in ("input_tokens", "output_tokens"):
+            if answer.get(name) is not None:
+                setattr(record, name, (getattr(record, name) or 0) + answer[name])
+        record.latency_s = answer.get("latency_s")
+        if answer.get("extra"):
+            record.extra.update(answer["extra"])
+
+    # ---------------------------------------------------------------- the whole run
+    async def run(self) -> RunResult:
+        started = time.perf_counter()
+        dataset = self.dataset()
+        calls = self.prepare(dataset)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        records_path = self.out_dir / "records.jsonl"
+        writer = RecordWriter(records_path)
+        records: list[Record] = []
+        try:
+            with self._progress() as progress:
+                task = progress.add_task(
+                    self.config.name, total=len(calls), hits=0, failed=0, bad=0
+                )
+
+                async def one(call: Call) -> None:
+                    record = await self.run_call(call)
+                    writer.write(record)
+                    records.append(record)
+                    self._count(record)
+                    progress.update(
+                        task,
+                        advance=1,
+                        hits=self.stats.cache_hits,
+                        failed=self.stats.errors,
+                        bad=self.stats.parse_failures,
+                    )
+
+                await asyncio.gather(*(one(call) for call in calls))
+        finally:
+            writer.close()
+            await self.provider.aclose()
+        item_order = [item.id for item in dataset.items]
+        write_sorted(records_path, records, item_order)
+        result = self._finish(dataset, records, started)
+        return result
+
+    def _count(self, record: Record) -> None:
+        self.stats.calls += 1
+        self.stats.cache_hits += record.cache_hit
+        self.stats.errors += record.error is not None
+        self.stats.parse_failures += record.parse_error is not None
+        self.stats.input_tokens += record.input_tokens or 0
+        self.stats.output_tokens += record.output_tokens or 0
+
+    def _progress(self) -> Progress:
+        return Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn(
+                "cached {task.fields[hits]} · failed {task.fields[failed]} · unparsable {task.fields[bad]}"
+            ),
+            TimeRemainingColumn(),
+            console=self.console,
+            disable=not self.show_progress,
+        )
+
+    def _finish(self, dataset: Dataset, records: list[Record], started: float) -> RunResult:
+        predictions = predictions_from_records(records)
+        matrices = [
+            build_matrix(dataset.items, predictions.get(repeat, {}))
+            for repeat in range(self.config.repeats)
+        ]
+        result_aggregate = aggregate(
+            matrices,
+            missing=self.config.missing,
+            n_bootstrap=self.config.n_bootstrap,
+            seed=self.config.seed,
+        )
+        self.stats.wall_s = round(time.perf_counter() - started, 3)
+        metrics = result_aggregate.to_json()
+        metrics["parse_failures"] = self.stats.parse_failures
+        metrics["errors"] = self.stats.errors
+        (self.out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        (self.out_dir / "run.json").write_text(json.dumps(self.stats.to_json(), indent=2) + "\n")
+        (self.out_dir / "config.yaml").write_text(
+            yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False)
+        )
+        result = RunResult(self.config, self.out_dir, self.stats, result_aggregate)
+        write_run_report(result.out_dir / "report.md", self.config, metrics, self.stats.to_json())
+        return result
+
+
+def run_experiment(config: ExperimentConfig, **kwargs: Any) -> RunResult:
+    return asyncio.run(Runner(config, **kwargs).run())

@@ -1,0 +1,53 @@
+"""A scripted judge for offline tests of the runner, parser, cache and metrics.
+
+`answers` maps a clip id (or "*") to what the judge does for a request that contains it:
+a score (answered as `{"score": x}`), a raw string (answered verbatim), or
+"!transient"/"!permanent" (raise the matching ProviderError). Lists are consumed one entry
+per call, so a test can script "fail once, then answer". Without a script the judge
+answers a deterministic score derived from the clip's caption-free prompt text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from typing import Any
+
+from harness.errors import ProviderError
+from providers._base import ChatRequest, ChatResponse, Judge, ProviderConfig
+
+
+class MockJudge(Judge):
+    default_model = "mock-1"
+
+    def __init__(self, config: ProviderConfig) -> None:
+        super().__init__(config)
+        self.answers: dict[str, Any] = dict(config.extra("answers", {}) or {})
+        self.delay_s = float(config.extra("delay_s", 0.0))
+        self.calls: list[ChatRequest] = []
+
+    async def generate(self, request: ChatRequest) -> ChatResponse:
+        self.calls.append(request)
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        clip_ids = [a.clip_id for a in request.audio] or ["*"]
+        script = next(
+            (self.answers[c] for c in clip_ids if c in self.answers), self.answers.get("*")
+        )
+        if isinstance(script, list):
+            script = script.pop(0) if len(script) > 1 else script[0]
+        if script == "!transient":
+            raise ProviderError("mock transient failure", transient=True, kind="server_error")
+        if script == "!permanent":
+            raise ProviderError("mock permanent failure", transient=False, kind="bad_request")
+        if isinstance(script, str):
+            text = script
+        elif isinstance(script, int | float):
+            text = json.dumps({"score": script})
+        else:
+            digest = hashlib.sha256((request.system + request.user_text).encode()).digest()
+            sha = "".join(a.sha256 for a in request.audio).encode()
+            digest = hashlib.sha256(digest + sha).digest()
+            text = json.dumps({"score": round(digest[0] / 25.5, 1)})
+        return ChatResponse(text=text, input_tokens=len(request.user_text) // 4, output_tokens=8)
