@@ -58,14 +58,21 @@ def per_item_metrics(scores: FloatArray, relevance: FloatArray) -> dict[str, Flo
     ideal = (-np.sort(-relevance, axis=1) / np.log2(ranks + 1)).sum(axis=1)
     ndcg = np.divide(dcg, ideal, out=np.zeros(m), where=ideal > 0)
 
-    score_sign, rel_sign = _pairwise_sign(scores), _pairwise_sign(relevance)
-    concordance = (score_sign * rel_sign).sum(axis=(1, 2)) / 2
-    n_pairs = n * (n - 1) / 2
-    untied_scores = n_pairs - ((score_sign == 0).sum(axis=(1, 2)) - n) / 2
-    untied_relevance = n_pairs - ((rel_sign == 0).sum(axis=(1, 2)) - n) / 2
-    denominator = np.sqrt(untied_scores * untied_relevance)
-    tau = np.divide(concordance, denominator, out=np.zeros(m), where=denominator > 0)
+    tau = kendall_tau_b(scores, relevance)
     return {"hit@1": hit, "mrr": mrr, "ndcg": ndcg, "kendall_tau_b": tau}
+
+
+def kendall_tau_b(x: FloatArray, y: FloatArray) -> FloatArray:
+    """Row-wise Kendall's tau-b between two (items x N) matrices; 0 where a row is all tied."""
+    m, n = x.shape
+    x_sign, y_sign = _pairwise_sign(x), _pairwise_sign(y)
+    concordance = (x_sign * y_sign).sum(axis=(1, 2)) / 2
+    n_pairs = n * (n - 1) / 2
+    untied_x = n_pairs - ((x_sign == 0).sum(axis=(1, 2)) - n) / 2
+    untied_y = n_pairs - ((y_sign == 0).sum(axis=(1, 2)) - n) / 2
+    denominator = np.sqrt(untied_x * untied_y)
+    tau: FloatArray = np.divide(concordance, denominator, out=np.zeros(m), where=denominator > 0)
+    return tau
 
 
 def top_is_tied(scores: FloatArray) -> NDArray[np.bool_]:
