@@ -121,6 +121,7 @@ class Runner:
         self.show_progress = show_progress
         self.stats = RunStats()
         self._semaphore = asyncio.Semaphore(config.provider.max_concurrency)
+        self._inflight: dict[str, asyncio.Future[dict[str, Any]]] = {}
         rpm = config.provider.rpm
         self._limiter = AsyncLimiter(1, 60.0 / rpm) if rpm else None
         self.variant: PromptVariant | None = (
@@ -257,12 +258,23 @@ class Runner:
     async def _answer(
         self, key: str, request: ChatRequest | ScoreRequest
     ) -> tuple[dict[str, Any], bool]:
+        """The answer for `key` and whether it came without a model call (from the cache,
+        or from an identical request already in flight in this run)."""
         cached = self.cache.get(key)
         if cached is not None:
             return cached, True
+        pending = self._inflight.get(key)
+        if pending is not None:
+            return await asyncio.shield(pending), True
+        task = asyncio.ensure_future(self._fetch(key, request))
+        self._inflight[key] = task
+        task.add_done_callback(lambda _: self._inflight.pop(key, None))
+        return await task, False
+
+    async def _fetch(self, key: str, request: ChatRequest | ScoreRequest) -> dict[str, Any]:
         answer = await self._invoke(request)
         self.cache.set(key, answer)
-        return answer, False
+        return answer
 
     async def run_call(self, call: Call) -> Record:
         record = Record(

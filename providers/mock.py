@@ -10,6 +10,7 @@ answers a deterministic score derived from the clip's caption-free prompt text.
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import json
 from typing import Any
@@ -23,7 +24,7 @@ class MockJudge(Judge):
 
     def __init__(self, config: ProviderConfig) -> None:
         super().__init__(config)
-        self.answers: dict[str, Any] = dict(config.extra("answers", {}) or {})
+        self.answers: dict[str, Any] = copy.deepcopy(config.extra("answers", {}) or {})
         self.delay_s = float(config.extra("delay_s", 0.0))
         self.calls: list[ChatRequest] = []
 
@@ -38,7 +39,9 @@ class MockJudge(Judge):
         if isinstance(script, list):
             script = script.pop(0) if len(script) > 1 else script[0]
         if script == "!transient":
-            raise ProviderError("mock transient failure", transient=True, kind="server_error")
+            raise ProviderError(
+                "mock transient failure", transient=True, kind="server_error", retry_after=0.0
+            )
         if script == "!permanent":
             raise ProviderError("mock permanent failure", transient=False, kind="bad_request")
         if isinstance(script, str):

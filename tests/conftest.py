@@ -12,7 +12,9 @@ import soundfile
 SAMPLE_RATE = 16000
 
 
-def write_tiny_dataset(root: Path, n_items: int = 3, n_candidates: int = 4, seconds: float = 0.5) -> Path:
+def write_tiny_dataset(
+    root: Path, n_items: int = 3, n_candidates: int = 4, seconds: float = 0.5
+) -> Path:
     """Items d0..d{n-1}, each with its own candidates; the human ranking is c<i>_0 best."""
     audio_dir = root / "audio"
     audio_dir.mkdir(parents=True, exist_ok=True)
@@ -23,17 +25,31 @@ def write_tiny_dataset(root: Path, n_items: int = 3, n_candidates: int = 4, seco
         for j in range(n_candidates):
             cid = f"c{i}_{j}"
             freq = 220.0 * (1 + i + j / n_candidates)
-            soundfile.write(audio_dir / f"{cid}.wav", 0.2 * np.sin(2 * np.pi * freq * t), SAMPLE_RATE)
-            clips.append({"id": cid, "audio": f"audio/{cid}.wav", "caption": f"tone {freq:.0f} Hz", "aspects": ["tone"]})
+            soundfile.write(
+                audio_dir / f"{cid}.wav", 0.2 * np.sin(2 * np.pi * freq * t), SAMPLE_RATE
+            )
+            clips.append(
+                {
+                    "id": cid,
+                    "audio": f"audio/{cid}.wav",
+                    "caption": f"tone {freq:.0f} Hz",
+                    "aspects": ["tone"],
+                }
+            )
             candidates.append(cid)
         ranking = list(candidates)
-        items.append({
-            "id": f"d{i}",
-            "dialogue": [{"speaker": "A", "text": f"Hello {i}"}, {"speaker": "B", "text": "Hi there."}],
-            "summary": f"A short greeting number {i}; calm, friendly; soft piano.",
-            "candidates": candidates[::-1],
-            "human_ranking": ranking,
-        })
+        items.append(
+            {
+                "id": f"d{i}",
+                "dialogue": [
+                    {"speaker": "A", "text": f"Hello {i}"},
+                    {"speaker": "B", "text": "Hi there."},
+                ],
+                "summary": f"A short greeting number {i}; calm, friendly; soft piano.",
+                "candidates": candidates[::-1],
+                "human_ranking": ranking,
+            }
+        )
     (root / "clips.jsonl").write_text("".join(json.dumps(c) + "\n" for c in clips))
     (root / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
     return root

@@ -1,0 +1,146 @@
+"""The runner end to end on the mock judge: records, parsing, re-asks, retries, cache."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.cache import ResponseCache
+from harness.config import ExperimentConfig
+from harness.records import read_records
+from harness.runner import Runner, RunResult
+from providers import ProviderConfig, create_provider
+from providers.mock import MockJudge
+
+
+def make_config(dataset: Path, **provider: Any) -> ExperimentConfig:
+    return ExperimentConfig(
+        name="t", dataset=dataset, provider=ProviderConfig(name="mock", **provider), n_bootstrap=50
+    )
+
+
+def run(config: ExperimentConfig, tmp_path: Path) -> tuple[RunResult, MockJudge]:
+    judge = create_provider(config.provider)
+    assert isinstance(judge, MockJudge)
+    cache = ResponseCache(tmp_path / "cache")
+    try:
+        runner = Runner(
+            config,
+            cache=cache,
+            results_dir=tmp_path / "results",
+            provider=judge,
+            show_progress=False,
+        )
+        result = asyncio.run(runner.run())
+    finally:
+        cache.close()
+    return result, judge
+
+
+def test_records_metrics_and_report(tiny_dataset: Path, tmp_path: Path) -> None:
+    result, judge = run(make_config(tiny_dataset), tmp_path)
+    assert len(judge.calls) == 12
+    records = list(read_records(result.out_dir / "records.jsonl"))
+    assert [(r.item_id, r.candidates[0]) for r in records][:2] == [("d0", "c0_0"), ("d0", "c0_1")]
+    assert all(r.raw and json.loads(r.raw)["score"] == r.scores[r.candidates[0]] for r in records)
+    metrics = json.loads((result.out_dir / "metrics.json").read_text())
+    assert metrics["n_items"] == 3
+    assert metrics["coverage"] == 1.0
+    assert set(metrics["metrics"]) == {"hit@1", "mrr", "ndcg", "kendall_tau_b"}
+    assert "| t |" in (result.out_dir / "report.md").read_text()
+    assert (result.out_dir / "config.yaml").is_file()
+
+
+def test_audio_reaches_the_judge_with_the_prompt(tiny_dataset: Path, tmp_path: Path) -> None:
+    _, judge = run(make_config(tiny_dataset), tmp_path)
+    request = judge.calls[0]
+    assert len(request.audio) == 1
+    assert "A: Hello" in request.user_text and "<audio>" in request.user_text
+    assert request.response_schema is not None
+
+
+def test_rerun_makes_zero_calls_and_identical_metrics(tiny_dataset: Path, tmp_path: Path) -> None:
+    first, _ = run(make_config(tiny_dataset), tmp_path)
+    metrics = (first.out_dir / "metrics.json").read_bytes()
+    records = (first.out_dir / "records.jsonl").read_text()
+    second, judge = run(make_config(tiny_dataset), tmp_path)
+    assert judge.calls == []
+    assert second.stats.cache_hits == 12
+    assert (second.out_dir / "metrics.json").read_bytes() == metrics
+    assert records.replace('"cache_hit":true,', "") == (
+        second.out_dir / "records.jsonl"
+    ).read_text().replace('"cache_hit":true,', "")
+
+
+def test_unparsable_answer_is_kept_raw_reasked_and_counted(
+    tiny_dataset: Path, tmp_path: Path
+) -> None:
+    config = make_config(tiny_dataset, answers={"c0_0": ["Score: 7", '{"score": 11}']}, reask=1)
+    result, judge = run(config, tmp_path)
+    assert len(judge.calls) == 13
+    (bad,) = [r for r in read_records(result.out_dir / "records.jsonl") if r.candidates == ["c0_0"]]
+    assert bad.scores == {"c0_0": None}
+    assert bad.attempts == ["Score: 7"]
+    assert bad.raw == '{"score": 11}'
+    assert bad.parse_error is not None and bad.parse_error.startswith("out_of_range")
+    assert result.stats.parse_failures == 1
+    assert result.aggregate.coverage == pytest.approx(11 / 12)
+    # Unparsable answers are cached: a rerun re-parses them without calling the model.
+    _, again = run(config, tmp_path)
+    assert again.calls == []
+
+
+def test_transient_failure_is_retried(tiny_dataset: Path, tmp_path: Path) -> None:
+    result, judge = run(make_config(tiny_dataset, answers={"c1_1": ["!transient", 4.0]}), tmp_path)
+    assert result.complete
+    assert result.stats.retries == 1
+    assert len(judge.calls) == 13
+
+
+def test_permanent_failure_is_not_retried_nor_cached(tiny_dataset: Path, tmp_path: Path) -> None:
+    config = make_config(tiny_dataset, answers={"c1_1": "!permanent"}, max_attempts=5)
+    result, judge = run(config, tmp_path)
+    assert not result.complete
+    assert len(judge.calls) == 12
+    assert result.stats.error_kinds == {"bad_request": 1}
+    (failed,) = [r for r in read_records(result.out_dir / "records.jsonl") if r.error]
+    assert failed.candidates == ["c1_1"] and failed.raw is None
+    assert "Failures by kind: bad_request: 1" in (result.out_dir / "report.md").read_text()
+    _, again = run(config, tmp_path)  # the failure was not cached: only it is asked again
+    assert [r.audio[0].clip_id for r in again.calls] == ["c1_1"]
+
+
+def test_cache_key_follows_content_not_paths_or_run_settings(
+    tiny_dataset: Path, tmp_path: Path
+) -> None:
+    def keys(config: ExperimentConfig) -> list[str]:
+        runner = Runner(
+            config, cache=ResponseCache(tmp_path / "k"), results_dir=tmp_path, show_progress=False
+        )
+        return [c.key for c in runner.prepare(runner.dataset())]
+
+    base = keys(make_config(tiny_dataset))
+    assert keys(make_config(tiny_dataset, max_concurrency=3, rpm=100)) == base
+    assert keys(make_config(tiny_dataset, temperature=0.5)) != base
+    moved = tmp_path / "moved"
+    tiny_dataset.rename(moved)
+    assert keys(make_config(moved)) == base
+    # Same bytes under another clip file name: same key for that call.
+    (moved / "audio" / "c0_0.wav").rename(moved / "audio" / "renamed.wav")
+    clips = (moved / "clips.jsonl").read_text().replace("audio/c0_0.wav", "audio/renamed.wav")
+    (moved / "clips.jsonl").write_text(clips)
+    assert keys(make_config(moved)) == base
+
+
+def test_repeats_share_answers_when_decoding_is_greedy(tiny_dataset: Path, tmp_path: Path) -> None:
+    config = make_config(tiny_dataset).model_copy(update={"repeats": 2})
+    result, judge = run(config, tmp_path)
+    assert result.stats.calls == 24
+    assert len(judge.calls) == 12  # repeat 1 is answered from the cache
+    sampled = make_config(tiny_dataset, temperature=0.7).model_copy(update={"repeats": 2})
+    _, judge = run(sampled, tmp_path)
+    assert len(judge.calls) == 24
