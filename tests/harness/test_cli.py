@@ -1,0 +1,165 @@
+"""The `harness` CLI: evaluate against an independent computation, run, providers."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from harness.cli import app
+
+runner = CliRunner()
+
+
+def independent_metrics(scores: dict[str, float | None], ranking: list[str]) -> dict[str, float]:
+    """Straight from DESIGN.md's definitions, one item at a time, no shared code."""
+    n = len(ranking)
+    rel = {cid: n - 1 - pos for pos, cid in enumerate(ranking)}
+    value = {c: (-math.inf if s is None else s) for c, s in scores.items()}
+    first = ranking[0]
+    top = max(value.values())
+    top_group = [c for c in value if value[c] == top]
+    hit = 1 / len(top_group) if first in top_group else 0.0
+    p = 1 + sum(v > value[first] for v in value.values())
+    g = sum(v == value[first] for v in value.values())
+    mrr = sum(1 / r for r in range(p, p + g)) / g
+    dcg = 0.0
+    for c in value:
+        pc = 1 + sum(v > value[c] for v in value.values())
+        group = [d for d in value if value[d] == value[c]]
+        mean_gain = sum(rel[d] for d in group) / len(group)
+        dcg += (
+            mean_gain * sum(1 / math.log2(r + 1) for r in range(pc, pc + len(group))) / len(group)
+        )
+    ideal = sum(r / math.log2(i + 2) for i, r in enumerate(sorted(rel.values(), reverse=True)))
+    conc = disc = ties_s = 0
+    cands = list(value)
+    for i in range(n):
+        for j in range(i + 1, n):
+            a, b = cands[i], cands[j]
+            ds = (value[a] > value[b]) - (value[a] < value[b])
+            dr = (rel[a] > rel[b]) - (rel[a] < rel[b])
+            if ds == 0:
+                ties_s += 1
+            elif ds == dr:
+                conc += 1
+            else:
+                disc += 1
+    pairs = n * (n - 1) / 2
+    denominator = math.sqrt((pairs - ties_s) * pairs)
+    tau = (conc - disc) / denominator if denominator else 0.0
+    return {"hit@1": hit, "mrr": mrr, "ndcg": dcg / ideal, "kendall_tau_b": tau}
+
+
+def test_evaluate_matches_the_definitions(tiny_dataset: Path, tmp_path: Path) -> None:
+    items = [json.loads(line) for line in (tiny_dataset / "items.jsonl").read_text().splitlines()]
+    predictions = [
+        {"item_id": "d0", "scores": {"c0_0": 7.0, "c0_1": 7.0, "c0_2": 2.0, "c0_3": None}},
+        {"item_id": "d1", "scores": {"c1_0": None, "c1_1": 3.0, "c1_2": 3.0, "c1_3": 3.0}},
+        {"item_id": "d2", "scores": {"c2_0": 1.0, "c2_1": 9.5, "c2_2": None, "c2_3": None}},
+    ]
+    pred_file = tmp_path / "preds.jsonl"
+    pred_file.write_text("".join(json.dumps(p) + "\n" for p in predictions))
+    out = tmp_path / "metrics.json"
+    result = runner.invoke(
+        app,
+        [
+            "evaluate",
+            "--dataset",
+            str(tiny_dataset),
+            "--predictions",
+            str(pred_file),
+            "--out",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    metrics = json.loads(out.read_text())
+    expected = [
+        independent_metrics(p["scores"], it["human_ranking"])
+        for p, it in zip(predictions, items, strict=True)
+    ]
+    for name in ("hit@1", "mrr", "ndcg", "kendall_tau_b"):
+        mean = sum(e[name] for e in expected) / 3
+        assert metrics["metrics"][name]["mean"] == round(mean, 6), name
+    assert metrics["coverage"] == round(8 / 12, 6)
+    assert metrics["tie_rate"] == round(2 / 3, 6)
+    assert "Hit@1" in result.output
+
+    excluded = runner.invoke(
+        app,
+        [
+            "evaluate",
+            "--dataset",
+            str(tiny_dataset),
+            "--predictions",
+            str(pred_file),
+            "--missing",
+            "exclude",
+            "--out",
+            str(out),
+        ],
+    )
+    assert excluded.exit_code == 0
+    assert json.loads(out.read_text())["n_items"] == 0
+
+
+def test_evaluate_reports_a_bad_line(tiny_dataset: Path, tmp_path: Path) -> None:
+    pred_file = tmp_path / "preds.jsonl"
+    pred_file.write_text(
+        '{"item_id": "d0", "scores": {"c0_0": 1}}\n{"item_id": "dx", "scores": {}}\n'
+    )
+    result = runner.invoke(
+        app, ["evaluate", "--dataset", str(tiny_dataset), "--predictions", str(pred_file)]
+    )
+    assert result.exit_code == 2
+    assert f"{pred_file}:2: unknown item id 'dx'" in " ".join(result.output.split())
+
+
+def test_run_writes_a_run_folder_and_reruns_from_cache(tiny_dataset: Path, tmp_path: Path) -> None:
+    experiment = tmp_path / "exp.yaml"
+    experiment.write_text(
+        f"name: tiny\ndataset: {tiny_dataset}\nprovider: {{name: mock}}\nn_bootstrap: 20\n"
+    )
+    args = [
+        "run",
+        str(experiment),
+        "--results-dir",
+        str(tmp_path / "results"),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--no-progress",
+    ]
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    folder = tmp_path / "results" / "tiny"
+    assert {p.name for p in folder.iterdir()} >= {
+        "records.jsonl",
+        "metrics.json",
+        "report.md",
+        "config.yaml",
+        "run.json",
+    }
+    assert json.loads((folder / "run.json").read_text())["model_calls"] == 12
+    second = runner.invoke(app, args)
+    assert second.exit_code == 0
+    assert json.loads((folder / "run.json").read_text())["model_calls"] == 0
+
+
+def test_run_with_a_bad_experiment_file_is_one_line(tmp_path: Path) -> None:
+    experiment = tmp_path / "exp.yaml"
+    experiment.write_text("name: x\ndataset: data/sample\nprovider: {name: mock}\nrepeats: 0\n")
+    result = runner.invoke(app, ["run", str(experiment), "--results-dir", str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert "repeats" in result.output and "greater than or equal to 1" in result.output
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "r").exists()
+
+
+def test_providers_lists_the_registry() -> None:
+    result = runner.invoke(app, ["providers"])
+    assert result.exit_code == 0
+    for name in ("mock", "random", "text-embedding"):
+        assert name in result.output

@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.config import load_experiments
+from harness.errors import ConfigError
+
+
+def test_single_experiment(tmp_path: Path) -> None:
+    path = tmp_path / "e.yaml"
+    path.write_text(
+        "name: one\ndataset: data/sample\nprovider: {name: gemini, model: gemini-2.5-pro, temperature: 0.0, max_concurrency: 16}\nprompt: cot\ninputs: {dialogue: summary, music: audio}\n"
+    )
+    (run,) = load_experiments(path)
+    assert run.provider.model == "gemini-2.5-pro" and run.provider.max_concurrency == 16
+    assert run.inputs.dialogue == "summary"
+    assert run.results_subdir == Path("one")
+
+
+def test_sweep_expands_every_combination(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: grid\ndataset: data/sample\nproviders: [{name: mock, model: a}, {name: mock, model: b}]\n"
+        "prompts: [zero_shot, cot]\ninputs: [{dialogue: full}, {dialogue: summary}]\nrepeats: 3\n"
+    )
+    runs = load_experiments(path)
+    assert len(runs) == 8
+    assert len({r.name for r in runs}) == 8
+    assert all(r.sweep == "grid" and r.repeats == 3 for r in runs)
+    assert runs[0].results_subdir == Path("grid", "mock_a_zero_shot_full_audio")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("name: x\ndataset: d\n", "provider: Field required"),
+        (
+            "name: x\ndataset: d\nprovider: {name: mock}\ninputs: {dialogue: gist}\n",
+            "inputs.dialogue",
+        ),
+        ("name: x\ndataset: d\nprovider: {name: mock}\nmissing: ignore\n", "missing"),
+        (
+            "name: x\ndataset: d\nprovider: {name: mock}\nbogus: 1\n",
+            "bogus: Extra inputs are not permitted",
+        ),
+        ("name: x\n  dataset: [\n", "line 2"),
+        ("- 1\n- 2\n", "expected a mapping"),
+        ("name: a b\ndataset: d\nprovider: {name: mock}\n", "name"),
+    ],
+)
+def test_errors_name_the_file_and_field(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_experiments(path)
+    assert str(info.value).startswith(str(path))
+    assert message in str(info.value)
