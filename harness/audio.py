@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import soundfile
 from numpy.typing import NDArray
-from scipy.signal import resample_poly
 
 ENCODED_CACHE_SIZE = 64
 
@@ -61,6 +60,8 @@ def read_mono(path: Path, sample_rate: int | None = None) -> NDArray[np.float32]
 def resample(
     signal: NDArray[np.float32], source_rate: int, target_rate: int
 ) -> NDArray[np.float32]:
+    from scipy.signal import resample_poly  # imported here: it costs ~0.7 s at start-up
+
     divisor = gcd(source_rate, target_rate)
     out = resample_poly(signal, target_rate // divisor, source_rate // divisor)
     return np.asarray(out, dtype=np.float32)

@@ -1,0 +1,128 @@
+"""`python -m bench [NAME ...] [--tiny]`: run the benchmarks, print one summary line each,
+and write their figures with the machine and date to bench/RESULTS.md."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import platform
+import sys
+import time
+import traceback
+from datetime import UTC, datetime
+from importlib.metadata import version
+from pathlib import Path
+
+import psutil
+
+from bench.common import OUT, REPO, BenchResult, Size, fresh
+
+BENCHMARKS: dict[str, tuple[str, str]] = {
+    "throughput": (
+        "bench.throughput",
+        "(1) 4,800 calls at 200 ms, concurrency 64, vs the bare SDK",
+    ),
+    "latency": ("bench.latency_bound", "(1b) 960 calls at 1 s, concurrency 32"),
+    "rate_limit": ("bench.rate_limit", "(2) rate-limited server, harness rpm set to the limit"),
+    "replay": ("bench.replay", "(3) warm-cache replay of the 4,800-call run, whole process"),
+    "metrics": ("bench.metrics_speed", "(4) metrics + bootstrap + agreement matrix"),
+    "memory": ("bench.memory", "(5) peak RSS, 4,800 calls over 1,000 10-second clips"),
+    "inspect": ("bench.vs_inspect", "(6) the 4,800-call workload through inspect_ai and bgm-judge"),
+}
+
+
+def run_one(name: str, size: Size) -> BenchResult:
+    module = importlib.import_module(BENCHMARKS[name][0])
+    work = fresh(OUT / f"{name}_{size}")
+    result: BenchResult = module.run(size, work)
+    return result
+
+
+def machine() -> list[str]:
+    cpu = platform.processor() or platform.machine()
+    model = (
+        next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            cpu,
+        )
+        if Path("/proc/cpuinfo").is_file()
+        else cpu
+    )
+    libraries = ", ".join(
+        f"{lib} {version(lib)}" for lib in ("openai", "httpx", "inspect_ai", "numpy")
+    )
+    return [
+        f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+        f"- machine: {model}, {psutil.cpu_count(logical=True)} logical CPUs, "
+        f"{psutil.virtual_memory().total / 2**30:.0f} GiB RAM, {platform.system()} {platform.release()}",
+        f"- load average when started: {', '.join(f'{x:.2f}' for x in psutil.getloadavg())}",
+        f"- python {platform.python_version()}; {libraries}",
+    ]
+
+
+def write_results(path: Path, results: list[BenchResult], header: list[str], command: str) -> None:
+    lines = [
+        "# Benchmark results",
+        "",
+        f"Written by `{command}`. Every ratio is measured in the same run as its reference.",
+        "",
+        *header,
+        "",
+        "| benchmark | result | goal | met |",
+        "|---|---|---|---|",
+    ]
+    for r in results:
+        met = {True: "yes", False: "**no**", None: "-"}[r.met]
+        lines.append(f"| {r.name} | {r.summary} | {r.goal or '-'} | {met} |")
+    for r in results:
+        lines += ["", f"## {r.name}", ""]
+        lines += [f"- {key}: {value}" for key, value in r.figures.items()]
+        lines += [f"- note: {note}" for note in r.notes]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument(
+        "names", nargs="*", metavar="NAME", help=f"default: all of {', '.join(BENCHMARKS)}"
+    )
+    parser.add_argument("--tiny", action="store_true", help="tiny sizes (a smoke test)")
+    parser.add_argument("--results", type=Path, help="where to write the results markdown")
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.names) - set(BENCHMARKS))
+    if unknown:
+        parser.error(f"unknown benchmark(s) {unknown}; known: {', '.join(BENCHMARKS)}")
+    names = [name for name in BENCHMARKS if name in args.names] if args.names else list(BENCHMARKS)
+    size: Size = "tiny" if args.tiny else "full"
+    everything = size == "full" and names == list(BENCHMARKS)
+    default = REPO / "bench" / "RESULTS.md" if everything else OUT / f"RESULTS-{size}.md"
+    out_path: Path = args.results or default
+    OUT.mkdir(parents=True, exist_ok=True)
+    header = machine()
+    results: list[BenchResult] = []
+    failed = False
+    for name in names:
+        started = time.perf_counter()
+        try:
+            result = run_one(name, size)
+        except Exception:
+            traceback.print_exc()
+            result = BenchResult(
+                name, "failed: see the traceback printed by the run", {}, met=False
+            )
+            failed = True
+        result.figures["benchmark wall (s)"] = round(time.perf_counter() - started, 1)
+        results.append(result)
+        print(result.line(), flush=True)
+    command = " ".join(["python -m bench", *(argv if argv is not None else sys.argv[1:])])
+    write_results(out_path, results, header, command)
+    print(f"results written to {out_path}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,329 @@
+"""What every benchmark shares: synthetic datasets, the fake server as a separate process,
+experiment files, timed child processes, and one result type."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+import numpy as np
+import soundfile
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "bench" / "out"
+Size = Literal["full", "tiny"]
+
+WORDS = [
+    "coffee",
+    "rain",
+    "tomorrow",
+    "exam",
+    "train",
+    "late",
+    "sorry",
+    "birthday",
+    "movie",
+    "dinner",
+    "weekend",
+    "quiet",
+    "beach",
+    "office",
+    "meeting",
+    "project",
+    "guitar",
+    "dance",
+    "tired",
+    "happy",
+    "nervous",
+    "garden",
+    "morning",
+    "window",
+    "city",
+    "bus",
+    "laugh",
+    "forget",
+    "remember",
+    "music",
+    "party",
+    "walk",
+    "coat",
+    "cold",
+    "warm",
+    "sunny",
+    "library",
+    "phone",
+    "call",
+]
+
+
+@dataclass
+class BenchResult:
+    """One benchmark's outcome: a one-line summary, its figures and whether it met its goal."""
+
+    name: str
+    summary: str
+    figures: dict[str, Any]
+    goal: str = ""
+    met: bool | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        verdict = {True: "goal met", False: "GOAL MISSED", None: "no goal"}[self.met]
+        return f"[{self.name}] {self.summary} ({verdict})"
+
+
+# ------------------------------------------------------------------------- datasets
+@dataclass(frozen=True)
+class DatasetSpec:
+    """A synthetic dataset: `n_items` dialogues with 4 candidates each, drawn from
+    `n_clips` distinct synthesised clips (distinct within every item)."""
+
+    n_items: int
+    n_clips: int
+    seconds: float
+    sample_rate: int = 16000
+    n_candidates: int = 4
+    seed: int = 0
+
+    @property
+    def folder_name(self) -> str:
+        return (
+            f"data_{self.n_items}i_{self.n_clips}c_{self.seconds:g}s_{self.sample_rate}hz"
+            f"_{self.n_candidates}_{self.seed}"
+        )
+
+
+def synth_dataset(spec: DatasetSpec, root: Path = OUT) -> Path:
+    """Write (once; reused while its manifest matches) a dataset folder for `spec`."""
+    folder = root / spec.folder_name
+    manifest = folder / "manifest.json"
+    wanted = json.dumps(spec.__dict__, sort_keys=True)
+    if manifest.is_file() and manifest.read_text() == wanted:
+        return folder
+    if folder.exists():
+        shutil.rmtree(folder)
+    (folder / "audio").mkdir(parents=True)
+    rng = np.random.default_rng(spec.seed)
+    t = np.arange(int(spec.seconds * spec.sample_rate), dtype=np.float32) / spec.sample_rate
+    clips = []
+    for k in range(spec.n_clips):
+        # Distinct pitch, vibrato and noise per clip, so every clip's bytes differ.
+        base = 110.0 * 2 ** (k % 48 / 12) * (1 + k / (7 * spec.n_clips))
+        wobble = np.sin(2 * np.pi * (0.5 + k % 5) * t)
+        signal = 0.2 * np.sin(2 * np.pi * base * t + 0.3 * wobble)
+        signal += 0.05 * np.sin(2 * np.pi * 1.5 * base * t)
+        signal += 0.01 * rng.standard_normal(t.size).astype(np.float32)
+        cid = f"c{k:05d}"
+        soundfile.write(folder / "audio" / f"{cid}.wav", signal, spec.sample_rate, "PCM_16")
+        clips.append(
+            {
+                "id": cid,
+                "audio": f"audio/{cid}.wav",
+                "caption": f"synthetic tone around {base:.0f} Hz, {['soft', 'bright', 'warm'][k % 3]}",
+                "aspects": ["synthetic"],
+            }
+        )
+    items = []
+    for i in range(spec.n_items):
+        first = (i * spec.n_candidates) % spec.n_clips
+        candidates = [clips[(first + j) % spec.n_clips]["id"] for j in range(spec.n_candidates)]
+        turns = [
+            {
+                "speaker": "AB"[turn % 2],
+                "text": " ".join(rng.choice(WORDS, size=int(rng.integers(6, 16)))).capitalize()
+                + ".",
+            }
+            for turn in range(int(rng.integers(4, 9)))
+        ]
+        ranking = [candidates[j] for j in rng.permutation(spec.n_candidates)]
+        items.append(
+            {
+                "id": f"d{i:05d}",
+                "dialogue": turns,
+                "summary": f"dialogue {i} about {rng.choice(WORDS)}",
+                "candidates": candidates,
+                "human_ranking": ranking,
+            }
+        )
+    (folder / "clips.jsonl").write_text("".join(json.dumps(c) + "\n" for c in clips))
+    (folder / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
+    manifest.write_text(wanted)
+    return folder
+
+
+# ------------------------------------------------------------------------- processes
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def harness_command() -> list[str]:
+    script = Path(sys.executable).with_name("harness")
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "harness.cli"]
+
+
+@contextmanager
+def fake_server(
+    *, latency: float, rpm: float | None = None, extra: Sequence[str] = ()
+) -> Iterator[str]:
+    """The fake model server of `harness.fake_server` in its own process (so that it never
+    shares the client's event loop or its CPU time accounting); yields its base URL."""
+    port = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "harness.fake_server",
+        "--port",
+        str(port),
+        "--latency",
+        str(latency),
+        *(["--rpm", str(rpm)] if rpm else []),
+        *extra,
+    ]
+    log = (OUT / f"fake_server_{port}.log").open("w")
+    process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"fake server exited with {process.returncode}; see {log.name}")
+            try:
+                httpx.get(f"{base}/_stats", timeout=1.0).raise_for_status()
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("fake server did not start within 30 s") from None
+                time.sleep(0.1)
+        yield base
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+def server_stats(base: str) -> dict[str, Any]:
+    stats: dict[str, Any] = httpx.get(f"{base}/_stats", timeout=10.0).json()
+    return stats
+
+
+@dataclass
+class Timed:
+    wall_s: float
+    returncode: int
+    output: str
+    max_rss_bytes: int
+
+
+def run_timed(command: Sequence[str], *, env: dict[str, str] | None = None) -> Timed:
+    """Run a child process to completion; its wall time and its own peak RSS (wait4)."""
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        list(command),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, **(env or {})},
+    )
+    assert process.stdout is not None
+    output = process.stdout.read().decode(errors="replace")
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return Timed(wall, process.returncode, output, usage.ru_maxrss * 1024)
+
+
+def checked(timed: Timed, what: str) -> Timed:
+    if timed.returncode != 0:
+        raise RuntimeError(f"{what} failed (exit {timed.returncode}):\n{timed.output[-3000:]}")
+    return timed
+
+
+# ------------------------------------------------------------------------- experiments
+def write_experiment(
+    path: Path,
+    *,
+    name: str,
+    dataset: Path,
+    provider: dict[str, Any],
+    prompt: str = "zero_shot",
+    n_bootstrap: int = 1000,
+) -> Path:
+    config = {
+        "name": name,
+        "dataset": str(dataset),
+        "provider": provider,
+        "prompt": prompt,
+        "inputs": {"dialogue": "full", "music": "audio"},
+        "n_bootstrap": n_bootstrap,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def openai_provider(
+    base_url: str, *, concurrency: int, rpm: float | None = None, model: str = "bench-model"
+) -> dict[str, Any]:
+    provider: dict[str, Any] = {
+        "name": "openai-compatible",
+        "model": model,
+        "base_url": f"{base_url}/v1",
+        "max_concurrency": concurrency,
+        "max_attempts": 20,
+    }
+    if rpm:
+        provider["rpm"] = rpm
+    return provider
+
+
+def harness_run(
+    experiment: Path, work: Path, *, cache: Path | None = None, env: dict[str, str] | None = None
+) -> tuple[Timed, dict[str, Any]]:
+    """`harness run` as a whole process; its wall time and the run's run.json."""
+    results = work / "results"
+    command = [
+        *harness_command(),
+        "run",
+        str(experiment),
+        "--results-dir",
+        str(results),
+        "--cache-dir",
+        str(cache or work / "cache"),
+        "--no-progress",
+    ]
+    timed = checked(
+        run_timed(command, env={"OPENAI_API_KEY": "bench-key", **(env or {})}), "harness run"
+    )
+    name = yaml.safe_load(experiment.read_text())["name"]
+    stats: dict[str, Any] = json.loads((results / name / "run.json").read_text())
+    return timed, stats
+
+
+def fresh(path: Path) -> Path:
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return path
+
+
+def ratio(numerator: float, denominator: float) -> float:
+    return round(numerator / denominator, 3) if denominator else float("nan")
