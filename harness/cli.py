@@ -11,6 +11,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from harness.errors import HarnessError
 
@@ -36,7 +37,9 @@ def user_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except (HarnessError, ImportError) as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            err_console.print(
+                f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True
+            )
             raise typer.Exit(EXIT_USAGE) from None
 
     return wrapper  # type: ignore[return-value]
@@ -65,10 +68,11 @@ def run(
     """Run an experiment: call the model (or the cache) for every item, then write
     records.jsonl, metrics.json, report.md and the resolved config to results/NAME/."""
     from harness.cache import ResponseCache
-    from harness.config import load_experiments
+    from harness.config import check_registered, load_experiments
     from harness.experiment import run_all
 
     configs = load_experiments(experiment)
+    check_registered(experiment, configs)
     if limit:
         configs = [c.model_copy(update={"limit": limit}) for c in configs]
     cache = ResponseCache(cache_dir)
@@ -117,6 +121,7 @@ def evaluate(
     metrics = result.to_json()
     console.print(rich_table(str(predictions), [(predictions.stem, metrics)]))
     if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(metrics, indent=2) + "\n")
 
 

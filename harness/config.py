@@ -110,5 +110,23 @@ def load_experiments(path: str | Path) -> list[ExperimentConfig]:
     return runs
 
 
+def check_registered(path: str | Path, runs: list[ExperimentConfig]) -> None:
+    """Fail on an unknown provider or prompt name before anything runs."""
+    from harness.variants import VARIANTS
+    from providers import REGISTRY
+
+    for run in runs:
+        is_sweep = run.sweep is not None
+        if run.provider.name not in REGISTRY:
+            known = ", ".join(sorted(REGISTRY))
+            field = "providers" if is_sweep else "provider.name"
+            reason = f"unknown provider {run.provider.name!r} (known: {known})"
+            raise ConfigError(path, field, reason)
+        if run.prompt not in VARIANTS:
+            field = "prompts" if is_sweep else "prompt"
+            reason = f"unknown prompt variant {run.prompt!r} (known: {', '.join(VARIANTS)})"
+            raise ConfigError(path, field, reason)
+
+
 def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]

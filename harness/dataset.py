@@ -99,8 +99,12 @@ class Dataset(BaseModel):
 def _jsonl_objects(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     if not path.is_file():
         raise DatasetError(path, None, "file not found")
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
+    with path.open("rb") as handle:
+        for line_no, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DatasetError(path, line_no, f"not valid UTF-8 ({exc.reason})") from None
             if not line.strip():
                 continue
             try:

@@ -92,7 +92,7 @@ def predictions_from_records(records: Iterable[Record]) -> Predictions:
 
 
 class PredictionLine(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     item_id: str
     scores: dict[str, float | None]
     repeat: int = Field(default=0, ge=0)

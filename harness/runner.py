@@ -22,7 +22,7 @@ from tenacity.wait import wait_exponential_jitter
 from harness.cache import ResponseCache, cache_key
 from harness.config import ExperimentConfig
 from harness.dataset import Dataset, Item, load_dataset
-from harness.errors import HarnessError, ProviderError
+from harness.errors import DatasetError, ProviderError
 from harness.metrics import Aggregate, aggregate, build_matrix
 from harness.parsing import ParsedAnswer
 from harness.prompts import template_hash
@@ -139,8 +139,10 @@ class Runner:
         if self.config.inputs.dialogue != "summary":
             return None
         if not item.summary:
-            raise HarnessError(
-                f"item {item.id} has no summary (needed by inputs.dialogue: summary)"
+            raise DatasetError(
+                Path(self.config.dataset) / "items.jsonl",
+                None,
+                f"item {item.id} has no summary (needed by inputs.dialogue: summary)",
             )
         return item.summary
 
