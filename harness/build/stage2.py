@@ -1,0 +1,305 @@
+"""Stage 2: DailyDialog dialogues, filtered by length, each with a music-oriented caption.
+
+DailyDialog ships one dialogue per line of `dialogues_text.txt` (turns separated by
+`__eou__`), with parallel label files: `dialogues_emotion.txt` and `dialogues_act.txt` (one
+label per turn) and `dialogues_topic.txt` (one per dialogue). The split folders use
+`dialogues_<split>.txt` with `dialogues_<label>_<split>.txt`. One line of the release has
+more turns than labels; such lines are kept without those labels and listed in the report.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from harness.build.files import dumps, read_jsonl, sha256_of, write_json, write_jsonl
+from harness.errors import DatasetError, HarnessError
+from providers._base import ProviderConfig
+
+TURN_SEPARATOR = "__eou__"
+SPEAKERS = ("A", "B")
+PER_TURN_LABELS = ("emotion", "act")
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+
+
+class Stage2Config(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    min_turns: int = Field(default=4, ge=1)
+    max_turns: int | None = Field(default=12, ge=1)
+    min_words: int = Field(default=30, ge=0)
+    max_words: int | None = Field(default=250, ge=1)
+    dedupe: bool = Field(default=True, description="drop repeated dialogue texts (first kept)")
+    detokenize: bool = Field(default=True, description="undo DailyDialog's spaced punctuation")
+    sample: int | None = Field(default=None, gt=0, description="seeded sample of N dialogues")
+    seed: int = 0
+    id_prefix: str = Field(default="dd", pattern=r"^[A-Za-z0-9_\-]*$")
+    provider: ProviderConfig | None = Field(
+        default=None, description="captioning model; none: dialogues are written uncaptioned"
+    )
+    prompt: str = Field(default="summarize", description="template prompts/<prompt>.jinja")
+
+    @model_validator(mode="after")
+    def _bounds(self) -> Stage2Config:
+        if self.max_turns is not None and self.max_turns < self.min_turns:
+            raise ValueError("max_turns is below min_turns")
+        if self.max_words is not None and self.max_words < self.min_words:
+            raise ValueError("max_words is below min_words")
+        return self
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def detokenize(text: str) -> str:
+    """'I don ’ t know , Sam .' -> 'I don’t know, Sam.' (DailyDialog spaces punctuation)."""
+    text = re.sub(r"(\w) ([’']) ?(\w)", r"\1\2\3", text)
+    text = re.sub(r" ([.,!?;:%)\]])", r"\1", text)
+    text = re.sub(r"([(\[$£€]) ", r"\1", text)
+    return " ".join(text.split())
+
+
+def count_words(text: str) -> int:
+    return len(_WORD.findall(text))
+
+
+def label_paths(text_path: Path) -> dict[str, Path]:
+    """The label files that sit beside a DailyDialog text file, by naming convention."""
+    stem = text_path.stem
+    if stem == "dialogues_text":
+        names = {label: f"dialogues_{label}.txt" for label in (*PER_TURN_LABELS, "topic")}
+    else:
+        split = stem.removeprefix("dialogues_")
+        names = {label: f"dialogues_{label}_{split}.txt" for label in (*PER_TURN_LABELS, "topic")}
+    return {label: text_path.with_name(name) for label, name in names.items()}
+
+
+def find_text_file(source: Path) -> Path:
+    if source.is_file():
+        return source
+    if source.is_dir():
+        for name in ("dialogues_text.txt", *(f"dialogues_{s}.txt" for s in ("train", "test"))):
+            if (source / name).is_file():
+                return source / name
+        raise DatasetError(source, None, "no dialogues_text.txt (or dialogues_<split>.txt) here")
+    raise DatasetError(source, None, "DailyDialog file or folder not found")
+
+
+def _read_lines(path: Path) -> list[str]:
+    lines = path.read_text(encoding="utf-8").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _int_labels(path: Path, line_no: int, raw: str) -> list[int]:
+    try:
+        return [int(token) for token in raw.split()]
+    except ValueError:
+        raise DatasetError(path, line_no, f"labels are not integers: {raw[:40]!r}") from None
+
+
+@dataclass
+class ReadResult:
+    dialogues: list[dict[str, Any]]
+    text_path: Path
+    label_files: list[str]
+    mismatches: list[dict[str, Any]] = field(default_factory=list)
+    duplicates: int = 0
+    empty_lines: int = 0
+
+
+def read_dailydialog(source: Path, config: Stage2Config) -> ReadResult:
+    text_path = find_text_file(source)
+    lines = _read_lines(text_path)
+    labels = {
+        label: (path, _read_lines(path))
+        for label, path in label_paths(text_path).items()
+        if path.is_file()
+    }
+    for path, label_lines in labels.values():
+        if len(label_lines) != len(lines):
+            raise DatasetError(
+                path, None, f"{len(label_lines)} lines but {text_path.name} has {len(lines)}"
+            )
+    result = ReadResult([], text_path, sorted(p.name for p, _ in labels.values()))
+    seen: set[str] = set()
+    for index, line in enumerate(lines):
+        line_no = index + 1
+        raw_turns = [t.strip() for t in line.split(TURN_SEPARATOR)]
+        raw_turns = [t for t in raw_turns if t]
+        if not raw_turns:
+            result.empty_lines += 1
+            continue
+        texts = [detokenize(t) if config.detokenize else t for t in raw_turns]
+        if config.dedupe:
+            fingerprint = " ".join(" ".join(texts).lower().split())
+            if fingerprint in seen:
+                result.duplicates += 1
+                continue
+            seen.add(fingerprint)
+        record: dict[str, Any] = {
+            "id": f"{config.id_prefix}{line_no:05d}",
+            "source_line": line_no,
+            "dialogue": [
+                {"speaker": SPEAKERS[i % 2], "text": text} for i, text in enumerate(texts)
+            ],
+        }
+        mismatch: dict[str, Any] = {}
+        for label in PER_TURN_LABELS:
+            if label not in labels:
+                continue
+            path, label_lines = labels[label]
+            values = _int_labels(path, line_no, label_lines[index])
+            if len(values) == len(texts):
+                record[f"{label}s"] = values
+            else:
+                record[f"{label}s"] = None
+                mismatch[label] = len(values)
+        if "topic" in labels:
+            path, label_lines = labels["topic"]
+            topic = _int_labels(path, line_no, label_lines[index])
+            record["topic"] = topic[0] if len(topic) == 1 else None
+        if mismatch:
+            result.mismatches.append({"line": line_no, "turns": len(texts), **mismatch})
+        record["n_words"] = sum(count_words(t) for t in texts)
+        result.dialogues.append(record)
+    return result
+
+
+# ----------------------------------------------------------------------------- filtering
+
+
+def dialogue_stats(dialogues: list[dict[str, Any]]) -> dict[str, Any]:
+    if not dialogues:
+        return {"count": 0}
+    turns = [len(d["dialogue"]) for d in dialogues]
+    words = [d["n_words"] for d in dialogues]
+    return {
+        "count": len(dialogues),
+        "mean_turns": round(statistics.fmean(turns), 3),
+        "median_turns": statistics.median(turns),
+        "mean_words": round(statistics.fmean(words), 3),
+        "median_words": statistics.median(words),
+        "mean_words_per_turn": round(sum(words) / sum(turns), 3),
+    }
+
+
+def length_filter(
+    dialogues: list[dict[str, Any]], config: Stage2Config
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    removed = {"too_few_turns": 0, "too_many_turns": 0, "too_few_words": 0, "too_many_words": 0}
+    kept = []
+    for dialogue in dialogues:
+        turns, words = len(dialogue["dialogue"]), dialogue["n_words"]
+        if turns < config.min_turns:
+            removed["too_few_turns"] += 1
+        elif config.max_turns is not None and turns > config.max_turns:
+            removed["too_many_turns"] += 1
+        elif words < config.min_words:
+            removed["too_few_words"] += 1
+        elif config.max_words is not None and words > config.max_words:
+            removed["too_many_words"] += 1
+        else:
+            kept.append(dialogue)
+    return kept, removed
+
+
+def seeded_sample(
+    dialogues: list[dict[str, Any]], n: int | None, seed: int
+) -> list[dict[str, Any]]:
+    """n dialogues drawn without replacement, returned in source order."""
+    if n is None or n >= len(dialogues):
+        return list(dialogues)
+    chosen = set(random.Random(f"stage2:{seed}").sample(range(len(dialogues)), n))
+    return [d for i, d in enumerate(dialogues) if i in chosen]
+
+
+# ----------------------------------------------------------------------------- the stage
+
+
+def run_stage2(
+    source: Path,
+    out_dir: Path,
+    config: Stage2Config | None = None,
+    *,
+    cache_dir: Path | None = None,
+    prompts_dir: Path | None = None,
+    show_progress: bool = True,
+) -> dict[str, Any]:
+    """Read, filter, sample and caption; writes dialogues.jsonl and report.json to `out_dir`."""
+    from harness.build.captions import caption_dialogues
+
+    config = config or Stage2Config()
+    read = read_dailydialog(source, config)
+    kept, removed = length_filter(read.dialogues, config)
+    if not kept:
+        raise HarnessError(
+            f"{read.text_path}: no dialogue passes the filters (removed: {dumps(removed)})"
+        )
+    chosen = seeded_sample(kept, config.sample, config.seed)
+    report: dict[str, Any] = {
+        "input": {
+            "text_file": read.text_path.name,
+            "text_sha256": sha256_of(read.text_path),
+            "label_files": read.label_files,
+        },
+        "empty_lines": read.empty_lines,
+        "duplicates_removed": read.duplicates,
+        "label_mismatches": read.mismatches,
+        "stats_read": dialogue_stats(read.dialogues),
+        "removed_by_filter": removed,
+        "stats_kept": dialogue_stats(kept),
+        "stats_selected": dialogue_stats(chosen),
+        "config": config.model_dump(mode="json", exclude={"provider"}),
+    }
+    if config.provider is not None:
+        outcome = caption_dialogues(
+            chosen,
+            config.provider,
+            template=f"{config.prompt}.jinja",
+            cache_dir=cache_dir,
+            prompts_dir=prompts_dir,
+            show_progress=show_progress,
+        )
+        report["captions"] = outcome.summary()
+        report["config"]["provider"] = config.provider.model_dump(mode="json", exclude_none=True)
+        for dialogue in chosen:
+            dialogue["summary"] = outcome.captions.get(dialogue["id"])
+    else:
+        report["captions"] = None
+        for dialogue in chosen:
+            dialogue["summary"] = None
+    write_jsonl(out_dir / "dialogues.jsonl", chosen)
+    write_json(out_dir / "report.json", report)
+    return report
+
+
+def load_dialogues(path: Path) -> list[dict[str, Any]]:
+    """stage2/dialogues.jsonl as written by `run_stage2`."""
+    dialogues = []
+    for line_no, obj in read_jsonl(path):
+        if not isinstance(obj.get("id"), str) or not isinstance(obj.get("dialogue"), list):
+            raise DatasetError(path, line_no, "expected a dialogue with 'id' and 'dialogue'")
+        dialogues.append(obj)
+    if not dialogues:
+        raise DatasetError(path, None, "no dialogues")
+    return dialogues
+
+
+def missing_captions(dialogues: list[dict[str, Any]]) -> list[str]:
+    return [d["id"] for d in dialogues if not d.get("summary")]
+
+
+def require_captions(dialogues: list[dict[str, Any]], path: Path) -> None:
+    missing = missing_captions(dialogues)
+    if missing:
+        raise HarnessError(
+            f"{path}: {len(missing)} dialogue(s) have no caption (first: {dumps(missing[:3])}); "
+            "re-run stage 2 with a provider, or use stage 3's query: dialogue"
+        )

@@ -1,0 +1,180 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.build.captions import caption_dialogues, clean_caption
+from harness.build.stage2 import (
+    Stage2Config,
+    count_words,
+    detokenize,
+    length_filter,
+    read_dailydialog,
+    run_stage2,
+    seeded_sample,
+)
+from harness.errors import DatasetError, HarnessError
+from providers import ProviderConfig
+
+LONG = " __eou__ ".join(f"Turn number {i} says a few more words here ." for i in range(14))
+TEXT = [
+    "The kitchen stinks . __eou__ I'll throw out the garbage . __eou__",
+    "So Dick , how about coffee ? __eou__ I don ’ t like it . __eou__ Come on , try a little . __eou__ "
+    "What ’ s wrong with that ? __eou__ Not for me , Dick . __eou__",
+    "So Dick , how about coffee ? __eou__ I don ’ t like it . __eou__ Come on , try a little . __eou__ "
+    "What ’ s wrong with that ? __eou__ Not for me , Dick . __eou__",
+    "Can we stop here ? __eou__ Yes . __eou__ It costs £ 565 . __eou__ OK , let's go . __eou__ Fine .",
+    LONG + " __eou__",
+    "",
+]
+EMOTION = ["2 0", "4 2 0 1 0", "4 2 0 1 0", "0 0 0 0", " ".join(["0"] * 14), ""]
+ACT = ["3 4", "3 4 3 1 1", "3 4 3 1 1", "2 1 1 3", " ".join(["1"] * 14), ""]
+TOPIC = ["1", "1", "1", "6", "2", ""]
+
+
+def write_dailydialog(root: Path, *, topic: bool = True) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    files = {"text": TEXT, "emotion": EMOTION, "act": ACT}
+    if topic:
+        files["topic"] = TOPIC
+    for name, lines in files.items():
+        (root / f"dialogues_{name}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+def test_detokenize_and_word_count() -> None:
+    assert detokenize("I don ’ t know , Sam . It ’ s £ 5 ( cheap ) !") == (
+        "I don’t know, Sam. It’s £5 (cheap)!"
+    )
+    assert count_words("I don’t know, Sam. It’s £5!") == 6
+
+
+def test_reader_labels_duplicates_and_mismatch(tmp_path: Path) -> None:
+    result = read_dailydialog(write_dailydialog(tmp_path / "dd"), Stage2Config())
+    ids = [d["id"] for d in result.dialogues]
+    assert ids == ["dd00001", "dd00002", "dd00004", "dd00005"]
+    assert result.duplicates == 1 and result.empty_lines == 1
+    first = result.dialogues[0]
+    assert first["dialogue"] == [
+        {"speaker": "A", "text": "The kitchen stinks."},
+        {"speaker": "B", "text": "I'll throw out the garbage."},
+    ]
+    assert first["emotions"] == [2, 0] and first["acts"] == [3, 4] and first["topic"] == 1
+    # Line 4 has five turns (the last lacks __eou__) but four labels: kept, labels dropped.
+    assert result.mismatches == [{"line": 4, "turns": 5, "emotion": 4, "act": 4}]
+    mismatched = result.dialogues[2]
+    assert mismatched["emotions"] is None and mismatched["acts"] is None
+    assert mismatched["topic"] == 6
+    assert mismatched["dialogue"][2]["text"] == "It costs £565."
+
+
+def test_split_naming_and_missing_labels(tmp_path: Path) -> None:
+    root = tmp_path / "train"
+    root.mkdir()
+    (root / "dialogues_train.txt").write_text(TEXT[0] + "\n")
+    (root / "dialogues_emotion_train.txt").write_text(EMOTION[0] + "\n")
+    result = read_dailydialog(root, Stage2Config())
+    assert result.dialogues[0]["emotions"] == [2, 0]
+    assert "acts" not in result.dialogues[0] and "topic" not in result.dialogues[0]
+    (root / "dialogues_act_train.txt").write_text("1\n2\n")
+    with pytest.raises(DatasetError, match=r"2 lines but dialogues_train\.txt has 1"):
+        read_dailydialog(root, Stage2Config())
+
+
+def test_length_filter_and_sample(tmp_path: Path) -> None:
+    config = Stage2Config(min_turns=3, max_turns=6, min_words=5, max_words=60)
+    dialogues = read_dailydialog(write_dailydialog(tmp_path / "dd"), config).dialogues
+    kept, removed = length_filter(dialogues, config)
+    assert [d["id"] for d in kept] == ["dd00002", "dd00004"]
+    assert removed == {
+        "too_few_turns": 1,
+        "too_many_turns": 1,
+        "too_few_words": 0,
+        "too_many_words": 0,
+    }
+    population = [{"id": str(i)} for i in range(50)]
+    a = seeded_sample(population, 10, seed=3)
+    assert a == seeded_sample(population, 10, seed=3)
+    assert a != seeded_sample(population, 10, seed=4)
+    assert [int(d["id"]) for d in a] == sorted(int(d["id"]) for d in a)
+
+
+def test_bounds_are_checked() -> None:
+    with pytest.raises(ValueError, match="max_turns"):
+        Stage2Config(min_turns=5, max_turns=4)
+
+
+@pytest.mark.parametrize(
+    ("answer", "caption"),
+    [
+        ("A calm chat; soft piano.", "A calm chat; soft piano."),
+        ('"Quoted caption."\n', "Quoted caption."),
+        ('```json\n{"summary": "From JSON."}\n```', "From JSON."),
+        ("Caption: two friends argue.", "two friends argue."),
+    ],
+)
+def test_clean_caption(answer: str, caption: str) -> None:
+    assert clean_caption(answer) == caption
+
+
+@pytest.mark.parametrize("answer", ["", "  ", '{"score": 7}', '{"a": "x", "b": "y"}'])
+def test_clean_caption_rejects(answer: str) -> None:
+    with pytest.raises(ValueError):
+        clean_caption(answer)
+
+
+@pytest.fixture
+def prompts(tmp_path: Path) -> Path:
+    directory = tmp_path / "prompts"
+    directory.mkdir()
+    (directory / "summarize.jinja").write_text(
+        "{% block system %}Caption the dialogue for music.{% endblock %}\n"
+        "{% block user %}{% for t in dialogue %}{{ t.speaker }}: {{ t.text }}\n{% endfor %}"
+        "{% endblock %}\n"
+    )
+    return directory
+
+
+def test_run_stage2_captions_through_the_cache(tmp_path: Path, prompts: Path) -> None:
+    source = write_dailydialog(tmp_path / "dd")
+    provider = ProviderConfig(name="mock", answers={"*": "Two people chat calmly; soft piano."})
+    config = Stage2Config(min_turns=2, max_turns=6, min_words=1, provider=provider)
+    cache = tmp_path / "cache"
+    report = run_stage2(source, tmp_path / "s2", config, cache_dir=cache, prompts_dir=prompts)
+    lines = (tmp_path / "s2/dialogues.jsonl").read_text().splitlines()
+    dialogues = [json.loads(line) for line in lines]
+    assert [d["id"] for d in dialogues] == ["dd00001", "dd00002", "dd00004"]
+    assert {d["summary"] for d in dialogues} == {"Two people chat calmly; soft piano."}
+    assert report["captions"]["model_calls"] == 3 and report["captions"]["failed"] == 0
+    assert report["label_mismatches"][0]["line"] == 4
+    assert report["stats_selected"]["count"] == 3
+    again = run_stage2(source, tmp_path / "s2b", config, cache_dir=cache, prompts_dir=prompts)
+    assert again["captions"]["model_calls"] == 0 and again["captions"]["cached"] == 3
+    assert (tmp_path / "s2b/dialogues.jsonl").read_bytes() == (
+        tmp_path / "s2/dialogues.jsonl"
+    ).read_bytes()
+
+
+def test_caption_failures_are_reported_not_invented(tmp_path: Path, prompts: Path) -> None:
+    dialogues: list[dict[str, Any]] = [
+        {"id": "x", "dialogue": [{"speaker": "A", "text": "Hi."}]},
+    ]
+    provider = ProviderConfig(name="mock", answers={"*": "!permanent"}, max_attempts=1)
+    outcome = caption_dialogues(dialogues, provider, cache_dir=tmp_path / "c", prompts_dir=prompts)
+    assert outcome.captions == {} and "permanent" in outcome.errors["x"]
+    unusable = ProviderConfig(name="mock", answers={"*": ['{"score": 1}', "Fine now."]}, reask=1)
+    outcome = caption_dialogues(dialogues, unusable, cache_dir=tmp_path / "d", prompts_dir=prompts)
+    assert outcome.captions == {"x": "Fine now."} and outcome.model_calls == 2
+
+
+def test_run_stage2_without_provider_leaves_summaries_empty(tmp_path: Path) -> None:
+    source = write_dailydialog(tmp_path / "dd")
+    with pytest.raises(HarnessError, match="no dialogue passes the filters"):
+        run_stage2(source, tmp_path / "s2", Stage2Config(min_words=100))
+    report = run_stage2(source, tmp_path / "s2", Stage2Config(min_words=1))
+    assert report["captions"] is None
+    first = json.loads((tmp_path / "s2/dialogues.jsonl").read_text().splitlines()[0])
+    assert first["summary"] is None
