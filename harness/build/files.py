@@ -5,11 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.errors import DatasetError
+from harness.errors import DatasetError, HarnessError
+
+MARKER = "build.json"  # written last into a built dataset; marks a folder we may replace
 
 
 def dumps(value: Any) -> str:
@@ -59,3 +62,14 @@ def sha256_of(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def prepare_out_dir(out_dir: Path, *, overwrite: bool) -> None:
+    """An empty `out_dir`; a non-empty one is replaced only if a build wrote it."""
+    if out_dir.exists() and any(out_dir.iterdir()):
+        if not (overwrite and (out_dir / MARKER).is_file()):
+            raise HarnessError(
+                f"{out_dir} is not empty (pass --overwrite to replace a dataset built here)"
+            )
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)

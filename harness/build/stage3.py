@@ -1,0 +1,216 @@
+"""Stage 3: four candidate clips per dialogue, and the dataset folder of DESIGN.md.
+
+Dialogue captions and clip captions are embedded; clips are ranked by cosine similarity to
+each dialogue. The "1+3" rule takes the top-1 clip plus three drawn at random (seeded per
+dialogue) from the rest of the top 10%, so candidates are all plausible but not trivially
+ordered. Only clips whose audio file exists and decodes are eligible. The written items
+have no rankings yet: those come from the annotators (stage 4).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import soundfile
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.build.embed import EmbedderConfig, embed_texts
+from harness.build.files import (
+    MARKER,
+    prepare_out_dir,
+    read_jsonl,
+    sha256_of,
+    write_json,
+    write_jsonl,
+)
+from harness.build.stage2 import load_dialogues, require_captions
+from harness.dataset import load_dataset
+from harness.errors import DatasetError, HarnessError
+
+
+class Stage3Config(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    n_candidates: int = Field(default=4, ge=2)
+    top_fraction: float = Field(default=0.10, gt=0.0, le=1.0)
+    seed: int = 0
+    query: Literal["summary", "dialogue"] = Field(
+        default="summary", description="embed the stage-2 caption, or the dialogue text"
+    )
+    audio_extensions: list[str] = Field(default_factory=lambda: ["wav", "flac", "ogg", "mp3"])
+    shuffle_candidates: bool = Field(
+        default=True, description="present candidates in a seeded random order"
+    )
+    embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
+
+
+def load_clips(path: Path) -> list[dict[str, Any]]:
+    clips = []
+    for line_no, obj in read_jsonl(path):
+        if not isinstance(obj.get("id"), str) or not isinstance(obj.get("caption"), str):
+            raise DatasetError(path, line_no, "expected a clip with 'id' and 'caption'")
+        clips.append(obj)
+    if not clips:
+        raise DatasetError(path, None, "no clips")
+    return clips
+
+
+def find_audio(audio_dir: Path, clip_id: str, extensions: list[str]) -> tuple[Path | None, str]:
+    """The clip's readable audio file, or None and why not."""
+    for ext in extensions:
+        path = audio_dir / f"{clip_id}.{ext.lstrip('.')}"
+        if not path.is_file():
+            continue
+        try:
+            info = soundfile.info(str(path))
+        except (RuntimeError, soundfile.LibsndfileError):
+            return None, "unreadable"
+        return (path, "ok") if info.frames > 0 else (None, "empty")
+    return None, "missing"
+
+
+def pool_size(n_eligible: int, config: Stage3Config) -> int:
+    """How many of the best-ranked clips the candidates come from (top-1 included)."""
+    top = math.ceil(round(config.top_fraction * n_eligible, 9))
+    return min(n_eligible, max(top, config.n_candidates))
+
+
+def pick_candidates(item_id: str, ranked: list[str], size: int, config: Stage3Config) -> list[str]:
+    """The "1+3" rule: ranked[0] plus n-1 drawn from ranked[1:size], seeded per item."""
+    rng = random.Random(f"stage3:{config.seed}:{item_id}")
+    chosen = [ranked[0], *rng.sample(ranked[1:size], config.n_candidates - 1)]
+    if config.shuffle_candidates:
+        rng.shuffle(chosen)
+    return chosen
+
+
+def query_text(dialogue: dict[str, Any], config: Stage3Config) -> str:
+    if config.query == "summary":
+        return str(dialogue["summary"])
+    return "\n".join(f"{t['speaker']}: {t['text']}" for t in dialogue["dialogue"])
+
+
+@dataclass(frozen=True)
+class Eligible:
+    clips: list[dict[str, Any]]
+    audio: dict[str, Path]
+    excluded: dict[str, int]
+
+
+def eligible_clips(clips: list[dict[str, Any]], audio_dir: Path, config: Stage3Config) -> Eligible:
+    if not audio_dir.is_dir():
+        raise HarnessError(f"{audio_dir}: audio folder not found")
+    keep, audio = [], {}
+    excluded = {"missing": 0, "unreadable": 0, "empty": 0}
+    for clip in sorted(clips, key=lambda c: c["id"]):
+        path, why = find_audio(audio_dir, clip["id"], config.audio_extensions)
+        if path is None:
+            excluded[why] += 1
+            continue
+        keep.append(clip)
+        audio[clip["id"]] = path
+    return Eligible(keep, audio, excluded)
+
+
+def run_stage3(
+    clips_path: Path,
+    dialogues_path: Path,
+    audio_dir: Path,
+    out_dir: Path,
+    config: Stage3Config | None = None,
+    *,
+    cache_dir: Path | None = None,
+    overwrite: bool = False,
+) -> dict[str, Any]:
+    """Write items.jsonl, clips.jsonl, audio/ and build.json to `out_dir`."""
+    config = config or Stage3Config()
+    dialogues = load_dialogues(dialogues_path)
+    if config.query == "summary":
+        require_captions(dialogues, dialogues_path)
+    pool = eligible_clips(load_clips(clips_path), audio_dir, config)
+    if len(pool.clips) < config.n_candidates:
+        raise HarnessError(
+            f"only {len(pool.clips)} clip(s) of {clips_path} have audio in {audio_dir}; "
+            f"{config.n_candidates} candidates are needed per dialogue"
+        )
+    clip_ids = [c["id"] for c in pool.clips]
+    clip_vectors = embed_texts(
+        [c["caption"] for c in pool.clips], config.embedder, cache_dir=cache_dir
+    )
+    query_vectors = embed_texts(
+        [query_text(d, config) for d in dialogues], config.embedder, cache_dir=cache_dir
+    )
+    # Rounded so that the last bits of a BLAS sum cannot reorder near-equal clips.
+    similarity = np.round(query_vectors @ clip_vectors.T, 6)
+    size = pool_size(len(clip_ids), config)
+
+    items, used = [], set()
+    top1_cosines = []
+    for dialogue, row in zip(dialogues, similarity, strict=True):
+        order = sorted(range(len(clip_ids)), key=lambda j: (-row[j], clip_ids[j]))
+        ranked = [clip_ids[j] for j in order]
+        candidates = pick_candidates(dialogue["id"], ranked, size, config)
+        used.update(candidates)
+        cosine = {clip_ids[j]: float(row[j]) for j in order[:size]}
+        top1_cosines.append(cosine[ranked[0]])
+        source = {
+            k: dialogue[k] for k in ("source_line", "topic", "emotions", "acts") if k in dialogue
+        }
+        items.append(
+            {
+                "id": dialogue["id"],
+                "dialogue": dialogue["dialogue"],
+                **({"summary": dialogue["summary"]} if dialogue.get("summary") else {}),
+                "candidates": candidates,
+                "retrieval": {
+                    "top1": ranked[0],
+                    "cosine": {c: cosine[c] for c in candidates},
+                },
+                "source": source,
+            }
+        )
+
+    prepare_out_dir(out_dir, overwrite=overwrite)
+    (out_dir / "audio").mkdir()
+    clip_rows = []
+    for clip in pool.clips:
+        if clip["id"] not in used:
+            continue
+        source_path = pool.audio[clip["id"]]
+        relative = f"audio/{clip['id']}{source_path.suffix.lower()}"
+        shutil.copyfile(source_path, out_dir / relative)
+        extra: dict[str, Any] = {k: clip[k] for k in ("start_s", "end_s") if k in clip}
+        clip_rows.append(
+            {
+                "id": clip["id"],
+                "audio": relative,
+                "caption": clip["caption"],
+                "aspects": clip.get("aspects", []),
+                **extra,
+            }
+        )
+    write_jsonl(out_dir / "clips.jsonl", clip_rows)
+    write_jsonl(out_dir / "items.jsonl", items)
+    report = {
+        "inputs": {
+            "clips_sha256": sha256_of(clips_path),
+            "dialogues_sha256": sha256_of(dialogues_path),
+        },
+        "n_items": len(items),
+        "n_clips_in": len(pool.clips) + sum(pool.excluded.values()),
+        "n_clips_eligible": len(pool.clips),
+        "clips_excluded": pool.excluded,
+        "pool_size": size,
+        "n_clips_used": len(clip_rows),
+        "mean_top1_cosine": round(float(np.mean(top1_cosines)), 6),
+        "embedder": config.embedder.model_dump(mode="json") | {"model": config.embedder.model_name},
+        "config": config.model_dump(mode="json", exclude={"embedder"}),
+    }
+    load_dataset(out_dir)  # the folder must satisfy the dataset contract before it is marked
+    write_json(out_dir / MARKER, report)
+    return report

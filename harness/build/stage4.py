@@ -1,0 +1,181 @@
+"""Stage 4: consensus rankings from the annotators, and agreement-based filtering.
+
+Consensus is the Borda count (with N candidates, rank r earns N - r points: 3, 2, 1, 0 for
+N = 4), ties broken hierarchically: more rank-1 votes, then more rank-2 votes, then the
+better mean rank, then the candidate id. Agreement per item is Kendall's coefficient of
+concordance W over the annotators' rankings. Items with W below `min_w`, or in the bottom
+`drop_bottom` share of W, are dropped.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.build.files import (
+    MARKER,
+    prepare_out_dir,
+    read_jsonl,
+    sha256_of,
+    write_json,
+    write_jsonl,
+)
+from harness.dataset import load_dataset
+from harness.errors import HarnessError
+
+Ranking = Sequence[str]  # candidate ids, best first
+
+
+class Stage4Config(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    min_w: float = Field(default=0.25, ge=0.0, le=1.0)
+    drop_bottom: float = Field(default=0.10, ge=0.0, lt=1.0)
+    min_annotators: int = Field(default=2, ge=2)
+
+
+def _positions(rankings: Sequence[Ranking], candidates: Sequence[str]) -> dict[str, list[int]]:
+    """The 1-based rank each annotator gave each candidate."""
+    ranks: dict[str, list[int]] = {c: [] for c in candidates}
+    for ranking in rankings:
+        if sorted(ranking) != sorted(candidates):
+            raise ValueError(f"ranking {list(ranking)} is not a permutation of {list(candidates)}")
+        for position, cid in enumerate(ranking, start=1):
+            ranks[cid].append(position)
+    return ranks
+
+
+def borda_points(rankings: Sequence[Ranking], candidates: Sequence[str]) -> dict[str, int]:
+    n = len(candidates)
+    return {c: sum(n - r for r in ranks) for c, ranks in _positions(rankings, candidates).items()}
+
+
+def consensus(rankings: Sequence[Ranking], candidates: Sequence[str]) -> list[str]:
+    """Borda order with the hierarchical tie-break; best first."""
+    if not rankings:
+        raise ValueError("no rankings to aggregate")
+    n = len(candidates)
+    ranks = _positions(rankings, candidates)
+
+    def key(cid: str) -> tuple[int, int, int, float, str]:
+        r = ranks[cid]
+        return (-sum(n - x for x in r), -r.count(1), -r.count(2), statistics.fmean(r), cid)
+
+    return sorted(candidates, key=key)
+
+
+def kendall_w(rankings: Sequence[Ranking], candidates: Sequence[str]) -> float:
+    """Kendall's W = 12 S / (m^2 (n^3 - n)), S the squared deviations of the rank sums from
+    their mean m (n + 1) / 2. Complete rankings have no ties, so no tie correction applies."""
+    m, n = len(rankings), len(candidates)
+    if m < 2 or n < 2:
+        raise ValueError("Kendall's W needs at least two annotators and two candidates")
+    sums = [sum(r) for r in _positions(rankings, candidates).values()]
+    mean = m * (n + 1) / 2
+    s = sum((x - mean) ** 2 for x in sums)
+    return 12 * s / (m**2 * (n**3 - n))
+
+
+def w_summary(values: list[float]) -> dict[str, Any]:
+    if not values:
+        return {"count": 0}
+    return {
+        "count": len(values),
+        "mean": round(statistics.fmean(values), 4),
+        "median": round(statistics.median(values), 4),
+        "share_w_ge_0.5": round(sum(w >= 0.5 for w in values) / len(values), 4),
+    }
+
+
+def aggregate(
+    items: list[dict[str, Any]], config: Stage4Config
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Items with consensus `human_ranking`, `kendall_w` and `borda`; and the report."""
+    scored: list[tuple[dict[str, Any], float]] = []
+    too_few = []
+    for item in items:
+        rankings = item.get("annotations") or []
+        if len(rankings) < config.min_annotators:
+            too_few.append(item["id"])
+            continue
+        candidates = item["candidates"]
+        w = kendall_w(rankings, candidates)
+        ranking = consensus(rankings, candidates)
+        points = borda_points(rankings, candidates)
+        out = {
+            **item,
+            "human_ranking": ranking,
+            "borda": {c: points[c] for c in ranking},
+            "kendall_w": round(w, 6),
+        }
+        scored.append((out, w))
+    if not scored:
+        raise HarnessError(f"no item has rankings from {config.min_annotators} or more annotators")
+    low = {item["id"] for item, w in scored if w < config.min_w}
+    n_bottom = math.floor(config.drop_bottom * len(scored))
+    by_w = sorted(scored, key=lambda pair: (pair[1], pair[0]["id"]))
+    bottom = {item["id"] for item, _ in by_w[:n_bottom]}
+    kept = [item for item, _ in scored if item["id"] not in low | bottom]
+    retrieval_agrees = [
+        item["human_ranking"][0] == item["retrieval"]["top1"]
+        for item in kept
+        if isinstance(item.get("retrieval"), dict) and "top1" in item["retrieval"]
+    ]
+    report = {
+        "n_items": len(items),
+        "n_too_few_annotations": len(too_few),
+        "n_annotated": len(scored),
+        "dropped_w_below_min": len(low),
+        "dropped_bottom_share": len(bottom - low),
+        "n_kept": len(kept),
+        "annotators_per_item": {
+            str(n): count
+            for n, count in sorted(Counter(len(i.get("annotations") or []) for i in items).items())
+        },
+        "w_before_filtering": w_summary([w for _, w in scored]),
+        "w_after_filtering": w_summary([item["kendall_w"] for item in kept]),
+        "consensus_top1_is_retrieval_top1": (
+            round(sum(retrieval_agrees) / len(retrieval_agrees), 4) if retrieval_agrees else None
+        ),
+        "config": config.model_dump(),
+    }
+    return kept, report
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
+def run_stage4(
+    dataset_dir: Path, out_dir: Path, config: Stage4Config | None = None, *, overwrite: bool = False
+) -> dict[str, Any]:
+    """Aggregate the `annotations` of `dataset_dir` into a final dataset folder `out_dir`."""
+    config = config or Stage4Config()
+    dataset = load_dataset(dataset_dir)  # validates every annotation is a permutation
+    if out_dir.resolve() == dataset_dir.resolve():
+        raise HarnessError("stage 4 writes a new dataset folder: --out must differ from the input")
+    items = [obj for _, obj in read_jsonl(dataset_dir / "items.jsonl")]
+    kept, report = aggregate(items, config)
+    used = {cid for item in kept for cid in item["candidates"]}
+    clips = [obj for _, obj in read_jsonl(dataset_dir / "clips.jsonl") if obj["id"] in used]
+    prepare_out_dir(out_dir, overwrite=overwrite)
+    for clip in clips:
+        target = out_dir / clip["audio"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _link_or_copy(dataset.clips[clip["id"]].path, target)
+    write_jsonl(out_dir / "clips.jsonl", clips)
+    write_jsonl(out_dir / "items.jsonl", kept)
+    report["input_items_sha256"] = sha256_of(dataset_dir / "items.jsonl")
+    load_dataset(out_dir)
+    write_json(out_dir / MARKER, report)
+    return report
