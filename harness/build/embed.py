@@ -153,7 +153,12 @@ async def _request(
 ) -> list[list[float]]:
     import openai
 
-    kwargs: dict[str, Any] = {"model": config.model_name, "input": batch}
+    # Plain floats: every OpenAI-compatible server speaks them (not all decode base64).
+    kwargs: dict[str, Any] = {
+        "model": config.model_name,
+        "input": batch,
+        "encoding_format": "float",
+    }
     if config.dimensions:
         kwargs["dimensions"] = config.dimensions
     try:
