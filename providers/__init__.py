@@ -54,6 +54,36 @@ REGISTRY: dict[str, Entry] = {
         "Cosine between dialogue text and clip caption (sentence-transformers, offline)",
         "embed",
     ),
+    "qwen-omni": Entry(
+        "providers.qwen_omni:QwenOmniJudge",
+        "judge",
+        "Qwen2.5-Omni thinker, local (transformers)",
+        "local",
+    ),
+    "phi4-multimodal": Entry(
+        "providers.phi4_multimodal:Phi4MultimodalJudge",
+        "judge",
+        "Phi-4-multimodal, local (transformers)",
+        "local",
+    ),
+    "audio-flamingo-3": Entry(
+        "providers.audio_flamingo:AudioFlamingo3Judge",
+        "judge",
+        "Audio Flamingo 3, local (transformers)",
+        "local",
+    ),
+    "music-flamingo": Entry(
+        "providers.audio_flamingo:MusicFlamingoJudge",
+        "judge",
+        "Music Flamingo, local (transformers)",
+        "local",
+    ),
+    "clap": Entry(
+        "providers.clap:ClapScorer",
+        "scorer",
+        "CLAP cosine of dialogue text and clip audio, local (transformers)",
+        "local",
+    ),
 }
 
 

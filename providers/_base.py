@@ -8,6 +8,7 @@ model; retries, rate limits, caching, parsing and records live in the runner.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -85,6 +86,15 @@ class ScoreRequest:
     music: Literal["audio", "caption"]
     item_id: str
     repeat: int
+
+
+class Scores(list[float]):
+    """A scorer's answer with notes for the run's record (e.g. that the query was
+    truncated); a plain list[float] is an answer without notes."""
+
+    def __init__(self, values: Iterable[float], extra: dict[str, Any] | None = None) -> None:
+        super().__init__(values)
+        self.extra: dict[str, Any] = dict(extra or {})
 
 
 class Provider(ABC):

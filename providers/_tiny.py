@@ -1,0 +1,271 @@
+"""Tiny randomly initialised checkpoints of the local model families, for tests and for
+`bench/local_throughput.py` on machines without the real weights.
+
+Each builder writes a directory that `from_pretrained` loads exactly like a real checkpoint:
+the model (the real transformers class, built from a config with hidden sizes of 16-64 and
+one or two layers), a byte-level tokenizer made with `tokenizers` that carries the family's
+chat and audio special tokens, and the family's feature extractor (or, where it needs no
+torchvision, its whole processor). Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from providers._local import hf
+
+BYTE_VOCAB = 256
+
+
+def byte_tokenizer(specials: list[str], *, eos: str, pad: str, model_max_length: int = 4096) -> Any:
+    """A byte-level BPE without merges (every byte is a token) plus `specials`, whose ids
+    follow the 256 byte tokens in the order given."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers.pre_tokenizers import ByteLevel
+
+    tf = hf()
+
+    vocab = {symbol: index for index, symbol in enumerate(sorted(ByteLevel.alphabet()))}
+    backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    backend.add_special_tokens(specials)
+    return tf.PreTrainedTokenizerFast(
+        tokenizer_object=backend, eos_token=eos, pad_token=pad, model_max_length=model_max_length
+    )
+
+
+def _token_ids(tokenizer: Any, tokens: list[str]) -> dict[str, int]:
+    return {token: int(tokenizer.convert_tokens_to_ids(token)) for token in tokens}
+
+
+def _vocab_size(tokenizer: Any) -> int:
+    return (len(tokenizer) + 63) // 64 * 64
+
+
+def _save(model: Any, parts: list[Any], directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(directory)
+    for part in parts:
+        part.save_pretrained(directory)
+    return directory
+
+
+def _seeded() -> None:
+    import torch
+
+    torch.manual_seed(0)
+
+
+def _text_config(tokenizer: Any, **extra: Any) -> dict[str, Any]:
+    return {
+        "vocab_size": _vocab_size(tokenizer),
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "pad_token_id": tokenizer.pad_token_id,
+        "eos_token_id": tokenizer.eos_token_id,
+        **extra,
+    }
+
+
+QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+
+
+def tiny_qwen_omni(directory: Path) -> Path:
+    tf = hf()
+
+    media = ["<|AUDIO|>", "<|audio_bos|>", "<|audio_eos|>", "<|IMAGE|>", "<|VIDEO|>"]
+    media += ["<|vision_bos|>", "<|vision_eos|>"]
+    tokenizer = byte_tokenizer(QWEN_SPECIALS + media, eos="<|im_end|>", pad="<|endoftext|>")
+    ids = _token_ids(tokenizer, media)
+    rope = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]}
+    config = tf.Qwen2_5OmniThinkerConfig(
+        audio_config={
+            "num_mel_bins": 16,
+            "encoder_layers": 1,
+            "encoder_attention_heads": 2,
+            "encoder_ffn_dim": 32,
+            "d_model": 16,
+            "output_dim": 32,
+            "n_window": 50,
+        },
+        vision_config={
+            "depth": 1,
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_heads": 2,
+            "out_hidden_size": 32,
+            "fullatt_block_indexes": [0],
+        },
+        text_config=_text_config(tokenizer, rope_parameters=rope),
+        audio_token_index=ids["<|AUDIO|>"],
+        audio_start_token_id=ids["<|audio_bos|>"],
+        audio_end_token_id=ids["<|audio_eos|>"],
+        image_token_index=ids["<|IMAGE|>"],
+        video_token_index=ids["<|VIDEO|>"],
+        vision_start_token_id=ids["<|vision_bos|>"],
+        vision_end_token_id=ids["<|vision_eos|>"],
+    )
+    _seeded()
+    model = tf.Qwen2_5OmniThinkerForConditionalGeneration(config)
+    extractor = tf.WhisperFeatureExtractor(feature_size=16, sampling_rate=16000, chunk_length=30)
+    return _save(model, [tokenizer, extractor], directory)
+
+
+PHI4_SPECIALS = ["<|endoftext|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"]
+
+
+def tiny_phi4_multimodal(directory: Path) -> Path:
+    tf = hf()
+
+    media = ["<|image|>", "<|audio|>"]
+    tokenizer = byte_tokenizer(PHI4_SPECIALS + media, eos="<|end|>", pad="<|endoftext|>")
+    ids = _token_ids(tokenizer, media)
+    text = _text_config(tokenizer)
+    text.pop("num_key_value_heads")
+    config = tf.Phi4MultimodalConfig(
+        **text,
+        num_key_value_heads=1,
+        bos_token_id=tokenizer.pad_token_id,
+        vision_config={
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "image_size": 28,
+            "patch_size": 14,
+            "crop_size": 28,
+            "image_token_id": ids["<|image|>"],
+        },
+        audio_config={
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_blocks": 1,
+            "num_attention_heads": 2,
+            "ext_pw_out_channel": 16,
+            "depthwise_separable_out_channel": 16,
+            "nemo_conv_channels": 16,
+            "input_size": 80,
+            "time_reduction": 8,
+            "audio_token_id": ids["<|audio|>"],
+        },
+    )
+    _seeded()
+    model = tf.Phi4MultimodalForCausalLM(config)
+    extractor = tf.Phi4MultimodalFeatureExtractor()
+    return _save(model, [tokenizer, extractor], directory)
+
+
+def _flamingo_audio_config() -> dict[str, Any]:
+    return {
+        "num_mel_bins": 16,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "intermediate_size": 32,
+        "hidden_size": 16,
+        # Whisper-style encoders add a fixed positional table: 2 s windows -> 200 frames -> 100.
+        "max_source_positions": 100,
+    }
+
+
+def tiny_audio_flamingo3(directory: Path) -> Path:
+    tf = hf()
+
+    tokenizer = byte_tokenizer([*QWEN_SPECIALS, "<sound>"], eos="<|im_end|>", pad="<|endoftext|>")
+    config = tf.AudioFlamingo3Config(
+        audio_config=_flamingo_audio_config(),
+        text_config={**_text_config(tokenizer), "model_type": "qwen2"},
+        audio_token_id=_token_ids(tokenizer, ["<sound>"])["<sound>"],
+    )
+    _seeded()
+    model = tf.AudioFlamingo3ForConditionalGeneration(config)
+    extractor = tf.WhisperFeatureExtractor(feature_size=16, sampling_rate=16000, chunk_length=2)
+    processor = tf.AudioFlamingo3Processor(extractor, tokenizer)
+    return _save(model, [processor], directory)
+
+
+def tiny_music_flamingo(directory: Path) -> Path:
+    tf = hf()
+
+    media = ["<sound>", "<|sound_bos|>", "<|sound_eos|>"]
+    tokenizer = byte_tokenizer(QWEN_SPECIALS + media, eos="<|im_end|>", pad="<|endoftext|>")
+    ids = _token_ids(tokenizer, media)
+    config = tf.MusicFlamingoConfig(
+        audio_config={**_flamingo_audio_config(), "model_type": "audioflamingo3_encoder"},
+        text_config={**_text_config(tokenizer), "model_type": "qwen2"},
+        audio_token_id=ids["<sound>"],
+        audio_bos_token_id=ids["<|sound_bos|>"],
+        audio_eos_token_id=ids["<|sound_eos|>"],
+    )
+    _seeded()
+    model = tf.MusicFlamingoForConditionalGeneration(config)
+    extractor = tf.WhisperFeatureExtractor(feature_size=16, sampling_rate=16000, chunk_length=2)
+    processor = tf.MusicFlamingoProcessor(extractor, tokenizer)
+    return _save(model, [processor], directory)
+
+
+def tiny_clap(directory: Path) -> Path:
+    tf = hf()
+
+    tokenizer = clap_tokenizer()
+    config = tf.ClapConfig(
+        text_config={
+            "vocab_size": _vocab_size(tokenizer),
+            "hidden_size": 32,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "intermediate_size": 64,
+            "max_position_embeddings": 66,
+            "projection_dim": 16,
+        },
+        audio_config={
+            "num_mel_bins": 64,
+            "spec_size": 64,
+            "patch_embeds_hidden_size": 8,
+            "depths": [1, 1],
+            "num_attention_heads": [1, 2],
+            "window_size": 4,
+            "hidden_size": 16,
+            "projection_dim": 16,
+        },
+        projection_dim=16,
+    )
+    _seeded()
+    model = tf.ClapModel(config)
+    # 1 s windows at a 960-sample hop: 51 frames, within the 64-frame tiny spectrogram.
+    extractor = tf.ClapFeatureExtractor(
+        feature_size=64, max_length_s=1, hop_length=960, truncation="rand_trunc"
+    )
+    return _save(model, [tf.ClapProcessor(extractor, tokenizer)], directory)
+
+
+def clap_tokenizer() -> Any:
+    """A RoBERTa tokenizer (the class ClapProcessor requires) over the byte alphabet."""
+    from tokenizers.pre_tokenizers import ByteLevel
+
+    tf = hf()
+
+    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    vocab = {token: index for index, token in enumerate(specials)}
+    for symbol in sorted(ByteLevel.alphabet()):
+        vocab[symbol] = len(vocab)
+    return tf.RobertaTokenizer(vocab=vocab, merges=[], model_max_length=64)
+
+
+BUILDERS: dict[str, Callable[[Path], Path]] = {
+    "qwen-omni": tiny_qwen_omni,
+    "phi4-multimodal": tiny_phi4_multimodal,
+    "audio-flamingo-3": tiny_audio_flamingo3,
+    "music-flamingo": tiny_music_flamingo,
+    "clap": tiny_clap,
+}
+
+
+def build_tiny(provider: str, directory: Path) -> Path:
+    """Write the tiny checkpoint of `provider` (a registry name) into `directory`."""
+    return BUILDERS[provider](directory)
