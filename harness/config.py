@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import ConfigError
 from harness.metrics import MissingPolicy
+from providers import REGISTRY
 from providers._base import ProviderConfig
 
 
@@ -31,6 +32,10 @@ class _Common(BaseModel):
     seed: int = 0
     limit: int | None = Field(default=None, gt=0, description="evaluate only the first N items")
     n_bootstrap: int = Field(default=1000, ge=10)
+    summarizer: ProviderConfig | None = Field(
+        default=None,
+        description="judge that writes missing summaries (default: the run's provider)",
+    )
 
 
 class ExperimentConfig(_Common):
@@ -52,11 +57,19 @@ class SweepConfig(_Common):
     def expand(self) -> list[ExperimentConfig]:
         runs = []
         common = self.model_dump(exclude={"providers", "prompts", "inputs", "name"})
-        for provider, prompt, inputs in itertools.product(
+        seen: set[tuple[str, str, Inputs]] = set()
+        for entry, prompt, entry_inputs in itertools.product(
             self.providers, self.prompts, self.inputs
         ):
+            provider, inputs = _pinned(entry, entry_inputs)
+            combination = (provider.model_dump_json(), prompt, inputs)
+            if combination in seen:  # pinned inputs made two combinations the same
+                continue
+            seen.add(combination)
             model = re.sub(r"[^A-Za-z0-9_.\-]+", "-", provider.model or "default").strip("-")
-            run_name = f"{provider.name}_{model}_{prompt}_{inputs.dialogue}_{inputs.music}"
+            kind = REGISTRY[provider.name].kind if provider.name in REGISTRY else "judge"
+            parts = [provider.name, model, prompt if kind == "judge" else None, inputs.dialogue, inputs.music]
+            run_name = "_".join(p for p in parts if p)
             runs.append(
                 ExperimentConfig(
                     **common,
@@ -73,6 +86,21 @@ class SweepConfig(_Common):
                 "two runs of the sweep get the same name: give the providers distinct models"
             )
         return runs
+
+
+def _pinned(provider: ProviderConfig, inputs: Inputs) -> tuple[ProviderConfig, Inputs]:
+    """A sweep's provider entry may pin inputs (`inputs: {music: caption}` for a scorer that
+    reads captions only): they replace those fields in every combination for that provider."""
+    pin = provider.extra("inputs")
+    if pin is None:
+        return provider, inputs
+    try:
+        pinned = Inputs.model_validate(pin)
+    except ValidationError as exc:
+        where, reason = _field_of(exc)
+        raise ValueError(f"providers: {provider.name}: inputs.{where}: {reason}") from None
+    bare = ProviderConfig.model_validate(provider.model_dump(exclude={"inputs"}))
+    return bare, inputs.model_copy(update=pinned.model_dump(exclude_unset=True))
 
 
 def _field_of(exc: ValidationError) -> tuple[str, str]:

@@ -8,7 +8,7 @@ import asyncio
 import json
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +22,16 @@ from tenacity.wait import wait_exponential_jitter
 from harness.cache import ResponseCache, cache_key
 from harness.config import ExperimentConfig
 from harness.dataset import Dataset, Item, load_dataset
-from harness.errors import DatasetError, ProviderError
+from harness.errors import ProviderError
+from harness.fewshot import Example, check_no_leak, load_examples
+from harness.joint import position_top1_rates
 from harness.metrics import Aggregate, aggregate, build_matrix
 from harness.parsing import ParsedAnswer
 from harness.prompts import template_hash
 from harness.records import Record, RecordWriter, predictions_from_records, write_sorted
 from harness.report import write_run_report
 from harness.secrets import scrub
+from harness.summaries import Summaries
 from harness.variants import PromptContext, PromptVariant, get_variant
 from providers import (
     ChatRequest,
@@ -127,6 +130,7 @@ class Runner:
         self.variant: PromptVariant | None = (
             get_variant(config.prompt) if isinstance(self.provider, Judge) else None
         )
+        self.summaries = Summaries(self.out_dir / "summaries.jsonl")
 
     # ---------------------------------------------------------------- preparing calls
     def dataset(self) -> Dataset:
@@ -136,21 +140,34 @@ class Runner:
         return dataset
 
     def summary_of(self, item: Item) -> str | None:
+        """The item's summary, or the one generated for it by `prepare_summaries`."""
         if self.config.inputs.dialogue != "summary":
             return None
-        if not item.summary:
-            raise DatasetError(
-                Path(self.config.dataset) / "items.jsonl",
-                None,
-                f"item {item.id} has no summary (needed by inputs.dialogue: summary)",
-            )
-        return item.summary
+        return self.summaries.get(item)
+
+    async def prepare_summaries(self, dataset: Dataset) -> None:
+        """Generate (or take from the cache) the summaries that items and examples lack."""
+        if self.config.inputs.dialogue == "summary":
+            evaluated = [(item, Path(self.config.dataset)) for item in dataset.items]
+            examples = [(e.item, e.source) for e in self.examples(dataset)]
+            await self.summaries.ensure(self, evaluated + examples)
+
+    def examples(self, dataset: Dataset) -> tuple[Example, ...]:
+        """Worked examples of a few-shot prompt; refused if one is evaluated in this run."""
+        if self.variant is None or not self.variant.uses_examples:
+            return ()
+        examples = load_examples(self.config.prompt_options, self.config.dataset)
+        check_no_leak(examples, dataset.items, self.config.dataset)
+        return examples
 
     def prepare(self, dataset: Dataset) -> list[Call]:
         identity = self.provider.identity()
         vary_by_repeat = not self.provider.deterministic
         calls: list[Call] = []
         hashed = template_hash(self.variant.template) if self.variant else None
+        examples = tuple(
+            replace(e, summary=self.summary_of(e.item)) for e in self.examples(dataset)
+        )
         for repeat in range(self.config.repeats):
             for item in dataset.items:
                 summary = self.summary_of(item)
@@ -166,10 +183,12 @@ class Runner:
                     summary=summary,
                     repeat=repeat,
                     options=self.config.prompt_options,
+                    examples=examples,
+                    seed=self.config.seed,
                 )
                 for prepared in self.variant.prepare(ctx):
                     request = ChatRequest(
-                        prepared.prompt.system, prepared.prompt.parts, self.variant.response_schema
+                        prepared.prompt.system, prepared.prompt.parts, prepared.schema
                     )
                     key = cache_key(
                         {
@@ -333,6 +352,7 @@ class Runner:
     async def run(self) -> RunResult:
         started = time.perf_counter()
         dataset = self.dataset()
+        await self.prepare_summaries(dataset)
         calls = self.prepare(dataset)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         records_path = self.out_dir / "records.jsonl"
@@ -406,6 +426,8 @@ class Runner:
         metrics = result_aggregate.to_json()
         metrics["parse_failures"] = self.stats.parse_failures
         metrics["errors"] = self.stats.errors
+        if self.variant is not None and self.variant.mode == "joint":
+            metrics["position_top1"] = position_top1_rates(records, dataset.items)
         expected = with_expected_scores(records)
         if expected is not None:
             metrics["expected_score"] = self._aggregate(dataset, expected).to_json()

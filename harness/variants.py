@@ -5,23 +5,104 @@ Adding a variant is a template in `prompts/` plus one entry in `VARIANTS`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from harness.audio import AudioRef, audio_ref
 from harness.dataset import Clip, Item
-from harness.parsing import ParsedAnswer, parse_pointwise
+from harness.errors import HarnessError
+from harness.fewshot import Example, FewShotOptions, few_shot_options
+from harness.joint import Order, clip_labels, presentation_order
+from harness.parsing import (
+    ParsedAnswer,
+    parse_cot,
+    parse_joint,
+    parse_pointwise,
+    parse_rubric,
+)
 from harness.prompts import ClipView, RenderedPrompt, audio_placeholder, render
 
 Mode = Literal["pointwise", "joint"]
 Parser = Callable[[str, list[str]], ParsedAnswer]
 
+_SCORE: dict[str, Any] = {"type": "number", "minimum": 0, "maximum": 10}
 POINTWISE_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"score": {"type": "number", "minimum": 0, "maximum": 10}},
+    "properties": {"score": _SCORE},
     "required": ["score"],
 }
+RUBRIC_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"A": _SCORE, "B": _SCORE, "C": _SCORE, "vocals": {"type": "boolean"}},
+    "required": ["A", "B", "C", "vocals"],
+}
+
+
+def joint_schema(labels: list[str], answer: Literal["scores", "ranking"]) -> dict[str, Any]:
+    if answer == "ranking":
+        ranking = {
+            "type": "array",
+            "items": {"type": "string", "enum": labels},
+            "minItems": len(labels),
+            "maxItems": len(labels),
+        }
+        return {"type": "object", "properties": {"ranking": ranking}, "required": ["ranking"]}
+    scores = {
+        "type": "object",
+        "properties": dict.fromkeys(labels, _SCORE),
+        "required": labels,
+    }
+    return {"type": "object", "properties": {"scores": scores}, "required": ["scores"]}
+
+
+class JointOptions(BaseModel):
+    """`prompt_options` of the joint variant."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    order: Order = "fixed"
+    answer: Literal["scores", "ranking"] = "scores"
+
+
+KNOWN_OPTIONS = frozenset(JointOptions.model_fields) | frozenset(FewShotOptions.model_fields)
+
+
+def check_options(options: Mapping[str, Any]) -> None:
+    """Unknown `prompt_options` keys are refused (a typo would otherwise be ignored)."""
+    unknown = sorted(set(options) - KNOWN_OPTIONS)
+    if unknown:
+        raise HarnessError(
+            f"unknown prompt_options {unknown} (known: {', '.join(sorted(KNOWN_OPTIONS))})"
+        )
+
+
+def joint_options(options: Mapping[str, Any]) -> JointOptions:
+    try:
+        return JointOptions.model_validate(dict(options))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise HarnessError(f"prompt_options.{where}: {first['msg']}") from None
+
+
+@dataclass(frozen=True)
+class ExampleClipView:
+    label: str
+    caption: str
+    audio: str  # placeholder, or "" when the example's audio is not sent
+    score: str
+
+
+@dataclass(frozen=True)
+class ExampleView:
+    """What a template sees of a worked example."""
+
+    dialogue: list[dict[str, str]]
+    summary: str | None
+    music_mode: str
+    clips: list[ExampleClipView]
 
 
 @dataclass(frozen=True)
@@ -35,6 +116,8 @@ class PromptContext:
     summary: str | None
     repeat: int = 0
     options: dict[str, Any] = field(default_factory=dict)
+    examples: tuple[Example, ...] = ()  # few-shot examples, with their summaries filled in
+    seed: int = 0  # seeds the permuted presentation order of joint prompts
 
     def base(self) -> dict[str, Any]:
         return {
@@ -50,6 +133,7 @@ class PromptContext:
 class PreparedCall:
     candidates: tuple[str, ...]  # the candidates this call covers, in presentation order
     prompt: RenderedPrompt
+    schema: dict[str, Any] | None = None  # JSON schema of the answer, for JSON mode
 
 
 @dataclass(frozen=True)
@@ -58,40 +142,90 @@ class PromptVariant:
     template: str
     mode: Mode = "pointwise"
     parse: Parser = parse_pointwise
-    response_schema: dict[str, Any] | None = None
+    response_schema: dict[str, Any] | None = None  # None: no JSON mode (or built per call)
     sends_audio: bool = True
+    uses_examples: bool = False
 
     def clip_views(
-        self, ctx: PromptContext, order: list[str]
+        self, ctx: PromptContext, order: list[str], first_audio: int = 0
     ) -> tuple[list[ClipView], list[AudioRef]]:
         views, audio = [], []
         send_audio = self.sends_audio and ctx.music_mode == "audio"
-        for index, cid in enumerate(order):
+        for index, (cid, label) in enumerate(zip(order, clip_labels(len(order)), strict=True)):
             clip = ctx.clips[cid]
-            label = f"Clip {index + 1}" if len(order) > 1 else "Clip"
             if send_audio:
                 audio.append(audio_ref(cid, clip.path))
-            views.append(
-                ClipView(label, clip.caption, audio_placeholder(index) if send_audio else "")
-            )
+            placeholder = audio_placeholder(first_audio + index) if send_audio else ""
+            views.append(ClipView(label, clip.caption, placeholder))
+        return views, audio
+
+    def example_views(
+        self, ctx: PromptContext, first_audio: int
+    ) -> tuple[list[ExampleView], list[AudioRef]]:
+        if not self.uses_examples:
+            return [], []
+        send_audio = (
+            self.sends_audio
+            and ctx.music_mode == "audio"
+            and few_shot_options(ctx.options).example_audio
+        )
+        views: list[ExampleView] = []
+        audio: list[AudioRef] = []
+        for example in ctx.examples:
+            clips = []
+            labels = clip_labels(len(example.clips))
+            for clip, label, score in zip(example.clips, labels, example.scores, strict=True):
+                placeholder = ""
+                if send_audio:
+                    placeholder = audio_placeholder(first_audio + len(audio))
+                    audio.append(audio_ref(clip.id, clip.path))
+                clips.append(ExampleClipView(label, clip.caption, placeholder, f"{score:.1f}"))
+            turns = [{"speaker": t.speaker, "text": t.text} for t in example.item.dialogue]
+            mode = "audio" if send_audio else "caption"
+            views.append(ExampleView(turns, example.summary, mode, clips))
         return views, audio
 
     def prepare(self, ctx: PromptContext) -> list[PreparedCall]:
+        check_options(ctx.options)
+        if not self.sends_audio and ctx.music_mode == "audio":
+            raise HarnessError(
+                f"prompt {self.name} describes the music in words and sends no audio: "
+                "set inputs.music: caption"
+            )
         if self.mode == "pointwise":
             calls = []
             for cid in ctx.item.candidates:
                 (view,), audio = self.clip_views(ctx, [cid])
-                prompt = render(self.template, {**ctx.base(), "clip": view}, audio)
-                calls.append(PreparedCall((cid,), prompt))
+                examples, example_audio = self.example_views(ctx, len(audio))
+                context = {**ctx.base(), "mode": self.mode, "clip": view, "examples": examples}
+                prompt = render(self.template, context, audio + example_audio)
+                calls.append(PreparedCall((cid,), prompt, self.response_schema))
             return calls
-        order = list(ctx.item.candidates)
+        opts = joint_options(ctx.options)
+        order = presentation_order(
+            ctx.item.candidates, opts.order, seed=ctx.seed, item_id=ctx.item.id, repeat=ctx.repeat
+        )
         views, audio = self.clip_views(ctx, order)
-        prompt = render(self.template, {**ctx.base(), "clips": views}, audio)
-        return [PreparedCall(tuple(order), prompt)]
+        context = {**ctx.base(), "mode": self.mode, "clips": views, "answer": opts.answer}
+        prompt = render(self.template, context, audio)
+        schema = joint_schema([v.label for v in views], opts.answer)
+        return [PreparedCall(tuple(order), prompt, schema)]
 
 
 VARIANTS: dict[str, PromptVariant] = {
     "zero_shot": PromptVariant("zero_shot", "zero_shot.jinja", response_schema=POINTWISE_SCHEMA),
+    # Free-text reasoning before the JSON: no JSON mode.
+    "cot": PromptVariant("cot", "cot.jinja", parse=parse_cot),
+    "few_shot": PromptVariant(
+        "few_shot", "few_shot.jinja", response_schema=POINTWISE_SCHEMA, uses_examples=True
+    ),
+    "joint": PromptVariant("joint", "joint.jinja", mode="joint", parse=parse_joint),
+    "text_only": PromptVariant(
+        "text_only", "text_only.jinja", response_schema=POINTWISE_SCHEMA, sends_audio=False
+    ),
+    "rubric": PromptVariant(
+        "rubric", "rubric.jinja", parse=parse_rubric, response_schema=RUBRIC_SCHEMA
+    ),
 }
 
 
@@ -99,6 +233,11 @@ def get_variant(name: str) -> PromptVariant:
     try:
         return VARIANTS[name]
     except KeyError:
+        hint = (
+            " (summarize is the summariser prompt: use inputs.dialogue: summary)"
+            if name == "summarize"
+            else ""
+        )
         raise ValueError(
-            f"unknown prompt variant {name!r} (known: {', '.join(VARIANTS)})"
+            f"unknown prompt variant {name!r} (known: {', '.join(VARIANTS)}){hint}"
         ) from None

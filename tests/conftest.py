@@ -58,3 +58,12 @@ def write_tiny_dataset(
 @pytest.fixture
 def tiny_dataset(tmp_path: Path) -> Path:
     return write_tiny_dataset(tmp_path / "dataset")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-snapshots",
+        action="store_true",
+        default=False,
+        help="Rewrite tests/snapshots/*.txt from the current prompt templates.",
+    )

@@ -1,0 +1,79 @@
+"""Joint (all clips in one request) prompts: clip labels, presentation order and position bias.
+
+A joint prompt shows the candidates in a presentation order and the model answers by label
+("Clip 1" ... "Clip N"). The order is the item's candidate order (`fixed`) or a permutation
+seeded by (seed, item, repeat) (`permuted`), so that averaging over repeats cancels position
+bias and the bias itself can be measured from the records, which keep the presentation order.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from harness.dataset import Item
+from harness.records import Record
+
+Order = Literal["fixed", "permuted"]
+
+
+def clip_labels(count: int) -> list[str]:
+    """How the clips of one prompt are named, in presentation order."""
+    return [f"Clip {i + 1}" for i in range(count)] if count > 1 else ["Clip"]
+
+
+def presentation_order(
+    candidates: Sequence[str], order: Order, *, seed: int, item_id: str, repeat: int
+) -> list[str]:
+    if order == "fixed":
+        return list(candidates)
+    # A string seed is hashed with SHA-512 by `random`, so the order is stable across runs.
+    rng = random.Random(f"{seed}:{item_id}:{repeat}")
+    return rng.sample(list(candidates), len(candidates))
+
+
+def _top_shares(scores: Sequence[float | None]) -> list[float] | None:
+    """Share of the top-1 at each position (1/k each for a k-way tie); None if nothing scored."""
+    usable = [s for s in scores if s is not None]
+    if not usable:
+        return None
+    best = max(usable)
+    tied = [i for i, s in enumerate(scores) if s == best]
+    return [1.0 / len(tied) if i in tied else 0.0 for i in range(len(scores))]
+
+
+def position_top1_rates(records: Iterable[Record], items: Iterable[Item]) -> dict[str, Any]:
+    """How often the model's top clip, and the human's, sat at each presentation position.
+
+    Only joint records (several candidates in one call) with at least one usable score
+    count. Without position bias and with permuted orders, both rates tend to 1/N.
+    """
+    human_best: Mapping[str, str] = {
+        item.id: item.human_ranking[0] for item in items if item.human_ranking
+    }
+    model: list[float] = []
+    human: list[float] = []
+    counted = 0
+    for record in records:
+        if len(record.candidates) < 2:
+            continue
+        shares = _top_shares([record.scores.get(cid) for cid in record.candidates])
+        if shares is None:
+            continue
+        if len(model) < len(shares):
+            model += [0.0] * (len(shares) - len(model))
+            human += [0.0] * (len(shares) - len(human))
+        counted += 1
+        for position, share in enumerate(shares):
+            model[position] += share
+        best = human_best.get(record.item_id)
+        if best in record.candidates:
+            human[record.candidates.index(best)] += 1.0
+    if not counted:
+        return {"calls": 0, "model": [], "human": []}
+    return {
+        "calls": counted,
+        "model": [round(v / counted, 6) for v in model],
+        "human": [round(v / counted, 6) for v in human],
+    }
