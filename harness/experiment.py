@@ -11,6 +11,7 @@ from rich.console import Console
 
 from harness.cache import ResponseCache
 from harness.config import ExperimentConfig
+from harness.console import terminal
 from harness.report import rich_table, write_comparison
 from harness.runner import Runner, RunResult
 
@@ -23,7 +24,7 @@ def run_all(
     show_progress: bool = True,
     console: Console | None = None,
 ) -> list[RunResult]:
-    console = console or Console()
+    console = console or terminal()
     results = []
     for config in configs:
         runner = Runner(config, cache=cache, results_dir=results_dir, show_progress=show_progress)
