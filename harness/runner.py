@@ -255,7 +255,12 @@ class Runner:
                 async with self._semaphore:
                     self.stats.model_calls += 1
                     started = time.perf_counter()
-                    answer = await asyncio.wait_for(self._ask(request), timeout=cfg.timeout_s)
+                    try:
+                        answer = await asyncio.wait_for(self._ask(request), cfg.timeout_s)
+                    except TimeoutError as exc:
+                        raise ProviderError(
+                            f"no answer within {cfg.timeout_s:g} s", transient=True, kind="timeout"
+                        ) from exc
                     answer["latency_s"] = round(time.perf_counter() - started, 4)
                     return answer
         raise AssertionError("unreachable")  # pragma: no cover
