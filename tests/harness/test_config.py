@@ -57,3 +57,36 @@ def test_errors_name_the_file_and_field(tmp_path: Path, text: str, message: str)
         load_experiments(path)
     assert str(info.value).startswith(str(path))
     assert message in str(info.value)
+
+
+def test_sweep_provider_may_pin_inputs(tmp_path: Path) -> None:
+    path = tmp_path / "pinned.yaml"
+    path.write_text(
+        "name: t3\ndataset: data/sample\n"
+        "providers: [{name: mock, model: a}, {name: text-embedding, inputs: {music: caption}}]\n"
+        "inputs: [{dialogue: full, music: audio}, {dialogue: summary, music: audio}]\n"
+    )
+    runs = load_experiments(path)
+    assert [(r.provider.name, r.inputs.dialogue, r.inputs.music) for r in runs] == [
+        ("mock", "full", "audio"),
+        ("mock", "summary", "audio"),
+        ("text-embedding", "full", "caption"),
+        ("text-embedding", "summary", "caption"),
+    ]
+    assert runs[2].provider.extra("inputs") is None  # the pin is not a provider setting
+    path.write_text(
+        "name: t\ndataset: d\nproviders: [{name: mock, inputs: {music: midi}}]\n"
+        "inputs: [{dialogue: full}, {dialogue: summary}]\n"
+    )
+    with pytest.raises(ConfigError, match=r"providers: mock: inputs\.music"):
+        load_experiments(path)
+
+
+def test_sweep_pin_collapses_identical_runs(tmp_path: Path) -> None:
+    path = tmp_path / "pinned.yaml"
+    path.write_text(
+        "name: t\ndataset: d\nproviders: [{name: random, inputs: {music: caption}}]\n"
+        "inputs: [{music: audio}, {music: caption}]\n"
+    )
+    (run,) = load_experiments(path)
+    assert run.inputs.music == "caption"
