@@ -42,7 +42,6 @@ class Stage2Config(BaseModel):
     provider: ProviderConfig | None = Field(
         default=None, description="captioning model; none: dialogues are written uncaptioned"
     )
-    prompt: str = Field(default="summarize", description="template prompts/<prompt>.jinja")
 
     @model_validator(mode="after")
     def _bounds(self) -> Stage2Config:
@@ -229,8 +228,6 @@ def run_stage2(
     config: Stage2Config | None = None,
     *,
     cache_dir: Path | None = None,
-    prompts_dir: Path | None = None,
-    show_progress: bool = True,
 ) -> dict[str, Any]:
     """Read, filter, sample and caption; writes dialogues.jsonl and report.json to `out_dir`."""
     from harness.build.captions import caption_dialogues
@@ -259,14 +256,7 @@ def run_stage2(
         "config": config.model_dump(mode="json", exclude={"provider"}),
     }
     if config.provider is not None:
-        outcome = caption_dialogues(
-            chosen,
-            config.provider,
-            template=f"{config.prompt}.jinja",
-            cache_dir=cache_dir,
-            prompts_dir=prompts_dir,
-            show_progress=show_progress,
-        )
+        outcome = caption_dialogues(chosen, config.provider, cache_dir=cache_dir)
         report["captions"] = outcome.summary()
         report["config"]["provider"] = config.provider.model_dump(mode="json", exclude_none=True)
         for dialogue in chosen:

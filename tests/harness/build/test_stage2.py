@@ -1,12 +1,13 @@
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness.build.captions import caption_dialogues, clean_caption
+from harness.build.captions import caption_dialogues
 from harness.build.stage2 import (
     Stage2Config,
     count_words,
@@ -107,67 +108,80 @@ def test_bounds_are_checked() -> None:
         Stage2Config(min_turns=5, max_turns=4)
 
 
-@pytest.mark.parametrize(
-    ("answer", "caption"),
-    [
-        ("A calm chat; soft piano.", "A calm chat; soft piano."),
-        ('"Quoted caption."\n', "Quoted caption."),
-        ('```json\n{"summary": "From JSON."}\n```', "From JSON."),
-        ("Caption: two friends argue.", "two friends argue."),
-    ],
-)
-def test_clean_caption(answer: str, caption: str) -> None:
-    assert clean_caption(answer) == caption
+CAPTION = "Two old friends catch up calmly over coffee, warm and nostalgic; gentle acoustic guitar at a slow tempo would suit them."
 
 
-@pytest.mark.parametrize("answer", ["", "  ", '{"score": 7}', '{"a": "x", "b": "y"}'])
-def test_clean_caption_rejects(answer: str) -> None:
-    with pytest.raises(ValueError):
-        clean_caption(answer)
+def mock(answers: object, **kwargs: object) -> ProviderConfig:
+    return ProviderConfig(name="mock", answers={"*": answers}, **kwargs)
 
 
-@pytest.fixture
-def prompts(tmp_path: Path) -> Path:
-    directory = tmp_path / "prompts"
-    directory.mkdir()
-    (directory / "summarize.jinja").write_text(
-        "{% block system %}Caption the dialogue for music.{% endblock %}\n"
-        "{% block user %}{% for t in dialogue %}{{ t.speaker }}: {{ t.text }}\n{% endfor %}"
-        "{% endblock %}\n"
-    )
-    return directory
-
-
-def test_run_stage2_captions_through_the_cache(tmp_path: Path, prompts: Path) -> None:
+def test_run_stage2_captions_through_the_cache(tmp_path: Path) -> None:
     source = write_dailydialog(tmp_path / "dd")
-    provider = ProviderConfig(name="mock", answers={"*": "Two people chat calmly; soft piano."})
-    config = Stage2Config(min_turns=2, max_turns=6, min_words=1, provider=provider)
+    answer = json.dumps({"summary": CAPTION})
+    config = Stage2Config(min_turns=2, max_turns=6, min_words=1, provider=mock(answer))
     cache = tmp_path / "cache"
-    report = run_stage2(source, tmp_path / "s2", config, cache_dir=cache, prompts_dir=prompts)
+    report = run_stage2(source, tmp_path / "s2", config, cache_dir=cache)
     lines = (tmp_path / "s2/dialogues.jsonl").read_text().splitlines()
     dialogues = [json.loads(line) for line in lines]
     assert [d["id"] for d in dialogues] == ["dd00001", "dd00002", "dd00004"]
-    assert {d["summary"] for d in dialogues} == {"Two people chat calmly; soft piano."}
+    assert {d["summary"] for d in dialogues} == {CAPTION}
     assert report["captions"]["model_calls"] == 3 and report["captions"]["failed"] == 0
     assert report["label_mismatches"][0]["line"] == 4
     assert report["stats_selected"]["count"] == 3
-    again = run_stage2(source, tmp_path / "s2b", config, cache_dir=cache, prompts_dir=prompts)
+    again = run_stage2(source, tmp_path / "s2b", config, cache_dir=cache)
     assert again["captions"]["model_calls"] == 0 and again["captions"]["cached"] == 3
     assert (tmp_path / "s2b/dialogues.jsonl").read_bytes() == (
         tmp_path / "s2/dialogues.jsonl"
     ).read_bytes()
 
 
-def test_caption_failures_are_reported_not_invented(tmp_path: Path, prompts: Path) -> None:
+def test_captions_share_the_summariser_cache(tmp_path: Path) -> None:
+    """A dialogue captioned in stage 2 is not summarised again by an experiment."""
+    from harness.cache import ResponseCache
+    from harness.config import ExperimentConfig
+    from harness.dataset import Item
+    from harness.runner import Runner
+    from harness.summaries import _summarize
+
+    dialogue = {
+        "id": "dd1",
+        "dialogue": [{"speaker": "A", "text": "Coffee?"}, {"speaker": "B", "text": "Sure."}],
+    }
+    provider = mock(json.dumps({"summary": CAPTION}))
+    outcome = caption_dialogues([dialogue], provider, cache_dir=tmp_path / "c")
+    assert outcome.captions == {"dd1": CAPTION} and outcome.model_calls == 1
+    item = Item.model_validate({**dialogue, "id": "d0001", "candidates": ["x", "y"]})
+    cache = ResponseCache(tmp_path / "c")
+    runner = Runner(
+        ExperimentConfig(name="e", dataset=tmp_path, provider=provider),
+        cache=cache,
+        show_progress=False,
+    )
+    line = asyncio.run(_summarize(runner, item))
+    cache.close()
+    assert line.summary == CAPTION and line.cache_hit and runner.stats.model_calls == 0
+
+
+def test_caption_failures_are_reported_not_invented(tmp_path: Path) -> None:
     dialogues: list[dict[str, Any]] = [
         {"id": "x", "dialogue": [{"speaker": "A", "text": "Hi."}]},
     ]
-    provider = ProviderConfig(name="mock", answers={"*": "!permanent"}, max_attempts=1)
-    outcome = caption_dialogues(dialogues, provider, cache_dir=tmp_path / "c", prompts_dir=prompts)
+    outcome = caption_dialogues(
+        dialogues, mock("!permanent", max_attempts=1), cache_dir=tmp_path / "c"
+    )
     assert outcome.captions == {} and "permanent" in outcome.errors["x"]
-    unusable = ProviderConfig(name="mock", answers={"*": ['{"score": 1}', "Fine now."]}, reask=1)
-    outcome = caption_dialogues(dialogues, unusable, cache_dir=tmp_path / "d", prompts_dir=prompts)
-    assert outcome.captions == {"x": "Fine now."} and outcome.model_calls == 2
+    short = mock('{"summary": "Too short."}', reask=0)
+    outcome = caption_dialogues(dialogues, short, cache_dir=tmp_path / "s")
+    assert outcome.captions == {} and "summary_length" in outcome.errors["x"]
+    unusable = mock(['{"score": 1}', json.dumps({"summary": CAPTION})], reask=1)
+    outcome = caption_dialogues(dialogues, unusable, cache_dir=tmp_path / "d")
+    assert outcome.captions == {"x": CAPTION} and outcome.model_calls == 2
+    assert outcome.summary()["failed"] == 0
+
+
+def test_captioning_needs_a_judge(tmp_path: Path) -> None:
+    with pytest.raises(HarnessError, match="not a chat model"):
+        caption_dialogues([], ProviderConfig(name="random"), cache_dir=tmp_path / "c")
 
 
 def test_run_stage2_without_provider_leaves_summaries_empty(tmp_path: Path) -> None:

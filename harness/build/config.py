@@ -1,0 +1,82 @@
+"""The build file of `harness build all` (its stage sections also serve the single stages).
+
+```yaml
+out: build/dialbgm            # stage1/, stage2/, dataset/ (and final/) are written here
+seed: 0                       # the one seed: stage 2's sample and stage 3's draws
+musiccaps: data/musiccaps-public.csv
+dailydialog: data/dailydialog # folder with dialogues_text.txt (+ label files)
+audio_dir: data/musiccaps-audio   # <ytid>.wav (or .flac, .ogg, .mp3)
+stage1: {check_caption: false}
+stage2: {min_turns: 4, max_turns: 12, sample: 1200,
+         provider: {name: gemini, model: gemini-2.5-flash}}
+stage3: {embedder: {kind: openai, model: text-embedding-3-large}}
+annotated: null               # an annotated dataset folder: runs stage 4 into final/
+stage4: {min_w: 0.25, drop_bottom: 0.1}
+```
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from harness.build.stage1 import Stage1Config
+from harness.build.stage2 import Stage2Config
+from harness.build.stage3 import Stage3Config
+from harness.build.stage4 import Stage4Config
+from harness.errors import ConfigError
+
+
+class BuildConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    out: Path = Path("build/dialbgm")
+    seed: int = 0
+    musiccaps: Path | None = None
+    dailydialog: Path | None = None
+    audio_dir: Path | None = None
+    annotated: Path | None = Field(default=None, description="annotated dataset for stage 4")
+    stage1: Stage1Config = Field(default_factory=Stage1Config)
+    stage2: Stage2Config = Field(default_factory=Stage2Config)
+    stage3: Stage3Config = Field(default_factory=Stage3Config)
+    stage4: Stage4Config = Field(default_factory=Stage4Config)
+
+    @model_validator(mode="after")
+    def _one_seed(self) -> BuildConfig:
+        for name in ("stage2", "stage3"):
+            if "seed" in getattr(self, name).model_fields_set:
+                raise ValueError(f"{name}.seed: set the seed once, at the top (seed: N)")
+        return self
+
+    def seeded(self) -> tuple[Stage2Config, Stage3Config]:
+        return (
+            self.stage2.model_copy(update={"seed": self.seed}),
+            self.stage3.model_copy(update={"seed": self.seed}),
+        )
+
+    def require(self, *fields: str) -> None:
+        for field in fields:
+            if getattr(self, field) is None:
+                raise ConfigError("build file", field, "required by `harness build all`")
+
+
+def load_build_config(path: Path | None) -> BuildConfig:
+    """The build file at `path` (all defaults when None); errors name the field."""
+    if path is None:
+        return BuildConfig()
+    if not path.is_file():
+        raise ConfigError(path, None, "build file not found")
+    try:
+        raw: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(path, None, f"not valid YAML ({exc})") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(path, None, "expected a mapping of settings")
+    try:
+        return BuildConfig.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or None
+        raise ConfigError(path, where, first["msg"].removeprefix("Value error, ")) from None
