@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness.audio import AudioRef, audio_ref
+from providers._base import ChatRequest
 from providers._local import hf
 
 BYTE_VOCAB = 256
@@ -269,3 +271,23 @@ BUILDERS: dict[str, Callable[[Path], Path]] = {
 def build_tiny(provider: str, directory: Path) -> Path:
     """Write the tiny checkpoint of `provider` (a registry name) into `directory`."""
     return BUILDERS[provider](directory)
+
+
+def write_tone(path: Path, seconds: float, freq: float, sample_rate: int = 16000) -> AudioRef:
+    """A sine clip written as WAV, as the AudioRef a prompt would carry."""
+    import numpy as np
+    import soundfile
+
+    t = np.arange(int(sample_rate * seconds)) / sample_rate
+    path.parent.mkdir(parents=True, exist_ok=True)
+    soundfile.write(path, 0.3 * np.sin(2 * np.pi * freq * t), sample_rate)
+    return audio_ref(path.stem, path)
+
+
+def judge_request(system: str, text: str, clips: list[AudioRef]) -> ChatRequest:
+    """A pointwise-style request: the text, then each clip after a label."""
+    parts: list[str | AudioRef] = [text]
+    for index, clip in enumerate(clips):
+        parts += [f"\nClip {index + 1}: ", clip]
+    parts.append('\nAnswer as {"score": x}.')
+    return ChatRequest(system, tuple(parts))
