@@ -327,7 +327,9 @@ def _audio_seconds(audio: list[tuple[str, str]]) -> float:
     total = 0.0
     for index, (data, _) in enumerate(audio):
         try:
-            raw = base64.b64decode(data, validate=True)
+            # Like the real services (proto3 JSON), standard or URL-safe base64 is accepted.
+            standard = data.replace("-", "+").replace("_", "/")
+            raw = base64.b64decode(standard + "=" * (-len(standard) % 4), validate=True)
             info = soundfile.info(io.BytesIO(raw))
         except (binascii.Error, ValueError, RuntimeError, soundfile.LibsndfileError) as exc:
             raise _Reply(400, f"audio part {index} could not be decoded: {exc}") from None
@@ -455,9 +457,19 @@ def _openai_body(mode: str, parsed: _Parsed, seconds: float) -> tuple[dict[str, 
 def _error_response(api: str, reply: _Reply) -> web.Response:
     if api == "gemini":
         status_name = _GEMINI_STATUS.get(reply.status, "UNKNOWN")
-        payload: dict[str, Any] = {
-            "error": {"code": reply.status, "message": reply.message, "status": status_name}
+        error: dict[str, Any] = {
+            "code": reply.status,
+            "message": reply.message,
+            "status": status_name,
         }
+        if reply.retry_after is not None:
+            error["details"] = [
+                {
+                    "@type": "type.googleapis.com/google.rpc.RetryInfo",
+                    "retryDelay": f"{reply.retry_after:g}s",
+                }
+            ]
+        payload: dict[str, Any] = {"error": error}
     else:
         payload = {
             "error": {

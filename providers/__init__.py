@@ -54,6 +54,21 @@ REGISTRY: dict[str, Entry] = {
         "Cosine between dialogue text and clip caption (sentence-transformers, offline)",
         "embed",
     ),
+    "gemini": Entry(
+        "providers.gemini:GeminiJudge", "judge", "Gemini API (google-genai), audio inline", "api"
+    ),
+    "openai-audio": Entry(
+        "providers.openai_chat:OpenAIAudioJudge",
+        "judge",
+        "GPT-4o-audio / gpt-audio on the OpenAI API (chat completions)",
+        "api",
+    ),
+    "openai-compatible": Entry(
+        "providers.openai_chat:OpenAICompatibleJudge",
+        "judge",
+        "Any OpenAI-compatible server, e.g. vLLM serving Qwen2.5-Omni (one or several URLs)",
+        "api",
+    ),
     "qwen-omni": Entry(
         "providers.qwen_omni:QwenOmniJudge",
         "judge",

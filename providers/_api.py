@@ -1,0 +1,199 @@
+"""What the API judges share: keys from the environment, one or several base URLs, memoised
+base64 audio, and turning HTTP failures into ProviderErrors the runner knows how to treat.
+
+Providers never retry: SDK retries are off and the runner retries transient errors.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+import os
+import re
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from harness.audio import AudioRef
+from harness.errors import ConfigError, ProviderError
+from harness.secrets import scrub
+from providers._base import ProviderConfig
+
+# Settings of these providers that never change an answer (kept out of the cache key).
+NON_ANSWER_EXTRAS = frozenset({"api_key_env", "endpoint_id", "audio_tokens_per_second"})
+MAX_RETRY_AFTER_S = 600.0
+AUDIO_CACHE_SIZE = 128
+
+C = TypeVar("C")
+
+
+def reject_key_in_config(config: ProviderConfig) -> None:
+    for name in config.model_extra or {}:
+        if "key" in name.lower() and name != "api_key_env":
+            raise ConfigError(
+                "experiment file",
+                f"provider.{name}",
+                "API keys come from the environment only (GEMINI_API_KEY, OPENAI_API_KEY, "
+                "or the variable named by provider.api_key_env); remove it from the file",
+            )
+
+
+def env_key(names: tuple[str, ...]) -> str | None:
+    for name in names:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    return None
+
+
+def base_urls(config: ProviderConfig, env_var: str) -> list[str]:
+    """The base URLs to spread requests over: `base_url` from the experiment file (one or a
+    list), else the environment variable (comma-separated); empty means the SDK default."""
+    configured = config.base_url
+    if configured is None:
+        configured = os.environ.get(env_var, "")
+    urls = [configured] if isinstance(configured, str) else list(configured)
+    found = [u.strip().rstrip("/") for url in urls for u in re.split(r"[,\s]+", url) if u.strip()]
+    for url in found:
+        if not url.startswith(("http://", "https://")):
+            raise ConfigError(
+                "experiment file",
+                "provider.base_url",
+                f"{url!r} is not an http(s) URL (set it in the file or with {env_var})",
+            )
+    return found
+
+
+def answer_identity(
+    base: dict[str, Any], config: ProviderConfig, urls: list[str], **settings: Any
+) -> dict[str, Any]:
+    """The cache identity of an API judge: its settings, the effective base URL(s) (or the
+    user's `endpoint_id` for a group of equivalent servers) and the defaults it applies."""
+    identity = {k: v for k, v in base.items() if k not in NON_ANSWER_EXTRAS and k != "base_url"}
+    endpoint = config.extra("endpoint_id")
+    if endpoint is not None:
+        identity["endpoint"] = str(endpoint)
+    elif urls:
+        identity["base_url"] = urls[0] if len(urls) == 1 else sorted(urls)
+    identity.update(settings)
+    return identity
+
+
+class ClientPool(Generic[C]):
+    """One SDK client per base URL, built on first use inside the running event loop; each
+    request goes to the client with the fewest requests in flight."""
+
+    def __init__(self, urls: list[str], factory: Callable[[str | None], C]) -> None:
+        self._urls: list[str | None] = list(urls) or [None]
+        self._factory = factory
+        self._clients: list[C] | None = None
+        self._in_flight = [0] * len(self._urls)
+        self._turn = 0
+
+    @property
+    def clients(self) -> list[C]:
+        if self._clients is None:
+            self._clients = [self._factory(url) for url in self._urls]
+        return self._clients
+
+    @contextmanager
+    def lease(self) -> Iterator[C]:
+        clients = self.clients
+        n = len(clients)
+        self._turn = (self._turn + 1) % n
+        index = min(range(n), key=lambda i: (self._in_flight[i], (i - self._turn) % n))
+        self._in_flight[index] += 1
+        try:
+            yield clients[index]
+        finally:
+            self._in_flight[index] -= 1
+
+    def built(self) -> list[C]:
+        clients, self._clients = self._clients or [], None
+        return clients
+
+
+@lru_cache(maxsize=AUDIO_CACHE_SIZE)
+def _audio_payload(path: Path, sha256: str, sample_rate: int | None, data_url: bool) -> str:
+    import base64
+
+    encoded = base64.b64encode(AudioRef("", path, sha256).wav_bytes(sample_rate)).decode("ascii")
+    return "data:audio/wav;base64," + encoded if data_url else encoded
+
+
+def wav_base64(ref: AudioRef, sample_rate: int | None, data_url: bool = False) -> str:
+    """The clip as base64 WAV (or a `data:` URL), encoded once per clip and rate."""
+    return _audio_payload(ref.path, ref.sha256, sample_rate, data_url)
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a Retry-After header (seconds or an HTTP date)."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        seconds = when.timestamp() - time.time()
+    if not math.isfinite(seconds):
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
+
+
+def status_error(
+    status: int,
+    message: str,
+    *,
+    provider: str,
+    model: str,
+    key_env: str,
+    url: str | None,
+    retry_after: float | None = None,
+) -> ProviderError:
+    """A ProviderError for an HTTP error answer: transient for 408/429/5xx, permanent with a
+    hint about what to fix otherwise. Never holds a key (scrubbed)."""
+    detail = scrub(" ".join(message.split()))[:300]
+    where = f" at {url}" if url else ""
+    if status == 429:
+        return ProviderError(
+            f"{provider} rate limit (429){where}: {detail}",
+            transient=True,
+            kind="rate_limited",
+            retry_after=retry_after,
+        )
+    if status == 408 or status >= 500:
+        return ProviderError(
+            f"{provider} server error ({status}){where}: {detail}",
+            transient=True,
+            kind="server_error",
+            retry_after=retry_after,
+        )
+    hints = {
+        400: ("bad_request", "the request was rejected; check the model's settings"),
+        401: ("auth", f"the API key was not accepted; check {key_env}"),
+        403: ("permission", f"the key in {key_env} has no access to model {model!r}"),
+        404: ("not_found", f"model {model!r} was not found{where}; check provider.model"),
+        413: ("bad_request", "the request is too large; send less or shorter audio"),
+        422: ("bad_request", "the server could not process the request"),
+    }
+    kind, hint = hints.get(status, ("client_error", "the request was refused"))
+    return ProviderError(f"{provider} {hint} ({status}): {detail}", transient=False, kind=kind)
+
+
+def transport_error(
+    provider: str, exc: BaseException, url: str | None, timeout: bool
+) -> ProviderError:
+    where = f" to {url}" if url else ""
+    if timeout:
+        return ProviderError(f"{provider} request{where} timed out", transient=True, kind="timeout")
+    reason = scrub(str(exc) or type(exc).__name__)[:200]
+    return ProviderError(
+        f"{provider} connection{where} failed: {reason}", transient=True, kind="connection"
+    )

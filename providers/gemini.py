@@ -1,0 +1,192 @@
+"""Gemini judges through google-genai: audio inline as WAV parts, the system text as the system
+instruction, JSON response mode with the variant's schema.
+
+Settings (`provider:` in the experiment file) beyond the common ones:
+- `json_mode`: `schema` (default: JSON mode with the variant's schema), `object` (JSON mode,
+  no schema) or `prompt` (JSON asked for in the prompt only);
+- `sample_rate`: the rate clips are sent at (default 16000; Gemini works at 16 kHz);
+- `thinking_budget`: passed on as the thinking budget of 2.5-series models;
+- `endpoint_id`: a name to cache under instead of the base URL(s).
+Keys: GEMINI_API_KEY or GOOGLE_API_KEY. Base URL: `base_url` or GEMINI_BASE_URL.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+import httpx
+from google.genai import Client, errors, types
+
+from harness.audio import AudioRef
+from harness.errors import ConfigError, ProviderError
+from providers._api import (
+    ClientPool,
+    answer_identity,
+    base_urls,
+    env_key,
+    parse_retry_after,
+    reject_key_in_config,
+    status_error,
+    transport_error,
+)
+from providers._base import ChatRequest, ChatResponse, Judge, ProviderConfig
+
+KEY_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+BASE_URL_ENV = "GEMINI_BASE_URL"
+JSON_MODES = ("schema", "object", "prompt")
+_RETRY_DELAY = re.compile(r"^(\d+(?:\.\d+)?)s$")
+
+
+class GeminiJudge(Judge):
+    default_model = "gemini-2.5-flash"
+    audio_tokens_per_second: ClassVar[float] = 32.0
+
+    def __init__(self, config: ProviderConfig) -> None:
+        super().__init__(config)
+        reject_key_in_config(config)
+        self.urls = base_urls(config, BASE_URL_ENV)
+        self.sample_rate = int(config.extra("sample_rate", 16000))
+        self.json_mode = str(config.extra("json_mode", "schema"))
+        if self.json_mode not in JSON_MODES:
+            raise ConfigError(
+                "experiment file", "provider.json_mode", f"must be one of {', '.join(JSON_MODES)}"
+            )
+        self.thinking_budget = config.extra("thinking_budget")
+        self._pool: ClientPool[tuple[Client, httpx.AsyncClient, str | None]] = ClientPool(
+            self.urls, self._client
+        )
+
+    def identity(self) -> dict[str, Any]:
+        return answer_identity(
+            super().identity(),
+            self.config,
+            self.urls,
+            sample_rate=self.sample_rate,
+            json_mode=self.json_mode,
+        )
+
+    def _client(self, url: str | None) -> tuple[Client, httpx.AsyncClient, str | None]:
+        key = env_key(KEY_ENV)
+        if key is None:
+            if url is None:
+                raise ProviderError(
+                    "no Gemini API key: set GEMINI_API_KEY (or GOOGLE_API_KEY) in the environment",
+                    transient=False,
+                    kind="auth",
+                )
+            key = "unused"  # a local stand-in server needs none
+        limit = self.config.max_concurrency
+        # The SDK's own retries are off (attempts=1), including its silent retry of dropped
+        # connections: the runner retries, with its backoff and limits.
+        http = httpx.AsyncClient(
+            timeout=self.config.timeout_s,
+            limits=httpx.Limits(max_connections=limit, max_keepalive_connections=limit),
+        )
+        options = types.HttpOptions(
+            base_url=url,
+            timeout=int(self.config.timeout_s * 1000),
+            retry_options=types.HttpRetryOptions(attempts=1),
+            httpx_async_client=http,
+        )
+        return Client(api_key=key, http_options=options), http, url
+
+    def _contents(self, request: ChatRequest) -> list[types.Content]:
+        parts = [
+            types.Part.from_bytes(data=p.wav_bytes(self.sample_rate), mime_type="audio/wav")
+            if isinstance(p, AudioRef)
+            else types.Part.from_text(text=p)
+            for p in request.parts
+        ]
+        return [types.Content(role="user", parts=parts)]
+
+    def _generation_config(self, request: ChatRequest) -> types.GenerateContentConfig:
+        settings: dict[str, Any] = {
+            "system_instruction": request.system or None,
+            "temperature": self.config.temperature,
+            "candidate_count": 1,
+        }
+        if self.config.max_tokens is not None:
+            settings["max_output_tokens"] = self.config.max_tokens
+        if self.config.seed is not None:
+            settings["seed"] = self.config.seed
+        if request.response_schema is not None and self.json_mode != "prompt":
+            settings["response_mime_type"] = "application/json"
+            if self.json_mode == "schema":
+                settings["response_json_schema"] = request.response_schema
+        if self.thinking_budget is not None:
+            settings["thinking_config"] = types.ThinkingConfig(
+                thinking_budget=int(self.thinking_budget)
+            )
+        return types.GenerateContentConfig(**settings)
+
+    async def generate(self, request: ChatRequest) -> ChatResponse:
+        contents = self._contents(request)
+        config = self._generation_config(request)
+        with self._pool.lease() as (client, _, url):
+            try:
+                response = await client.aio.models.generate_content(
+                    model=self.model, contents=contents, config=config
+                )
+            except errors.APIError as exc:
+                raise self._api_error(exc, url) from None
+            except httpx.TimeoutException as exc:
+                raise transport_error("Gemini", exc, url, timeout=True) from None
+            except httpx.TransportError as exc:
+                raise transport_error("Gemini", exc, url, timeout=False) from None
+        return _chat_response(response)
+
+    def _api_error(self, exc: errors.APIError, url: str | None) -> ProviderError:
+        headers = getattr(exc.response, "headers", None) or {}
+        retry_after = parse_retry_after(headers.get("retry-after")) or _retry_info(exc.details)
+        return status_error(
+            exc.code or 0,
+            f"{exc.status or ''} {exc.message or ''}",
+            provider="Gemini",
+            model=self.model,
+            key_env="GEMINI_API_KEY",
+            url=url,
+            retry_after=retry_after,
+        )
+
+    async def aclose(self) -> None:
+        for client, http, _ in self._pool.built():
+            await client.aio.aclose()
+            await http.aclose()
+
+
+def _retry_info(details: Any) -> float | None:
+    """The retry delay Gemini puts in a 429's `google.rpc.RetryInfo` detail ("36s")."""
+    error = details.get("error", details) if isinstance(details, dict) else {}
+    for detail in error.get("details") or []:
+        delay = detail.get("retryDelay") if isinstance(detail, dict) else None
+        match = _RETRY_DELAY.match(delay) if isinstance(delay, str) else None
+        if match:
+            return parse_retry_after(match.group(1))
+    return None
+
+
+def _chat_response(response: types.GenerateContentResponse) -> ChatResponse:
+    extra: dict[str, Any] = {}
+    feedback = response.prompt_feedback
+    if feedback is not None and feedback.block_reason is not None:
+        extra["blocked"] = str(feedback.block_reason.value)
+    candidate = response.candidates[0] if response.candidates else None
+    finish = candidate.finish_reason if candidate is not None else None
+    if finish is not None and finish != types.FinishReason.STOP:
+        extra["finish_reason"] = str(finish.value)
+    text = response.text or ""
+    if not text and not extra:
+        extra["empty"] = True
+    usage = response.usage_metadata
+    input_tokens = output_tokens = None
+    if usage is not None:
+        input_tokens = usage.prompt_token_count
+        if usage.candidates_token_count is not None or usage.thoughts_token_count is not None:
+            output_tokens = (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)
+        if usage.thoughts_token_count:
+            extra["thoughts_tokens"] = usage.thoughts_token_count
+        for detail in usage.prompt_tokens_details or []:
+            if detail.modality == types.MediaModality.AUDIO and detail.token_count:
+                extra["input_audio_tokens"] = detail.token_count
+    return ChatResponse(text, input_tokens, output_tokens, extra)

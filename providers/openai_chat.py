@@ -1,0 +1,230 @@
+"""Chat-completions judges through the openai SDK: GPT-4o-audio / gpt-audio (`openai-audio`)
+and any OpenAI-compatible server, such as vLLM serving Qwen2.5-Omni (`openai-compatible`).
+
+Audio goes as base64 WAV `input_audio` parts (or `audio_url` data URLs with
+`audio_format: audio_url`). Settings beyond the common ones:
+- `json_mode`: `prompt` (JSON asked for in the prompt only; the default for openai-audio,
+  whose models reject `json_schema`), `schema` (the variant's JSON schema as
+  `response_format`; the default for openai-compatible) or `object` (`json_object`);
+- `audio_format`: `input_audio` (default) or `audio_url`;
+- `sample_rate`: the rate clips are sent at (default 16000);
+- `extra_body`: extra request fields for the server (e.g. vLLM sampling options);
+- `api_key_env`: the variable holding the key (default OPENAI_API_KEY);
+- `endpoint_id`: a name to cache under instead of the base URL(s), so that adding servers
+  to a list keeps the cached answers.
+Base URL: `base_url` (one or a list; requests are spread over the list) or OPENAI_BASE_URL.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import openai
+from openai.types.chat import ChatCompletion
+
+from harness.audio import AudioRef
+from harness.errors import ConfigError, ProviderError
+from providers._api import (
+    ClientPool,
+    answer_identity,
+    base_urls,
+    env_key,
+    parse_retry_after,
+    reject_key_in_config,
+    status_error,
+    transport_error,
+    wav_base64,
+)
+from providers._base import ChatRequest, ChatResponse, Judge, ProviderConfig
+
+BASE_URL_ENV = "OPENAI_BASE_URL"
+JSON_MODES = ("prompt", "schema", "object")
+AUDIO_FORMATS = ("input_audio", "audio_url")
+
+
+class _ChatCompletionsJudge(Judge):
+    label: ClassVar[str] = "OpenAI"
+    default_json_mode: ClassVar[str] = "prompt"
+    needs_key: ClassVar[bool] = True
+    audio_tokens_per_second: ClassVar[float] = 10.0
+
+    def __init__(self, config: ProviderConfig) -> None:
+        super().__init__(config)
+        reject_key_in_config(config)
+        self.urls = base_urls(config, BASE_URL_ENV)
+        self.key_env = str(config.extra("api_key_env", "OPENAI_API_KEY"))
+        self.sample_rate = int(config.extra("sample_rate", 16000))
+        self.json_mode = self._choice("json_mode", self.default_json_mode, JSON_MODES)
+        self.audio_format = self._choice("audio_format", "input_audio", AUDIO_FORMATS)
+        self.extra_body: dict[str, Any] = dict(config.extra("extra_body") or {})
+        self._pool: ClientPool[tuple[openai.AsyncOpenAI, str | None]] = ClientPool(
+            self.urls, self._client
+        )
+
+    def _choice(self, name: str, default: str, allowed: tuple[str, ...]) -> str:
+        value = str(self.config.extra(name, default))
+        if value not in allowed:
+            raise ConfigError(
+                "experiment file", f"provider.{name}", f"must be one of {', '.join(allowed)}"
+            )
+        return value
+
+    def identity(self) -> dict[str, Any]:
+        return answer_identity(
+            super().identity(),
+            self.config,
+            self.urls,
+            sample_rate=self.sample_rate,
+            json_mode=self.json_mode,
+            audio_format=self.audio_format,
+        )
+
+    def _client(self, url: str | None) -> tuple[openai.AsyncOpenAI, str | None]:
+        key = env_key((self.key_env,))
+        if key is None:
+            if self.needs_key and url is None:
+                raise ProviderError(
+                    f"no OpenAI API key: set {self.key_env} in the environment",
+                    transient=False,
+                    kind="auth",
+                )
+            key = "EMPTY"  # local servers (vLLM without --api-key, the fake) need none
+        client = openai.AsyncOpenAI(
+            api_key=key, base_url=url, max_retries=0, timeout=self.config.timeout_s
+        )
+        return client, url
+
+    def _max_tokens_field(self) -> str:
+        return "max_completion_tokens"
+
+    def _body(self, request: ChatRequest) -> dict[str, Any]:
+        content: list[dict[str, Any]] = []
+        for part in request.parts:
+            if not isinstance(part, AudioRef):
+                content.append({"type": "text", "text": part})
+            elif self.audio_format == "input_audio":
+                data = wav_base64(part, self.sample_rate)
+                content.append(
+                    {"type": "input_audio", "input_audio": {"data": data, "format": "wav"}}
+                )
+            else:
+                url = wav_base64(part, self.sample_rate, data_url=True)
+                content.append({"type": "audio_url", "audio_url": {"url": url}})
+        messages: list[dict[str, Any]] = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        messages.append({"role": "user", "content": content})
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": self.config.temperature,
+        }
+        if self.config.max_tokens is not None:
+            body[self._max_tokens_field()] = self.config.max_tokens
+        if self.config.seed is not None:
+            body["seed"] = self.config.seed
+        if request.response_schema is not None and self.json_mode == "schema":
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": request.response_schema},
+            }
+        elif request.response_schema is not None and self.json_mode == "object":
+            body["response_format"] = {"type": "json_object"}
+        if self.extra_body:
+            body["extra_body"] = self.extra_body
+        return body
+
+    async def generate(self, request: ChatRequest) -> ChatResponse:
+        body = self._body(request)
+        with self._pool.lease() as (client, url):
+            try:
+                completion = await client.chat.completions.create(**body)
+            except openai.APIStatusError as exc:
+                raise self._status_error(exc, url) from None
+            except openai.APITimeoutError as exc:
+                raise transport_error(self.label, exc, url, timeout=True) from None
+            except openai.APIConnectionError as exc:
+                raise transport_error(self.label, exc, url, timeout=False) from None
+            except openai.APIResponseValidationError as exc:
+                raise ProviderError(
+                    f"{self.label} answer{' from ' + url if url else ''} is not a chat completion: {exc}",
+                    transient=False,
+                    kind="bad_response",
+                ) from None
+        return _chat_response(completion)
+
+    def _status_error(self, exc: openai.APIStatusError, url: str | None) -> ProviderError:
+        body = exc.body
+        message = body.get("message") if isinstance(body, dict) else None
+        return status_error(
+            exc.status_code,
+            str(message or exc.message),
+            provider=self.label,
+            model=self.model,
+            key_env=self.key_env,
+            url=url,
+            retry_after=parse_retry_after(exc.response.headers.get("retry-after")),
+        )
+
+    async def aclose(self) -> None:
+        for client, _ in self._pool.built():
+            await client.close()
+
+
+def _chat_response(completion: ChatCompletion) -> ChatResponse:
+    extra: dict[str, Any] = {}
+    choice = completion.choices[0] if completion.choices else None
+    text = ""
+    if choice is not None:
+        text = choice.message.content or ""
+        if choice.finish_reason != "stop":
+            extra["finish_reason"] = choice.finish_reason
+        if choice.finish_reason == "content_filter":
+            extra["blocked"] = "content_filter"
+        if choice.message.refusal:
+            extra["refusal"] = choice.message.refusal
+    if not text and not extra:
+        extra["empty"] = True
+    usage = completion.usage
+    if usage is None:
+        return ChatResponse(text, None, None, extra)
+    details = usage.prompt_tokens_details
+    if details is not None and details.audio_tokens:
+        extra["input_audio_tokens"] = details.audio_tokens
+    return ChatResponse(text, usage.prompt_tokens, usage.completion_tokens, extra)
+
+
+class OpenAIAudioJudge(_ChatCompletionsJudge):
+    """GPT-4o-audio / gpt-audio on the OpenAI API (JSON asked for in the prompt)."""
+
+    default_model = "gpt-4o-audio-preview"
+
+    def _body(self, request: ChatRequest) -> dict[str, Any]:
+        return {**super()._body(request), "modalities": ["text"]}
+
+
+class OpenAICompatibleJudge(_ChatCompletionsJudge):
+    """Any OpenAI-compatible server (vLLM, SGLang, ...): needs a base URL and a model name."""
+
+    label = "OpenAI-compatible server"
+    default_json_mode = "schema"
+    needs_key = False
+    audio_tokens_per_second = 25.0  # Qwen2.5-Omni's audio encoder: one token per 40 ms
+
+    def __init__(self, config: ProviderConfig) -> None:
+        super().__init__(config)
+        if not self.urls:
+            raise ConfigError(
+                "experiment file",
+                "provider.base_url",
+                f"openai-compatible needs the server's URL: set provider.base_url or {BASE_URL_ENV}",
+            )
+        if not config.model:
+            raise ConfigError(
+                "experiment file",
+                "provider.model",
+                "openai-compatible needs the model name the server serves (e.g. Qwen/Qwen2.5-Omni-7B)",
+            )
+
+    def _max_tokens_field(self) -> str:
+        return "max_tokens"
