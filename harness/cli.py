@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from harness.annotate.cli import annotate
 from harness.build.cli import app as build_app
 from harness.errors import HarnessError
 
@@ -23,6 +24,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(build_app, name="build")
+app.command()(annotate)
 console = Console()
 err_console = Console(stderr=True)
 F = TypeVar("F", bound=Callable[..., Any])

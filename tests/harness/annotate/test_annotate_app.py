@@ -1,0 +1,154 @@
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from harness.annotate.app import create_app, presentation_order
+from harness.annotate.export import export_annotations
+from harness.annotate.store import RankingConflict, RankingStore
+from harness.dataset import load_dataset
+from harness.errors import DatasetError, HarnessError
+
+Scenario = Callable[[TestClient[Any, Any]], Awaitable[None]]
+
+
+def unannotated(root: Path) -> Path:
+    """The tiny dataset without rankings, as stage 3 writes it."""
+    lines = (root / "items.jsonl").read_text().splitlines()
+    items = [{k: v for k, v in json.loads(line).items() if k != "human_ranking"} for line in lines]
+    (root / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
+    return root
+
+
+def run_app(dataset_dir: Path, db: Path, scenario: Scenario) -> None:
+    async def main() -> None:
+        store = RankingStore(db, load_dataset(dataset_dir))
+        try:
+            async with TestClient(
+                TestServer(create_app(load_dataset(dataset_dir), store))
+            ) as client:
+                await scenario(client)
+        finally:
+            store.close()
+
+    asyncio.run(main())
+
+
+def test_store_keeps_rankings_final(tiny_dataset: Path, tmp_path: Path) -> None:
+    dataset = load_dataset(tiny_dataset)
+    store = RankingStore(tmp_path / "r.sqlite", dataset)
+    assert store.save("ann", "d0", ["a", "b"], ["b", "a"]) is True
+    assert store.save("ann", "d0", ["a", "b"], ["b", "a"]) is False  # a retried request
+    with pytest.raises(RankingConflict):
+        store.save("ann", "d0", ["b", "a"], ["b", "a"])
+    assert store.save("other", "d0", ["b", "a"], ["a", "b"]) is True
+    store.close()
+    reopened = RankingStore(tmp_path / "r.sqlite", dataset)  # survives a restart
+    stored = reopened.get("ann", "d0")
+    assert stored is not None and stored.ranking == ("a", "b") and stored.presented == ("b", "a")
+    assert reopened.progress() == {"ann": 1, "other": 1}
+    reopened.close()
+    smaller = dataset.subset(["d0", "d1"])
+    with pytest.raises(HarnessError, match="different dataset"):
+        RankingStore(tmp_path / "r.sqlite", smaller)
+
+
+def test_next_submit_resume_and_validation(tiny_dataset: Path, tmp_path: Path) -> None:
+    dataset_dir = unannotated(tiny_dataset)
+    dataset = load_dataset(dataset_dir)
+    first = dataset.items[0]
+
+    async def scenario(client: TestClient[Any, Any]) -> None:
+        page = await client.get("/")
+        assert page.status == 200 and "Submit ranking" in await page.text()
+        body = await (await client.get("/api/next", params={"annotator": "alice"})).json()
+        assert body["done"] == 0 and body["total"] == 3 and body["item"]["id"] == "d0"
+        shown = [c["clip"] for c in body["item"]["candidates"]]
+        assert shown == presentation_order("alice", first) and sorted(shown) == sorted(
+            first.candidates
+        )
+        assert body["item"]["candidates"][0]["label"] == "A"
+        audio = await client.get(body["item"]["candidates"][0]["audio"])
+        assert audio.status == 200 and (await audio.read())[:4] == b"RIFF"
+        assert (await client.get("/audio/nope")).status == 404
+
+        good = {"annotator": "alice", "item_id": "d0", "ranking": list(first.candidates)}
+        saved = await client.post("/api/rankings", json=good)
+        assert saved.status == 201 and (await saved.json())["done"] == 1
+        assert (await client.post("/api/rankings", json=good)).status == 200  # idempotent
+        changed = {**good, "ranking": list(first.candidates)[::-1]}
+        conflict = await client.post("/api/rankings", json=changed)
+        assert conflict.status == 409 and "final" in (await conflict.json())["error"]
+        body = await (await client.get("/api/next", params={"annotator": "alice"})).json()
+        assert body["item"]["id"] == "d1" and body["done"] == 1
+        other = await (await client.get("/api/next", params={"annotator": "bob"})).json()
+        assert other["item"]["id"] == "d0"
+
+        bad_cases: list[dict[str, Any]] = [
+            {**good, "ranking": list(first.candidates)[:3]},
+            {**good, "ranking": [first.candidates[0]] * 4},
+            {**good, "ranking": "c0_0,c0_1"},
+            {**good, "item_id": "nope"},
+            {**good, "annotator": ""},
+            {**good, "annotator": "<script>"},
+            {**good, "annotator": 7},
+        ]
+        for bad in bad_cases:
+            response = await client.post("/api/rankings", json=bad)
+            assert response.status == 400, bad
+            assert "error" in await response.json()
+        as_form = await client.post("/api/rankings", data={"annotator": "alice"})
+        assert as_form.status == 400
+        not_json = await client.post(
+            "/api/rankings", data="{", headers={"Content-Type": "application/json"}
+        )
+        assert not_json.status == 400
+        assert (await client.get("/api/next", params={"annotator": " "})).status == 400
+        progress = await (await client.get("/api/progress")).json()
+        assert progress == {"total": 3, "annotators": {"alice": 1}}
+
+    run_app(dataset_dir, tmp_path / "db.sqlite", scenario)
+    rows = (
+        sqlite3.connect(tmp_path / "db.sqlite")
+        .execute("SELECT annotator, item_id FROM rankings")
+        .fetchall()
+    )
+    assert rows == [("alice", "d0")]
+
+
+def test_export_into_items_for_stage4(tiny_dataset: Path, tmp_path: Path) -> None:
+    dataset_dir = unannotated(tiny_dataset)
+    dataset = load_dataset(dataset_dir)
+    store = RankingStore(tmp_path / "db.sqlite", dataset)
+    for item in dataset.items:
+        order = list(item.candidates)
+        store.save("bob", item.id, order, order)
+        store.save("alice", item.id, order[::-1], order)
+    counts = export_annotations(dataset_dir, store)
+    assert counts == {
+        "items": 3,
+        "items_with_annotations": 3,
+        "rankings": 6,
+        "annotators": ["alice", "bob"],
+    }
+    exported = load_dataset(dataset_dir)
+    first = exported.items[0]
+    assert first.annotations == (tuple(first.candidates[::-1]), tuple(first.candidates))
+    assert first.model_extra["annotators"] == ["alice", "bob"]  # type: ignore[index]
+    # Exporting again changes nothing; a conflicting ranking in the file is refused.
+    before = (dataset_dir / "items.jsonl").read_bytes()
+    export_annotations(dataset_dir, store)
+    assert (dataset_dir / "items.jsonl").read_bytes() == before
+    lines = [json.loads(line) for line in before.decode().splitlines()]
+    lines[0]["annotations"][0] = list(first.candidates)
+    (dataset_dir / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in lines))
+    with pytest.raises(DatasetError, match="differs from the database"):
+        export_annotations(dataset_dir, store)
+    store.close()
