@@ -67,7 +67,8 @@ def audio_placeholder(index: int) -> str:
 
 def template_hash(name: str, directory: Path | None = None) -> str:
     """SHA-256 over the template's source and every template it includes, recursively."""
-    env = environment(directory or prompts_dir())
+    folder = directory or prompts_dir()
+    env = environment(folder)
     digest, seen, queue = hashlib.sha256(), set(), [name]
     while queue:
         current = queue.pop()
@@ -77,10 +78,19 @@ def template_hash(name: str, directory: Path | None = None) -> str:
         try:
             source = env.loader.get_source(env, current)[0]  # type: ignore[union-attr]
         except jinja2.TemplateNotFound:
-            raise TemplateError(f"prompt template not found: {current}") from None
+            raise _not_found(current, folder) from None
         digest.update(current.encode() + b"\0" + source.encode() + b"\0")
         queue.extend(t for t in meta.find_referenced_templates(env.parse(source)) if t)
     return digest.hexdigest()
+
+
+def _not_found(name: str, folder: Path) -> TemplateError:
+    if name.startswith("/") or ".." in name.replace("\\", "/").split("/"):
+        return TemplateError(
+            f"prompt template {name} was refused: templates may only use files inside the "
+            f"prompts folder {folder}"
+        )
+    return TemplateError(f"prompt template not found: {name}")
 
 
 def _render_block(template: jinja2.Template, block: str, context: dict[str, Any]) -> str:
@@ -94,19 +104,25 @@ def render(
     name: str, context: dict[str, Any], audio: list[AudioRef], directory: Path | None = None
 ) -> RenderedPrompt:
     """Render template `name` with `context`; `audio[i]` replaces placeholder i."""
-    env = environment(directory or prompts_dir())
+    folder = directory or prompts_dir()
+    env = environment(folder)
     try:
         template = env.get_template(name)
         system = _render_block(template, "system", context)
         user = _render_block(template, "user", context)
     except jinja2.TemplateNotFound as exc:
-        raise TemplateError(f"prompt template not found: {exc.name}") from None
+        raise _not_found(str(exc.name), folder) from None
     except jinja2.exceptions.SecurityError as exc:
         raise TemplateError(f"template {name} was refused by the sandbox: {exc}") from None
     except jinja2.UndefinedError as exc:
         raise TemplateError(f"template {name} uses an undefined variable: {exc.message}") from None
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateError(f"template {exc.name}:{exc.lineno}: {exc.message}") from None
+    except (ArithmeticError, LookupError, TypeError, ValueError, RecursionError) as exc:
+        # A template is user code: its runtime failures (a range too big for the sandbox,
+        # endless macro recursion, a bad format string) are the user's to fix.
+        reason = f"{type(exc).__name__}: {exc}"
+        raise TemplateError(f"template {name} failed while rendering: {reason}") from None
     if _PLACEHOLDER.search(system):
         raise TemplateError(f"template {name} puts audio in the system block")
     parts: list[str | AudioRef] = []

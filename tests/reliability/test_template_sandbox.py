@@ -1,0 +1,124 @@
+"""User templates (BGM_JUDGE_PROMPTS) that reach outside their context are refused with a
+clear TemplateError, never rendered and never a crash."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from harness.cli import app
+from harness.prompts import ClipView, TemplateError, render, template_hash
+
+from .conftest import MakeDataset
+
+SECRET = "TOP-SECRET-CONTENT-4711"
+
+ATTACKS = {
+    "class_of_a_list": ("{{ dialogue.__class__ }}", "refused by the sandbox"),
+    "subclasses": ("{{ ''.__class__.__mro__[1].__subclasses__() }}", "refused by the sandbox"),
+    "function_globals": ("{{ lipsum.__globals__ }}", "refused by the sandbox"),
+    "cycler_globals": ("{{ cycler.__init__.__globals__.os }}", "refused by the sandbox"),
+    "attr_filter": ("{{ dialogue|attr('__class__') }}", "refused by the sandbox"),
+    "format_string": ("{{ '{0.__class__}'.format(dialogue) }}", "refused by the sandbox"),
+    "template_internals": ("{{ self._TemplateReference__context }}", "refused by the sandbox"),
+    "clip_internals": ("{{ clip.__init__.__code__ }}", "refused by the sandbox"),
+    "dunder_in_condition": ("{% if ''.__class__ %}x{% endif %}", "refused by the sandbox"),
+    "mutate_context_list": ("{{ dialogue.pop() }}", "refused by the sandbox"),
+    "mutate_context_dict": ("{{ options.update({'k': 1}) }}", "refused by the sandbox"),
+    "include_parent": ('{% include "../secret.jinja" %}', "templates may only use files inside"),
+    "include_etc": ('{% include "../../../../../../etc/passwd" %}', "templates may only use"),
+    "include_absolute": ('{% include "/etc/passwd" %}', "templates may only use files inside"),
+    "import_parent": ('{% import "../secret.jinja" as s %}{{ s }}', "templates may only use"),
+    "huge_range": ("{% for i in range(10**9) %}{% endfor %}", "OverflowError"),
+    "endless_recursion": ("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", "RecursionError"),
+    "format_map_index": ("{{ '{0}'.format_map(options) }}", "failed while rendering"),
+    "unknown_variable": ("{{ config }}", "undefined variable: 'config' is undefined"),
+    "clip_id_hidden": ("{{ clip.id }}", "has no attribute 'id'"),
+    "clip_path_hidden": ("{{ clip.path }}", "has no attribute 'path'"),
+}
+
+
+def _template(body: str) -> str:
+    return "{% block system %}Judge music.{% endblock %}{% block user %}" + body + "{% endblock %}"
+
+
+@pytest.fixture
+def prompts(tmp_path: Path) -> Path:
+    (tmp_path / "secret.jinja").write_text(SECRET)
+    folder = tmp_path / "prompts"
+    folder.mkdir()
+    return folder
+
+
+@pytest.mark.parametrize(("body", "expected"), ATTACKS.values(), ids=ATTACKS.keys())
+def test_escaping_template_is_refused(prompts: Path, body: str, expected: str) -> None:
+    (prompts / "evil.jinja").write_text(_template(body))
+    context = {
+        "dialogue": [{"speaker": "A", "text": "hi"}],
+        "options": {},
+        "clip": ClipView("Clip", "soft piano", ""),
+    }
+    with pytest.raises(TemplateError) as caught:
+        render("evil.jinja", context, [], prompts)
+    message = str(caught.value)
+    assert expected in message
+    assert SECRET not in message
+    assert "evil.jinja" in message or "secret.jinja" in message or "passwd" in message
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        '{% extends "../secret.jinja" %}',
+        '{% include "../secret.jinja" %}',
+        '{% import "/etc/passwd" as p %}',
+        '{% from "sub/../../secret.jinja" import x %}',
+    ],
+)
+def test_template_hash_refuses_files_outside_the_folder(prompts: Path, statement: str) -> None:
+    """The runner hashes a template and everything it references before rendering."""
+    (prompts / "evil.jinja").write_text(statement + _template(""))
+    with pytest.raises(TemplateError, match="templates may only use files inside"):
+        template_hash("evil.jinja", prompts)
+
+
+def test_harmless_template_still_renders(prompts: Path) -> None:
+    (prompts / "ok.jinja").write_text(_template("{{ dialogue[0].text|upper }} {{ clip.caption }}"))
+    rendered = render(
+        "ok.jinja", {"dialogue": [{"text": "hi"}], "clip": ClipView("C", "x", "")}, [], prompts
+    )
+    assert rendered.system == "Judge music."
+    assert rendered.parts == ("HI x",)
+
+
+@pytest.mark.parametrize("attack", ["class_of_a_list", "include_parent", "huge_range"])
+def test_cli_refuses_user_template_with_one_line_and_exit_2(
+    attack: str,
+    prompts: Path,
+    make_dataset: MakeDataset,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A user prompts folder overriding zero_shot.jinja: the run stops before any call."""
+    body, expected = ATTACKS[attack]
+    (prompts / "zero_shot.jinja").write_text(_template(body))
+    monkeypatch.setenv("BGM_JUDGE_PROMPTS", str(prompts))
+    monkeypatch.chdir(tmp_path)
+    make_dataset()
+    (tmp_path / "exp.yaml").write_text(
+        yaml.safe_dump({"name": "evil", "dataset": "data", "provider": {"name": "mock"}})
+    )
+    result = CliRunner().invoke(
+        app,
+        ["run", "exp.yaml", "--results-dir", "results", "--cache-dir", "cache", "--no-progress"],
+    )
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.exit_code == 2, result.output
+    assert len(lines) == 1 and lines[0].startswith("error: ")
+    assert "zero_shot.jinja" in lines[0] or "secret.jinja" in lines[0]
+    assert expected in lines[0]
+    assert SECRET not in result.output
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
