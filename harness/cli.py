@@ -68,6 +68,16 @@ def run(
         int | None, typer.Option(help="Only the first N items (quick checks).")
     ] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Render every request, count cached ones, estimate tokens and cost; call nothing.",
+        ),
+    ] = False,
+    output_tokens: Annotated[
+        int, typer.Option(help="Output tokens assumed per call by --dry-run.")
+    ] = 16,
 ) -> None:
     """Run an experiment: call the model (or the cache) for every item, then write
     records.jsonl, metrics.json, report.md and the resolved config to results/NAME/."""
@@ -80,6 +90,20 @@ def run(
     if limit:
         configs = [c.model_copy(update={"limit": limit}) for c in configs]
     cache = ResponseCache(cache_dir)
+    if dry_run:
+        from harness.dry_run import dry_run as estimate
+
+        try:
+            estimate(
+                configs,
+                cache=cache,
+                results_dir=results_dir,
+                console=console,
+                output_tokens=output_tokens,
+            )
+        finally:
+            cache.close()
+        return
     try:
         results = run_all(configs, cache=cache, results_dir=results_dir, show_progress=progress)
     finally:

@@ -67,7 +67,9 @@ REDACTED = "[REDACTED]"
 AUDIO_TOKENS_PER_SECOND = {"gemini": 32, "openai": 10}
 _ERROR_MODEL = re.compile(r"error-(\d{3})")
 _ANSWER_MODEL = re.compile(r"answer-([a-z_]+)")
-_GEMINI_PATH = re.compile(r"^/(?P<version>[^/]+)/models/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$")
+_GEMINI_PATH = re.compile(
+    r"^(?:/.*)?/(?P<version>[^/]+)/models/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$"
+)
 _GEMINI_STATUS = {
     400: "INVALID_ARGUMENT",
     401: "UNAUTHENTICATED",
@@ -135,6 +137,7 @@ class RequestLog:
     json_mode: str | None = None  # "schema", "object" or None (JSON asked for in the prompt)
     response_schema: dict[str, Any] | None = None
     temperature: float | None = None
+    fields: list[str] = field(default_factory=list)  # top-level keys of the request body
     status: int = 200
     outcome: str = "answered"
     answer: str | None = None
@@ -605,6 +608,7 @@ async def _handle(
     entry.audio_formats = [fmt for _, fmt in parsed.audio]
     entry.json_mode, entry.response_schema = parsed.json_mode, parsed.schema
     entry.temperature = parsed.temperature
+    entry.fields = sorted(body)
 
     forced = _ERROR_MODEL.search(parsed.model)
     if forced:

@@ -88,6 +88,11 @@ def write_run_report(
     if stats.get("error_kinds"):
         kinds = ", ".join(f"{k}: {n}" for k, n in sorted(stats["error_kinds"].items()))
         lines.append(f"Failures by kind: {kinds}.")
+    from harness.pricing import cost_line
+
+    cost = cost_line(stats.get("cost"))
+    if cost:
+        lines.append(cost)
     path.write_text("\n".join(lines) + "\n")
 
 

@@ -27,6 +27,7 @@ from harness.fewshot import Example, check_no_leak, load_examples
 from harness.joint import position_top1_rates
 from harness.metrics import Aggregate, aggregate, build_matrix
 from harness.parsing import ParsedAnswer
+from harness.pricing import run_cost
 from harness.prompts import template_hash
 from harness.records import Record, RecordWriter, predictions_from_records, write_sorted
 from harness.report import write_run_report
@@ -437,12 +438,15 @@ class Runner:
         if expected is not None:
             metrics["expected_score"] = self._aggregate(dataset, expected).to_json()
         (self.out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-        (self.out_dir / "run.json").write_text(json.dumps(self.stats.to_json(), indent=2) + "\n")
+        stats = self.stats.to_json()
+        if isinstance(self.provider, Judge):
+            stats["cost"] = run_cost(self.config.provider, self.provider.model, records)
+        (self.out_dir / "run.json").write_text(json.dumps(stats, indent=2) + "\n")
         (self.out_dir / "config.yaml").write_text(
             yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False)
         )
         result = RunResult(self.config, self.out_dir, self.stats, result_aggregate)
-        write_run_report(result.out_dir / "report.md", self.config, metrics, self.stats.to_json())
+        write_run_report(result.out_dir / "report.md", self.config, metrics, stats)
         return result
 
 

@@ -20,6 +20,7 @@ from google.genai import Client, errors, types
 
 from harness.audio import AudioRef
 from harness.errors import ConfigError, ProviderError
+from harness.pricing import price_for
 from providers._api import (
     ClientPool,
     answer_identity,
@@ -45,6 +46,7 @@ class GeminiJudge(Judge):
     def __init__(self, config: ProviderConfig) -> None:
         super().__init__(config)
         reject_key_in_config(config)
+        price_for(config, self.model)  # a malformed `prices` fails before any call
         self.urls = base_urls(config, BASE_URL_ENV)
         self.sample_rate = int(config.extra("sample_rate", 16000))
         self.json_mode = str(config.extra("json_mode", "schema"))

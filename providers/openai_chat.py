@@ -24,6 +24,7 @@ from openai.types.chat import ChatCompletion
 
 from harness.audio import AudioRef
 from harness.errors import ConfigError, ProviderError
+from harness.pricing import price_for
 from providers._api import (
     ClientPool,
     answer_identity,
@@ -51,6 +52,7 @@ class _ChatCompletionsJudge(Judge):
     def __init__(self, config: ProviderConfig) -> None:
         super().__init__(config)
         reject_key_in_config(config)
+        price_for(config, self.model)  # a malformed `prices` fails before any call
         self.urls = base_urls(config, BASE_URL_ENV)
         self.key_env = str(config.extra("api_key_env", "OPENAI_API_KEY"))
         self.sample_rate = int(config.extra("sample_rate", 16000))
