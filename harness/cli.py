@@ -170,24 +170,71 @@ def providers() -> None:
 @user_errors
 def report(
     runs: Annotated[
-        list[Path], typer.Argument(help="Run folders (results/NAME) or a sweep folder.")
+        list[Path], typer.Argument(help="Run folders (results/NAME) or sweep folders.")
     ],
-    out: Annotated[Path | None, typer.Option(help="Write comparison.md here.")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Folder for the report files [default: RUN when only one is given]."),
+    ] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(help="Run folder to compare every run against (paired statistics)."),
+    ] = None,
+    dataset: Annotated[
+        Path | None,
+        typer.Option(help="Dataset folder, if not where the runs' config.yaml says."),
+    ] = None,
+    html: Annotated[bool, typer.Option(help="Write the HTML report (report.html).")] = True,
+    embed_audio: Annotated[
+        bool,
+        typer.Option(help="Embed the audio in report.html (else linked relative to it)."),
+    ] = False,
+    n_permutations: Annotated[
+        int, typer.Option(help="Sign-flip permutations for paired p-values.")
+    ] = 10000,
+    seed: Annotated[int, typer.Option(help="Seed of the paired bootstrap and permutations.")] = 0,
 ) -> None:
-    """Compare finished runs in one table (metrics with CIs, coverage, tie rate)."""
+    """Compare finished runs: metrics with CIs, coverage, tie and parse-failure rates, calls,
+    tokens and cost; paired differences against --baseline (bootstrap CI, sign-flip p);
+    agreement between runs and the human ranking; position bias of joint prompts; plots; and
+    a self-contained HTML report with a per-dialogue browser."""
     from harness.experiment import find_runs
-    from harness.report import rich_table, write_comparison
+    from harness.report import (
+        analyse,
+        comparison_rich_table,
+        load_runs,
+        paired_rich_table,
+        write_report,
+    )
 
     found = find_runs(runs)
     if not found:
         raise HarnessError(
             "no finished runs (folders with metrics.json) under " + ", ".join(map(str, runs))
         )
-    table_rows = [(str(path), json.loads((path / "metrics.json").read_text())) for path in found]
-    console.print(rich_table("comparison", table_rows))
-    if out:
-        out.mkdir(parents=True, exist_ok=True)
-        write_comparison(out / "comparison.md", "comparison", table_rows)
+    if baseline is not None:
+        if not (baseline / "metrics.json").is_file():
+            raise HarnessError(
+                f"--baseline {baseline}: not a finished run folder (no metrics.json)"
+            )
+        resolved = [p.resolve() for p in found]
+        if baseline.resolve() not in resolved:
+            found.append(baseline)
+    if out is None:
+        if len(runs) != 1:
+            raise HarnessError("give --out DIR when comparing runs from several folders")
+        out = runs[0]
+    loaded = load_runs(found, dataset=dataset)
+    base = None
+    if baseline is not None:
+        base = next(r for r in loaded if r.path.resolve() == baseline.resolve())
+    analysis = analyse(loaded, base, n_permutations=n_permutations, seed=seed)
+    title = out.resolve().name or "comparison"
+    written = write_report(analysis, out, title=title, html=html, embed_audio=embed_audio)
+    console.print(comparison_rich_table(title, loaded))
+    if base is not None:
+        console.print(paired_rich_table(analysis))
+    console.print(f"[dim]wrote {', '.join(p.name for p in written)} to {out}/[/]")
 
 
 def main() -> None:  # pragma: no cover
