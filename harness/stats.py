@@ -38,7 +38,7 @@ class PairedDifference:
             "difference": round(self.difference, 6),
             "ci_low": round(self.ci95[0], 6),
             "ci_high": round(self.ci95[1], 6),
-            "p_value": round(self.p_value, 6),
+            "p_value": self.p_value,
             "exact": self.exact,
         }
 
@@ -215,7 +215,7 @@ class PositionBias:
             "n_calls": self.n_calls,
             "uniform": round(self.uniform, 6),
             "top1_rate": [round(float(r), 6) for r in self.rates],
-            "p_value": round(self.p_value, 6),
+            "p_value": self.p_value,
         }
 
 
