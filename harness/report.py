@@ -260,17 +260,11 @@ def load_runs(paths: Sequence[Path], *, dataset: Path | None = None) -> list[Run
 
 
 def estimated_cost(stats: Mapping[str, Any]) -> float | None:
-    """Estimated cost in USD from run.json, when the run recorded one."""
-    for key in ("cost_usd", "estimated_cost_usd", "cost"):
-        value = stats.get(key)
-        if isinstance(value, dict):
-            value = next(
-                (value[k] for k in ("usd", "total_usd", "estimated_usd", "total") if k in value),
-                None,
-            )
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-    return None
+    """Estimated cost in USD of all the run's answers (run.json `cost.usd`, written by
+    harness.pricing.run_cost); None when the run has no price for its model."""
+    cost = stats.get("cost")
+    usd = cost.get("usd") if isinstance(cost, dict) else None
+    return float(usd) if isinstance(usd, int | float) and not isinstance(usd, bool) else None
 
 
 def _tokens(stats: Mapping[str, Any]) -> str:
