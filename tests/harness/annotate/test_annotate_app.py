@@ -152,3 +152,24 @@ def test_export_into_items_for_stage4(tiny_dataset: Path, tmp_path: Path) -> Non
     with pytest.raises(DatasetError, match="differs from the database"):
         export_annotations(dataset_dir, store)
     store.close()
+
+
+def test_exported_rankings_feed_stage4(tiny_dataset: Path, tmp_path: Path) -> None:
+    from harness.build.stage4 import run_stage4
+
+    dataset_dir = unannotated(tiny_dataset)
+    dataset = load_dataset(dataset_dir)
+    store = RankingStore(tmp_path / "db.sqlite", dataset)
+    for item in dataset.items:
+        best = list(item.candidates)
+        store.save("ann1", item.id, best, best)
+        store.save("ann2", item.id, best, best)
+        # On the last item, ann3 ranks the other way round: W = 1/9, so stage 4 drops it.
+        store.save("ann3", item.id, best[::-1] if item.id == "d2" else best, best)
+    export_annotations(dataset_dir, store)
+    store.close()
+    report = run_stage4(dataset_dir, tmp_path / "final")
+    final = load_dataset(tmp_path / "final")
+    assert final.items[0].human_ranking == final.items[0].candidates
+    assert report["w_before_filtering"]["count"] == 3 and report["n_kept"] == 2
+    assert [i.id for i in final.items] == ["d0", "d1"]
