@@ -127,3 +127,23 @@ def test_an_unusable_summary_fails_the_run_with_the_reason(
         run(cfg, tmp_path)
     assert "not_json" in str(info.value) and "A calm chat." in str(info.value)
     assert not (tmp_path / "results" / "s" / "summaries.jsonl").exists()
+
+
+def test_few_shot_examples_get_generated_summaries_too(tiny_dataset: Path, tmp_path: Path) -> None:
+    from tests.conftest import write_tiny_dataset
+
+    examples = write_tiny_dataset(tmp_path / "examples", n_items=5)
+    drop_summaries(examples, {"d4"})
+    scores = {f"c{i}_{j}": 5.0 for i in range(3) for j in range(4)}
+    cfg = config(
+        tiny_dataset,
+        {"name": "mock", "answers": {"*": json.dumps({"summary": SUMMARY}), **scores}},
+        prompt="few_shot",
+        prompt_options={"examples": str(examples), "example_ids": ["d4"]},
+    )
+    result, runner = run(cfg, tmp_path)
+    assert isinstance(runner.provider, MockJudge) and result.complete
+    assert summary_lines(result)["d4"]["source"] == "generated"
+    prompts = [c.user_text for c in runner.provider.calls if "Example 1." in c.user_text]
+    assert len(prompts) == 12 and all(SUMMARY in text for text in prompts)
+    assert result.stats.parse_failures == 0

@@ -107,3 +107,42 @@ def test_bad_options_are_refused(data: Dataset, options: dict[str, Any], message
 def test_summarize_is_not_a_scoring_variant() -> None:
     with pytest.raises(ValueError, match="summariser prompt"):
         get_variant("summarize")
+
+
+def test_rubric_run_keeps_sub_scores_and_computes_the_score(
+    tiny_dataset: Path, tmp_path: Path
+) -> None:
+    import asyncio
+    import json
+
+    from harness.cache import ResponseCache
+    from harness.config import ExperimentConfig
+    from harness.records import read_records
+    from harness.runner import Runner
+    from providers import ProviderConfig
+
+    answers = {
+        "c0_0": json.dumps({"A": 8.0, "B": 9.0, "C": 7.0, "vocals": False}),
+        "c0_1": json.dumps({"A": 8.0, "B": 9.0, "C": 7.0, "vocals": True}),
+        "c0_2": json.dumps({"A": 2.0, "B": 9.0, "C": 9.0, "vocals": False}),
+        "*": json.dumps({"A": 5.0, "B": 5.0, "C": 5.0, "vocals": False}),
+    }
+    config = ExperimentConfig(
+        name="rubric",
+        dataset=tiny_dataset,
+        provider=ProviderConfig(name="mock", answers=answers),
+        prompt="rubric",
+        n_bootstrap=20,
+    )
+    cache = ResponseCache(tmp_path / "cache")
+    try:
+        runner = Runner(config, cache=cache, results_dir=tmp_path / "r", show_progress=False)
+        result = asyncio.run(runner.run())
+    finally:
+        cache.close()
+    records = {r.candidates[0]: r for r in read_records(result.out_dir / "records.jsonl")}
+    assert records["c0_0"].scores == {"c0_0": 8.2}
+    assert records["c0_1"].scores == {"c0_1": 2.0}  # prominent vocals
+    assert records["c0_2"].scores == {"c0_2": 3.0}  # A < 3.0
+    assert records["c0_3"].scores == {"c0_3": 5.0}
+    assert records["c0_1"].extra["rubric"] == {"A": 8.0, "B": 9.0, "C": 7.0, "vocals": True}
