@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -77,16 +76,11 @@ def score_ladder(n: int) -> tuple[float, ...]:
     return tuple(round(TOP_SCORE - i * step, 1) for i in range(n))
 
 
-@lru_cache(maxsize=4)
-def _dataset(resolved: Path) -> Dataset:
-    return load_dataset(resolved)
-
-
 def load_examples(options: Mapping[str, Any], run_dataset: Path) -> tuple[Example, ...]:
     """The worked examples `options` ask for; raises HarnessError naming what is wrong."""
     opts = few_shot_options(options)
     source = Path(opts.examples or run_dataset)
-    dataset = _dataset(source.resolve())
+    dataset = load_dataset(source)
     if opts.example_ids:
         unknown = [i for i in opts.example_ids if i not in {it.id for it in dataset.items}]
         if unknown:
