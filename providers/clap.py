@@ -144,7 +144,7 @@ class ClapScorer(Scorer):
         return answers
 
     def _token_count(self, loaded: _Loaded, text: str) -> int:
-        return len(loaded.tokenizer(text, truncation=False)["input_ids"])
+        return len(loaded.tokenizer(text, truncation=False, verbose=False)["input_ids"])
 
     def _embed_texts(self, loaded: _Loaded, texts: list[str]) -> None:
         import torch
