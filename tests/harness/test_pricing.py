@@ -1,0 +1,77 @@
+"""The price table, experiment-file overrides, and the cost of a run from its records."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.errors import ConfigError
+from harness.pricing import PRICES, Price, cost_line, price_for, run_cost
+from harness.records import Record
+from providers import ProviderConfig
+
+
+def config(**prices: float) -> ProviderConfig:
+    return ProviderConfig(name="gemini", prices=prices or None)
+
+
+def test_audio_tokens_are_priced_at_the_audio_rate() -> None:
+    price = Price(input=2.5, input_audio=40.0, output=10.0)
+    assert price.cost(2_000_000, 1_000_000, 1_000_000) == pytest.approx(2.5 + 40.0 + 10.0)
+    assert Price(input=1.0, output=2.0).cost(1_000_000, 0, 1_000_000) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("model", "family"),
+    [
+        ("gemini-2.5-flash", "gemini-2.5-flash"),
+        ("models/gemini-2.5-pro", "gemini-2.5-pro"),
+        ("gemini-2.5-flash-lite-preview-06-17", "gemini-2.5-flash-lite"),
+        ("gpt-4o-audio-preview-2025-06-03", "gpt-4o-audio-preview"),
+    ],
+)
+def test_models_find_their_family_price(model: str, family: str) -> None:
+    assert price_for(config(), model) == PRICES[family]
+
+
+def test_unknown_models_have_no_price() -> None:
+    assert price_for(config(), "Qwen/Qwen2.5-Omni-7B") is None
+    assert price_for(config(), "gemini-2.5") is None
+
+
+def test_the_experiment_file_overrides_the_table() -> None:
+    assert price_for(config(input=1.0, output=3.0), "gemini-2.5-pro") == Price(1.0, 3.0)
+    with pytest.raises(ConfigError, match="prices"):
+        price_for(config(input=1.0), "gemini-2.5-pro")
+    with pytest.raises(ConfigError, match="audio_in"):
+        price_for(config(input=1.0, output=1.0, audio_in=2.0), "gemini-2.5-pro")
+
+
+def record(cache_hit: bool, tokens_in: int = 1_000_000, audio: int = 0) -> Record:
+    return Record(
+        item_id="d0",
+        candidates=["c"],
+        scores={"c": 1.0},
+        cache_hit=cache_hit,
+        input_tokens=tokens_in,
+        output_tokens=100_000,
+        extra={"input_audio_tokens": audio} if audio else {},
+    )
+
+
+def test_run_cost_separates_what_this_run_spent() -> None:
+    records = [record(False, audio=500_000), record(True)]
+    cost = run_cost(config(), "gpt-4o-audio-preview", records)
+    spent = (500_000 * 2.5 + 500_000 * 40 + 100_000 * 10) / 1e6
+    assert cost["usd_spent"] == pytest.approx(spent)
+    assert cost["usd"] == pytest.approx(spent + (1_000_000 * 2.5 + 100_000 * 10) / 1e6)
+    assert cost["usage"]["calls"] == 2 and cost["usage_spent"]["input_audio_tokens"] == 500_000
+    line = cost_line(cost)
+    assert line is not None and f"${cost['usd']:.4f}" in line and "2025-09" in line
+
+
+def test_run_cost_without_a_price_says_why() -> None:
+    cost = run_cost(config(), "my-local-model", [record(False)])
+    assert cost["usd"] is None and "provider.prices" in cost["note"]
+    assert cost_line(cost) is None
+    broken = run_cost(ProviderConfig(name="gemini", prices={"in": 1.0}), "gemini-2.5-pro", [])
+    assert broken["usd"] is None and "prices" in broken["note"]

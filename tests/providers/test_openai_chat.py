@@ -1,0 +1,352 @@
+"""The chat-completions judges (openai-audio, openai-compatible) through the real openai SDK
+against the local fake server: wire format, retries of every transient fault, fast permanent
+failures, blocked and malformed answers, the cache, several base URLs, and keys kept out of
+everything written."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.cache import ResponseCache
+from harness.config import ExperimentConfig, load_experiments
+from harness.errors import ConfigError, ProviderError
+from harness.fake_server import FakeServer, FakeSettings
+from harness.records import Record, read_records
+from harness.runner import Runner, RunResult
+from harness.variants import POINTWISE_SCHEMA
+from providers import ChatRequest, ProviderConfig, create_provider
+from providers.openai_chat import OpenAIAudioJudge, OpenAICompatibleJudge
+
+KEY = "sk-fake-openai-test-key-0123456789"
+N_CALLS = 12  # the tiny dataset: 3 items x 4 candidates, pointwise
+PROVIDERS = ("openai-audio", "openai-compatible")
+EXPERIMENTS = Path(__file__).parents[2] / "experiments"
+
+
+@pytest.fixture(autouse=True)
+def openai_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    with FakeServer() as running:
+        yield running
+
+
+def provider_block(name: str, server: FakeServer | None, **extra: Any) -> dict[str, Any]:
+    block: dict[str, Any] = {"name": name, "max_concurrency": 4}
+    if name == "openai-compatible":
+        block["model"] = "Qwen/Qwen2.5-Omni-7B"
+    if server is not None:
+        block["base_url"] = server.openai_base_url
+    return {**block, **extra}
+
+
+def run(
+    tmp_path: Path, dataset: Path, provider: dict[str, Any], *, limit: int | None = None
+) -> tuple[RunResult, list[Record]]:
+    config = ExperimentConfig.model_validate(
+        {
+            "name": "openai_test",
+            "dataset": str(dataset),
+            "provider": provider,
+            "limit": limit,
+            "n_bootstrap": 10,
+        }
+    )
+    return run_config(tmp_path, config)
+
+
+def run_config(tmp_path: Path, config: ExperimentConfig) -> tuple[RunResult, list[Record]]:
+    cache = ResponseCache(tmp_path / "cache")
+    try:
+        runner = Runner(config, cache=cache, results_dir=tmp_path / "results", show_progress=False)
+        result = asyncio.run(runner.run())
+    finally:
+        cache.close()
+    return result, list(read_records(result.out_dir / "records.jsonl"))
+
+
+def test_gpt4o_audio_on_the_wire(tmp_path: Path, tiny_dataset: Path, server: FakeServer) -> None:
+    result, records = run(
+        tmp_path, tiny_dataset, provider_block("openai-audio", server, max_tokens=20)
+    )
+    assert result.stats.errors == 0 and result.stats.parse_failures == 0
+    requests = server.requests()
+    assert len(requests) == N_CALLS
+    for entry in requests:
+        assert entry.api == "openai" and entry.path == "/v1/chat/completions"
+        assert entry.model == "gpt-4o-audio-preview"
+        assert entry.audio_parts == 1 and entry.audio_decodable and entry.audio_formats == ["wav"]
+        assert (
+            entry.json_mode is None
+        )  # these models reject json_schema: JSON is asked for in the prompt
+        assert (
+            entry.system.startswith("You are a music supervisor") and "<audio>" in entry.user_text
+        )
+        assert {"modalities", "max_completion_tokens"} <= set(entry.fields)
+        assert entry.headers["authorization"] == "[REDACTED]" and entry.key_present
+    assert {r.extra["input_audio_tokens"] for r in records} == {5}  # 0.5 s at 10 tokens/s
+    assert len({s for r in records for s in r.scores.values()}) > 2
+
+
+def test_openai_compatible_on_the_wire(
+    tmp_path: Path, tiny_dataset: Path, server: FakeServer
+) -> None:
+    block = provider_block("openai-compatible", server, max_tokens=20, audio_format="audio_url")
+    result, _ = run(tmp_path, tiny_dataset, block)
+    assert result.stats.errors == 0 and result.stats.parse_failures == 0
+    for entry in server.requests():
+        assert entry.model == "Qwen/Qwen2.5-Omni-7B"
+        assert entry.json_mode == "schema" and entry.response_schema == POINTWISE_SCHEMA
+        assert entry.audio_formats == ["audio/wav"] and entry.audio_decodable
+        assert "max_tokens" in entry.fields and "modalities" not in entry.fields
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+def test_rerun_makes_zero_requests(
+    tmp_path: Path, tiny_dataset: Path, server: FakeServer, name: str
+) -> None:
+    first, _ = run(tmp_path, tiny_dataset, provider_block(name, server))
+    again, records = run(tmp_path, tiny_dataset, provider_block(name, server))
+    assert server.stats()["requests"] == N_CALLS
+    assert again.stats.model_calls == 0 and all(r.cache_hit for r in records)
+    assert again.aggregate.to_json()["metrics"] == first.aggregate.to_json()["metrics"]
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+@pytest.mark.parametrize(
+    ("kind", "fail_first"), [("429", 2), ("503", 2), ("500", 1), ("drop", 1), ("timeout", 1)]
+)
+def test_transient_faults_are_retried_and_succeed(
+    tmp_path: Path, tiny_dataset: Path, name: str, kind: str, fail_first: int
+) -> None:
+    settings = FakeSettings(fail_first=fail_first, faults=(kind,), retry_after_s=0.05, slow_s=5.0)
+    with FakeServer(settings) as server:
+        result, records = run(
+            tmp_path, tiny_dataset, provider_block(name, server, timeout_s=0.5), limit=1
+        )
+        stats = server.stats()
+    assert result.stats.errors == 0
+    assert all(s is not None for r in records for s in r.scores.values())
+    assert result.stats.retries == 4 * fail_first
+    assert (
+        stats["max_arrivals"] == fail_first + 1
+        and stats["outcome"][f"fault:{kind}"] == 4 * fail_first
+    )
+
+
+def test_retries_stop_at_max_attempts(
+    tmp_path: Path, tiny_dataset: Path, server: FakeServer
+) -> None:
+    block = provider_block("openai-audio", server, model="gpt-error-503", max_attempts=2)
+    server.configure(retry_after_s=0.01)
+    result, records = run(tmp_path, tiny_dataset, block, limit=1)
+    assert server.stats()["requests"] == 8 and result.stats.errors == 4
+    assert all((r.error or "").startswith("server_error: ") for r in records)
+
+
+def test_rate_limit_error_carries_retry_after(server: FakeServer) -> None:
+    server.configure(fail_first=1, faults=("429",), retry_after_s=3)
+    judge = create_provider(ProviderConfig(name="openai-audio", base_url=server.openai_base_url))
+
+    async def ask() -> ProviderError:
+        try:
+            with pytest.raises(ProviderError) as caught:
+                await judge.generate(ChatRequest("s", ("u",)))  # type: ignore[attr-defined]
+            return caught.value
+        finally:
+            await judge.aclose()
+
+    error = asyncio.run(ask())
+    assert error.transient and error.kind == "rate_limited" and error.retry_after == 3
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+@pytest.mark.parametrize(
+    ("status", "kind", "hint"),
+    [
+        (400, "bad_request", "rejected"),
+        (401, "auth", "OPENAI_API_KEY"),
+        (403, "permission", "OPENAI_API_KEY"),
+        (404, "not_found", "provider.model"),
+    ],
+)
+def test_permanent_errors_fail_fast(
+    tmp_path: Path,
+    tiny_dataset: Path,
+    server: FakeServer,
+    name: str,
+    status: int,
+    kind: str,
+    hint: str,
+) -> None:
+    block = provider_block(name, server, model=f"m-error-{status}")
+    result, records = run(tmp_path, tiny_dataset, block, limit=1)
+    assert server.stats()["requests"] == 4 and result.stats.retries == 0
+    for record in records:
+        assert (record.error or "").startswith(f"{kind}: ")
+        assert hint in (record.error or "") and f"({status})" in (record.error or "")
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+def test_no_key_in_records_logs_or_cache(
+    tmp_path: Path, tiny_dataset: Path, name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    settings = FakeSettings(fault_rate=0.5, faults=("429", "500"), retry_after_s=0.01, api_key=KEY)
+    with FakeServer(settings) as server:
+        result, _ = run(tmp_path, tiny_dataset, provider_block(name, server))
+        with FakeServer(FakeSettings(api_key="another-key")) as strict:
+            refused, bad = run(
+                tmp_path / "refused", tiny_dataset, provider_block(name, strict), limit=1
+            )
+        reported = json.dumps(server.stats()) + json.dumps([vars(r) for r in server.requests()])
+    assert result.stats.errors == 0 and result.stats.retries > 0  # the right key was sent
+    assert refused.stats.errors == 4 and all("auth: " in (r.error or "") for r in bad)
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.parent.name == "cache" for p in files)
+    for path in files:
+        assert KEY.encode() not in path.read_bytes(), path
+    assert KEY not in caplog.text + reported
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+@pytest.mark.parametrize(
+    ("mode", "error", "extra"),
+    [
+        ("blocked", "empty", {"blocked": "content_filter", "finish_reason": "content_filter"}),
+        ("empty", "empty", {"finish_reason": "length"}),
+        ("malformed", "not_json", {}),
+        ("out_of_range", "out_of_range", {}),
+        ("prose", "not_json", {}),
+    ],
+)
+def test_unusable_answers_are_recorded_and_reasked_once(
+    tmp_path: Path,
+    tiny_dataset: Path,
+    server: FakeServer,
+    name: str,
+    mode: str,
+    error: str,
+    extra: dict[str, str],
+) -> None:
+    block = provider_block(name, server, model=f"fake-answer-{mode}")
+    result, records = run(tmp_path, tiny_dataset, block, limit=1)
+    assert result.stats.errors == 0 and result.stats.parse_failures == 4
+    assert server.stats()["requests"] == 8
+    for record in records:
+        assert (record.parse_error or "").startswith(error)
+        assert len(record.attempts) == 1 and extra.items() <= record.extra.items()
+
+
+def test_requests_are_spread_over_several_servers(tmp_path: Path, tiny_dataset: Path) -> None:
+    with FakeServer() as one, FakeServer() as two:
+        block = provider_block(
+            "openai-compatible", None, base_url=[one.openai_base_url, two.openai_base_url]
+        )
+        result, _ = run(tmp_path, tiny_dataset, block)
+        counts = [one.stats()["answered"], two.stats()["answered"]]
+    assert result.stats.errors == 0
+    assert sum(counts) == N_CALLS and min(counts) > 0
+
+
+def test_server_key_from_a_named_variable(
+    tmp_path: Path, tiny_dataset: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VLLM_TEST_KEY", "vllm-secret-key")
+    with FakeServer(FakeSettings(api_key="vllm-secret-key")) as server:
+        block = provider_block("openai-compatible", server, api_key_env="VLLM_TEST_KEY")
+        result, _ = run(tmp_path, tiny_dataset, block, limit=1)
+    assert result.stats.errors == 0
+
+
+def test_compatible_server_without_a_key(
+    tmp_path: Path, tiny_dataset: Path, monkeypatch: pytest.MonkeyPatch, server: FakeServer
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    result, _ = run(tmp_path, tiny_dataset, provider_block("openai-compatible", server), limit=1)
+    assert result.stats.errors == 0 and {e.key_present for e in server.requests()} == {True}
+
+
+def test_openai_audio_needs_a_key_for_the_real_api(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    judge = OpenAIAudioJudge(ProviderConfig(name="openai-audio"))
+    with pytest.raises(ProviderError, match="OPENAI_API_KEY") as caught:
+        asyncio.run(judge.generate(ChatRequest("s", ("u",))))
+    assert caught.value.kind == "auth" and not caught.value.transient
+
+
+def test_openai_compatible_needs_a_url_and_a_model(server: FakeServer) -> None:
+    with pytest.raises(ConfigError, match="OPENAI_BASE_URL"):
+        OpenAICompatibleJudge(ProviderConfig(name="openai-compatible", model="m"))
+    with pytest.raises(ConfigError, match=r"provider\.model"):
+        OpenAICompatibleJudge(
+            ProviderConfig(name="openai-compatible", base_url=server.openai_base_url)
+        )
+    with pytest.raises(ConfigError, match="http"):
+        OpenAICompatibleJudge(
+            ProviderConfig(name="openai-compatible", model="m", base_url="localhost:8000")
+        )
+
+
+def test_identity(server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    one = OpenAICompatibleJudge(
+        ProviderConfig(
+            name="openai-compatible",
+            model="m",
+            base_url=[server.url + "/b/v1", server.url + "/a/v1"],
+        )
+    ).identity()
+    assert one["base_url"] == sorted([server.url + "/b/v1", server.url + "/a/v1"])
+    assert one["json_mode"] == "schema" and one["audio_format"] == "input_audio"
+    monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+    from_env = OpenAICompatibleJudge(ProviderConfig(name="openai-compatible", model="m")).identity()
+    assert from_env["base_url"] == server.openai_base_url
+    grouped = [
+        OpenAICompatibleJudge(
+            ProviderConfig.model_validate(
+                {"name": "openai-compatible", "model": "m", "base_url": urls, "endpoint_id": "pool"}
+            )
+        ).identity()
+        for urls in ([server.openai_base_url], [server.openai_base_url, server.url + "/2/v1"])
+    ]
+    assert grouped[0] == grouped[1]  # adding a server to the pool keeps the cache
+    assert KEY not in json.dumps([one, from_env, *grouped])
+
+
+@pytest.mark.parametrize(
+    ("experiment", "model"),
+    [
+        ("zeroshot_gpt4o_audio", "gpt-4o-audio-preview"),
+        ("zeroshot_qwen_omni_vllm", "Qwen/Qwen2.5-Omni-7B"),
+    ],
+)
+def test_experiment_files_run_against_the_fake_server(
+    tmp_path: Path,
+    tiny_dataset: Path,
+    server: FakeServer,
+    monkeypatch: pytest.MonkeyPatch,
+    experiment: str,
+    model: str,
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+    (config,) = load_experiments(EXPERIMENTS / f"{experiment}.yaml")
+    config = config.model_copy(update={"dataset": tiny_dataset, "n_bootstrap": 10})
+    result, _ = run_config(tmp_path, config)
+    assert result.stats.errors == 0 and result.stats.model_calls == N_CALLS
+    assert {e.model for e in server.requests()} == {model}
+    cost = json.loads((result.out_dir / "run.json").read_text())["cost"]
+    if model.startswith("gpt"):
+        assert cost["usd"] > 0 and cost["usage"]["input_audio_tokens"] == 5 * N_CALLS
+    else:
+        assert cost["usd"] is None and "provider.prices" in cost["note"]
