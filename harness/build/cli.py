@@ -9,15 +9,16 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
+
+from harness.console import terminal
 
 app = typer.Typer(
     help="Build a DialBGM-style benchmark from MusicCaps and DailyDialog, stage by stage.",
     no_args_is_help=True,
 )
 
-console = Console()
-err_console = Console(stderr=True)
+console = terminal()
+err_console = terminal(stderr=True)
 EXIT_INCOMPLETE = 1
 F = TypeVar("F", bound=Callable[..., Any])
 
