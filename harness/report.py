@@ -598,10 +598,17 @@ def write_report(
 
 def comparison_rich_table(title: str, runs: Sequence[RunData]) -> Table:
     table = Table(title=title, title_justify="left")
-    skip = {"provider", "model", "prompt", "inputs"}  # the run name carries them; keep it narrow
+    # The run name carries provider, model, prompt and inputs; comparison.md has every column.
+    skip = {"provider", "model", "prompt", "inputs", "tie rate", "calls", "tokens in/out"}
     keep = [i for i, column in enumerate(COMPARISON_HEADER) if column not in skip]
     for i in keep:
-        table.add_column(COMPARISON_HEADER[i], justify="left" if i == 0 else "right")
+        first = i == 0
+        table.add_column(
+            COMPARISON_HEADER[i],
+            justify="left" if first else "right",
+            no_wrap=not first,
+            overflow="fold" if first else "ellipsis",
+        )
     for row in comparison_rows(runs):
         table.add_row(*(row[i] for i in keep))
     return table
