@@ -68,7 +68,13 @@ class SweepConfig(_Common):
             seen.add(combination)
             model = re.sub(r"[^A-Za-z0-9_.\-]+", "-", provider.model or "default").strip("-")
             kind = REGISTRY[provider.name].kind if provider.name in REGISTRY else "judge"
-            parts = [provider.name, model, prompt if kind == "judge" else None, inputs.dialogue, inputs.music]
+            parts = [
+                provider.name,
+                model,
+                prompt if kind == "judge" else None,
+                inputs.dialogue,
+                inputs.music,
+            ]
             run_name = "_".join(p for p in parts if p)
             runs.append(
                 ExperimentConfig(
