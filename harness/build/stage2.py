@@ -79,14 +79,22 @@ def label_paths(text_path: Path) -> dict[str, Path]:
 
 
 def find_text_file(source: Path) -> Path:
+    """The dialogue file itself, or the one in a folder: dialogues_text.txt (the full
+    release) or the single dialogues_<split>.txt of a split folder."""
     if source.is_file():
         return source
-    if source.is_dir():
-        for name in ("dialogues_text.txt", *(f"dialogues_{s}.txt" for s in ("train", "test"))):
-            if (source / name).is_file():
-                return source / name
-        raise DatasetError(source, None, "no dialogues_text.txt (or dialogues_<split>.txt) here")
-    raise DatasetError(source, None, "DailyDialog file or folder not found")
+    if not source.is_dir():
+        raise DatasetError(source, None, "DailyDialog file or folder not found")
+    if (source / "dialogues_text.txt").is_file():
+        return source / "dialogues_text.txt"
+    labels = tuple(f"dialogues_{label}" for label in (*PER_TURN_LABELS, "topic"))
+    found = sorted(p for p in source.glob("dialogues_*.txt") if not p.name.startswith(labels))
+    if len(found) != 1:
+        names = ", ".join(p.name for p in found) or "none"
+        raise DatasetError(
+            source, None, f"expected dialogues_text.txt or one dialogues_<split>.txt ({names})"
+        )
+    return found[0]
 
 
 def _read_lines(path: Path) -> list[str]:

@@ -80,6 +80,14 @@ def test_split_naming_and_missing_labels(tmp_path: Path) -> None:
     result = read_dailydialog(root, Stage2Config())
     assert result.dialogues[0]["emotions"] == [2, 0]
     assert "acts" not in result.dialogues[0] and "topic" not in result.dialogues[0]
+    validation = tmp_path / "validation"
+    validation.mkdir()
+    (validation / "dialogues_validation.txt").write_text(TEXT[0] + "\n")
+    (validation / "dialogues_act_validation.txt").write_text(ACT[0] + "\n")
+    assert read_dailydialog(validation, Stage2Config()).dialogues[0]["acts"] == [3, 4]
+    (validation / "dialogues_test.txt").write_text(TEXT[0] + "\n")
+    with pytest.raises(DatasetError, match="one dialogues_<split>.txt"):
+        read_dailydialog(validation, Stage2Config())
     (root / "dialogues_act_train.txt").write_text("1\n2\n")
     with pytest.raises(DatasetError, match=r"2 lines but dialogues_train\.txt has 1"):
         read_dailydialog(root, Stage2Config())
