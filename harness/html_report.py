@@ -147,6 +147,17 @@ def item_views(runs: list[RunData], out_dir: Path, *, embed_audio: bool) -> list
     return views
 
 
+def _compact(header: list[str], rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """Provider, model, prompt and inputs in one wrapping "setup" column, so that the
+    comparison fits a screen."""
+    merged = slice(1, 5)
+    assert header[merged] == ["provider", "model", "prompt", "inputs"]
+    return (
+        [header[0], "setup", *header[5:]],
+        [[row[0], " · ".join(row[merged]), *row[5:]] for row in rows],
+    )
+
+
 def render_html(
     analysis: Analysis,
     figures: dict[str, bytes],
@@ -168,7 +179,7 @@ def render_html(
         "title": title,
         "runs": analysis.runs,
         "baseline": analysis.baseline.label if analysis.baseline else None,
-        "comparison": (COMPARISON_HEADER, comparison_rows(analysis.runs)),
+        "comparison": _compact(COMPARISON_HEADER, comparison_rows(analysis.runs)),
         "paired": (PAIRED_HEADER, paired_rows(analysis)) if analysis.baseline else None,
         "agreement": (["", *analysis.agreement.labels], agreement_rows(analysis)),
         "position": (POSITION_HEADER, position_bias_rows(analysis))

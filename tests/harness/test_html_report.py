@@ -150,7 +150,7 @@ def test_report_in_chromium(page: Any, tmp_path: Path) -> None:
         page.locator("#comparison-table tbody tr")
         .nth(1)
         .locator("td")
-        .nth(4)
+        .nth(1)
         .inner_text()
         .startswith("1.000")
     )  # Hit@1 of "perfect"
