@@ -86,7 +86,7 @@ def test_split_naming_and_missing_labels(tmp_path: Path) -> None:
     (validation / "dialogues_act_validation.txt").write_text(ACT[0] + "\n")
     assert read_dailydialog(validation, Stage2Config()).dialogues[0]["acts"] == [3, 4]
     (validation / "dialogues_test.txt").write_text(TEXT[0] + "\n")
-    with pytest.raises(DatasetError, match="one dialogues_<split>.txt"):
+    with pytest.raises(DatasetError, match=r"one dialogues_<split>\.txt"):
         read_dailydialog(validation, Stage2Config())
     (root / "dialogues_act_train.txt").write_text("1\n2\n")
     with pytest.raises(DatasetError, match=r"2 lines but dialogues_train\.txt has 1"):
