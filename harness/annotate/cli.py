@@ -50,6 +50,11 @@ def annotate(
                 highlight=False,
             )
             return
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            console.print(
+                f"[bold yellow]warning:[/] listening on {host}: anyone who can reach it can "
+                "submit rankings under any name (there are no passwords)"
+            )
         console.print(
             f"annotating {dataset} ({len(data.items)} items); rankings go to {store.path}\n"
             f"open http://{host}:{port}/ (Ctrl+C stops)",
