@@ -42,7 +42,7 @@ lint: install-dev
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-## Comparison table of the runs under results/$(EXP).
+## Tables, plots and the HTML report (report.html) of the runs under results/$(EXP).
 report: install
 	$(BIN)/harness report results/$(EXP) --out results/$(EXP)
 
