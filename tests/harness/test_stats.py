@@ -45,9 +45,7 @@ def test_exact_p_for_small_n_matches_enumeration() -> None:
     d = np.array([0.5, -0.2, 0.3, 0.1, 0.0, 0.4, -0.1])
     p, exact = sign_flip_p_value(d)
     observed = abs(d.mean())
-    flips = [
-        abs(np.mean(np.array(s) * d)) for s in itertools.product([-1, 1], repeat=d.size)
-    ]
+    flips = [abs(np.mean(np.array(s) * d)) for s in itertools.product([-1, 1], repeat=d.size)]
     expected = np.mean([f >= observed - 1e-12 for f in flips])
     assert exact
     assert p == pytest.approx(expected)
@@ -79,9 +77,7 @@ def test_agreement_is_per_item_tau_b_averaged() -> None:
     right = {f"i{k}": rng.integers(0, 3, size=4).astype(float) for k in range(20)}
     right["only-right"] = np.zeros(4)
     agreement = agreement_matrix([("a", left), ("b", right)])
-    expected = np.mean(
-        [np.nan_to_num(kendalltau(left[k], right[k]).statistic) for k in left]
-    )
+    expected = np.mean([np.nan_to_num(kendalltau(left[k], right[k]).statistic) for k in left])
     assert agreement.tau[0, 1] == pytest.approx(expected)
     assert agreement.tau[1, 0] == agreement.tau[0, 1]
     assert agreement.n_items[0, 1] == 20
@@ -99,9 +95,7 @@ def test_agreement_of_reversed_rankings_is_minus_one() -> None:
 def test_agreement_missing_scores_tie_last() -> None:
     with_missing = {"x": np.array([3.0, np.nan, 1.0, np.nan])}
     explicit = {"x": np.array([3.0, -1.0, 1.0, -1.0])}
-    assert agreement_matrix([("m", with_missing), ("e", explicit)]).tau[
-        0, 1
-    ] == pytest.approx(1.0)
+    assert agreement_matrix([("m", with_missing), ("e", explicit)]).tau[0, 1] == pytest.approx(1.0)
 
 
 def test_agreement_with_mixed_candidate_counts() -> None:
@@ -147,13 +141,9 @@ def test_position_bias_uses_presentation_order_not_candidate_id() -> None:
 def test_position_bias_splits_ties_and_skips_pointwise_and_failures() -> None:
     records = [
         _joint(["a", "b", "c", "d"], [5.0, 5.0, 1.0, None]),
-        _joint(
-            ["a", "b", "c", "d"], [None, None, None, None], parse_error="not_json: x"
-        ),
+        _joint(["a", "b", "c", "d"], [None, None, None, None], parse_error="not_json: x"),
         Record(item_id="d", candidates=["a"], raw='{"score": 3}', scores={"a": 3.0}),
-        Record(
-            item_id="d", candidates=["a", "b"], scores={"a": 0.1, "b": 0.2}
-        ),  # a scorer
+        Record(item_id="d", candidates=["a", "b"], scores={"a": 0.1, "b": 0.2}),  # a scorer
     ]
     bias = position_bias(records)
     assert bias is not None
@@ -163,8 +153,5 @@ def test_position_bias_splits_ties_and_skips_pointwise_and_failures() -> None:
 
 def test_position_bias_none_without_joint_calls() -> None:
     assert (
-        position_bias(
-            [Record(item_id="d", candidates=["a"], raw="x", scores={"a": 1.0})]
-        )
-        is None
+        position_bias([Record(item_id="d", candidates=["a"], raw="x", scores={"a": 1.0})]) is None
     )
