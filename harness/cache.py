@@ -2,7 +2,8 @@
 
 Successful raw answers are stored (including ones that fail to parse: parsing is redone from
 the raw text); errors never are. diskcache is SQLite underneath, so several processes can
-share one cache directory safely.
+share one cache directory safely, and a claim per key (in `claims/`) keeps two processes
+from paying for the same answer at the same time.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,32 @@ import diskcache
 
 CACHE_SCHEMA_VERSION = 1
 DEFAULT_CACHE_DIR = Path(".cache/responses")
+CLAIM_LEASE_S = 60.0
+_HOST = socket.gethostname()
+_TOKENS: dict[int, str] = {}
+
+
+def _owner() -> dict[str, Any]:
+    """This process, as it appears in the claims it holds (a fork gets its own token)."""
+    pid = os.getpid()
+    token = _TOKENS.setdefault(pid, uuid.uuid4().hex)
+    return {"host": _HOST, "pid": pid, "token": token}
+
+
+def _is_dead(holder: dict[str, Any]) -> bool:
+    """Whether a claim's holder is a process of this host that no longer runs."""
+    if holder.get("host") != _HOST:
+        return False  # another machine's claim ends with its lease
+    pid = int(holder.get("pid", 0))
+    if pid == os.getpid():
+        return bool(holder.get("token") != _owner()["token"])
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def default_cache_dir() -> Path:
@@ -40,6 +69,9 @@ class ResponseCache:
         self._store = diskcache.Cache(
             str(self.directory), size_limit=2**50, eviction_policy="none", timeout=60
         )
+        self._claims = diskcache.Cache(
+            str(self.directory / "claims"), eviction_policy="none", timeout=60
+        )
 
     def get(self, key: str) -> dict[str, Any] | None:
         value = self._store.get(key)
@@ -54,5 +86,32 @@ class ResponseCache:
     def __len__(self) -> int:
         return len(self._store)
 
+    # ------------------------------------------------------------ cross-process claims
+    def claim(self, key: str, lease_s: float = CLAIM_LEASE_S) -> bool:
+        """Take the claim on asking the model for `key`; False while another process holds
+        it. A claim lapses after `lease_s` unless renewed, or at once when its process died."""
+        return bool(self._claims.add(key, _owner(), expire=lease_s))
+
+    def renew(self, key: str, lease_s: float = CLAIM_LEASE_S) -> None:
+        self._claims.touch(key, expire=lease_s)
+
+    def release(self, key: str) -> None:
+        with self._claims.transact():
+            if self._claims.get(key) == _owner():
+                self._claims.delete(key)
+
+    def claimed_elsewhere(self, key: str) -> bool:
+        """Whether another live process holds the claim on `key` (a dead one's is dropped)."""
+        holder = self._claims.get(key)
+        if holder is None:
+            return False
+        if not _is_dead(holder):
+            return True
+        with self._claims.transact():
+            if self._claims.get(key) == holder:
+                self._claims.delete(key)
+        return False
+
     def close(self) -> None:
         self._store.close()
+        self._claims.close()

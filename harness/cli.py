@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -28,6 +28,8 @@ app.command()(annotate)
 console = Console()
 err_console = Console(stderr=True)
 F = TypeVar("F", bound=Callable[..., Any])
+if TYPE_CHECKING:
+    from harness.runner import RunResult
 
 EXIT_INCOMPLETE = 1
 EXIT_USAGE = 2
@@ -109,12 +111,29 @@ def run(
     finally:
         cache.close()
     if not all(r.complete for r in results):
-        failed = sum(r.stats.errors for r in results)
-        err_console.print(
-            f"[bold yellow]incomplete:[/] {failed} call(s) failed; see report.md. "
-            "Re-run the same command to retry them (answers already received come from the cache)."
-        )
+        for line in failure_summary(results):
+            err_console.print(line, highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_INCOMPLETE)
+
+
+def failure_summary(results: list[RunResult]) -> list[str]:
+    """What failed in each incomplete run and why (first message per kind of failure)."""
+    lines = []
+    for result in results:
+        stats = result.stats
+        if result.complete:
+            continue
+        kinds = ", ".join(f"{kind} ×{n}" for kind, n in stats.error_kinds.most_common())
+        lines.append(
+            f"[bold yellow]incomplete:[/] {escape(result.config.name)}: {stats.errors} of "
+            f"{stats.calls} call(s) failed ({kinds}); details in {result.out_dir / 'report.md'}"
+        )
+        lines += [f"  {kind}: {escape(message)}" for kind, message in stats.first_errors.items()]
+    lines.append(
+        "Re-run the same command to retry the failed calls "
+        "(answers already received come from the cache)."
+    )
+    return lines
 
 
 @app.command()

@@ -59,6 +59,23 @@ def read_records(path: Path) -> Iterator[Record]:
             yield Record.model_validate_json(line)
 
 
+def scan_partial(path: Path) -> tuple[int, int]:
+    """(complete records, broken lines) of a records file a killed run left behind: a line
+    cut short by the kill has no newline or does not parse."""
+    complete = broken = 0
+    with path.open("rb") as handle:
+        for raw in handle:
+            try:
+                if not raw.endswith(b"\n"):
+                    raise ValueError("no newline")
+                Record.model_validate_json(raw)
+            except ValueError:
+                broken += 1
+                continue
+            complete += 1
+    return complete, broken
+
+
 def write_sorted(path: Path, records: Iterable[Record], item_order: list[str]) -> None:
     """Rewrite `path` atomically in dataset order, so reruns produce identical files."""
     position = {item_id: i for i, item_id in enumerate(item_order)}

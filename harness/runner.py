@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, stop_after_delay
 from tenacity.wait import wait_exponential_jitter
 
-from harness.cache import ResponseCache, cache_key
+from harness.cache import CLAIM_LEASE_S, ResponseCache, cache_key
 from harness.config import ExperimentConfig
 from harness.dataset import Dataset, Item, load_dataset
 from harness.errors import ProviderError
@@ -29,7 +29,13 @@ from harness.metrics import Aggregate, aggregate, build_matrix
 from harness.parsing import ParsedAnswer
 from harness.pricing import run_cost
 from harness.prompts import template_hash
-from harness.records import Record, RecordWriter, predictions_from_records, write_sorted
+from harness.records import (
+    Record,
+    RecordWriter,
+    predictions_from_records,
+    scan_partial,
+    write_sorted,
+)
 from harness.report import write_run_report
 from harness.secrets import scrub
 from harness.summaries import Summaries
@@ -68,7 +74,11 @@ class RunStats:
     input_tokens: int = 0
     output_tokens: int = 0
     wall_s: float = 0.0
+    shared_answers: int = 0  # answers another process was already fetching (claims)
+    resumed_records: int = 0  # complete records an interrupted run of this experiment left
+    torn_lines: int = 0  # half-written lines it left (a kill mid-write)
     error_kinds: Counter[str] = field(default_factory=Counter)
+    first_errors: dict[str, str] = field(default_factory=dict)  # kind -> first message
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -89,11 +99,17 @@ class RunResult:
         return self.stats.errors == 0
 
 
+# Permanent failures that every later request of the run would meet as well: after the first
+# one, the run stops sending. Other permanent failures stop it after a streak without success.
+RUN_WIDE_KINDS = frozenset({"auth", "permission", "not_found"})
+HALT_AFTER_PERMANENT = 10
+
+
 class _RetryAfterOrBackoff:
     """Wait what the server asked for (Retry-After), else exponential backoff with jitter."""
 
-    def __init__(self) -> None:
-        self._backoff = wait_exponential_jitter(initial=0.5, max=30.0, jitter=1.0)
+    def __init__(self, initial: float, maximum: float) -> None:
+        self._backoff = wait_exponential_jitter(initial=initial, max=maximum, jitter=2 * initial)
 
     def __call__(self, state: Any) -> float:
         exc = state.outcome.exception() if state.outcome else None
@@ -125,7 +141,9 @@ class Runner:
         self.show_progress = show_progress
         self.stats = RunStats()
         self._semaphore = asyncio.Semaphore(config.provider.max_concurrency)
-        self._inflight: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._inflight: dict[str, asyncio.Future[tuple[dict[str, Any], bool]]] = {}
+        self._halted: ProviderError | None = None
+        self._permanent_streak = 0
         rpm = config.provider.rpm
         self._limiter = AsyncLimiter(1, 60.0 / rpm) if rpm else None
         self.variant: PromptVariant | None = (
@@ -243,10 +261,20 @@ class Runner:
         cfg = self.config.provider
         retrying = AsyncRetrying(
             stop=stop_after_attempt(cfg.max_attempts) | stop_after_delay(cfg.max_retry_time_s),
-            wait=_RetryAfterOrBackoff(),
+            wait=_RetryAfterOrBackoff(cfg.retry_wait_s, cfg.retry_max_wait_s),
             retry=retry_if_exception(_is_transient),
             reraise=True,
         )
+        try:
+            return await self._attempts(retrying, request)
+        except ProviderError as exc:
+            self._note_failure(exc)
+            raise
+
+    async def _attempts(
+        self, retrying: AsyncRetrying, request: ChatRequest | ScoreRequest
+    ) -> dict[str, Any]:
+        cfg = self.config.provider
         async for attempt in retrying:
             with attempt:
                 if attempt.retry_state.attempt_number > 1:
@@ -254,6 +282,13 @@ class Runner:
                 if self._limiter:
                     await self._limiter.acquire()
                 async with self._semaphore:
+                    if self._halted is not None:
+                        raise ProviderError(
+                            f"the run stopped calling the model after a {self._halted.kind} "
+                            "failure (see that error)",
+                            transient=False,
+                            kind="not_sent",
+                        )
                     self.stats.model_calls += 1
                     started = time.perf_counter()
                     try:
@@ -263,8 +298,19 @@ class Runner:
                             f"no answer within {cfg.timeout_s:g} s", transient=True, kind="timeout"
                         ) from exc
                     answer["latency_s"] = round(time.perf_counter() - started, 4)
+                    self._permanent_streak = 0
                     return answer
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _note_failure(self, exc: ProviderError) -> None:
+        """Stop calling the model (fail the rest fast) after a failure every call would meet."""
+        if exc.transient or exc.kind == "not_sent":
+            return
+        self._permanent_streak += 1
+        if self._halted is None and (
+            exc.kind in RUN_WIDE_KINDS or self._permanent_streak >= HALT_AFTER_PERMANENT
+        ):
+            self._halted = exc
 
     async def _ask(self, request: ChatRequest | ScoreRequest) -> dict[str, Any]:
         if isinstance(request, ScoreRequest):
@@ -293,16 +339,48 @@ class Runner:
             return cached, True
         pending = self._inflight.get(key)
         if pending is not None:
-            return await asyncio.shield(pending), True
+            answer, _ = await asyncio.shield(pending)
+            return answer, True
         task = asyncio.ensure_future(self._fetch(key, request))
         self._inflight[key] = task
         task.add_done_callback(lambda _: self._inflight.pop(key, None))
-        return await task, False
+        return await task
 
-    async def _fetch(self, key: str, request: ChatRequest | ScoreRequest) -> dict[str, Any]:
-        answer = await self._invoke(request)
-        self.cache.set(key, answer)
-        return answer
+    async def _fetch(
+        self, key: str, request: ChatRequest | ScoreRequest
+    ) -> tuple[dict[str, Any], bool]:
+        """Ask the model, unless another process sharing the cache already is: then wait for
+        its answer. Claims make concurrent runs pay once for the answers they share."""
+        while not self.cache.claim(key):
+            answer = await self._answer_from_elsewhere(key)
+            if answer is not None:
+                self.stats.shared_answers += 1
+                return answer, True
+        renewal = asyncio.ensure_future(self._renew_claim(key))
+        try:
+            cached = self.cache.get(key)  # stored between our cache miss and our claim
+            if cached is not None:
+                return cached, True
+            answer = await self._invoke(request)
+            self.cache.set(key, answer)
+            return answer, False
+        finally:
+            renewal.cancel()
+            self.cache.release(key)
+
+    async def _answer_from_elsewhere(self, key: str) -> dict[str, Any] | None:
+        """Wait while another live process holds the claim on `key`; its answer, or None
+        when the claim ended without one (that process failed or died)."""
+        delay = 0.02
+        while self.cache.claimed_elsewhere(key):
+            await asyncio.sleep(delay)
+            delay = min(2 * delay, 0.5)
+        return self.cache.get(key)
+
+    async def _renew_claim(self, key: str) -> None:
+        while True:
+            await asyncio.sleep(CLAIM_LEASE_S / 3)
+            self.cache.renew(key)
 
     async def run_call(self, call: Call) -> Record:
         record = Record(
@@ -314,8 +392,7 @@ class Runner:
         try:
             answer, hit = await self._answer(call.key, call.request)
         except ProviderError as exc:
-            record.error = scrub(f"{exc.kind}: {exc}")
-            self.stats.error_kinds[exc.kind] += 1
+            self._fail(record, exc)
             return record
         record.cache_hit = hit
         self._account(record, answer)
@@ -330,8 +407,7 @@ class Runner:
             try:
                 answer, hit = await self._answer(f"{call.key}:reask{attempt}", call.request)
             except ProviderError as exc:
-                record.error = scrub(f"{exc.kind}: {exc}")
-                self.stats.error_kinds[exc.kind] += 1
+                self._fail(record, exc)
                 break
             record.cache_hit = record.cache_hit and hit
             self._account(record, answer)
@@ -341,6 +417,12 @@ class Runner:
         record.parse_error = parsed.error
         record.extra.update(parsed.extra)
         return record
+
+    def _fail(self, record: Record, exc: ProviderError) -> None:
+        message = scrub(str(exc))
+        record.error = f"{exc.kind}: {message}"
+        self.stats.error_kinds[exc.kind] += 1
+        self.stats.first_errors.setdefault(exc.kind, message)
 
     def _parse(self, text: str, call: Call) -> ParsedAnswer:
         assert self.variant is not None
@@ -362,7 +444,11 @@ class Runner:
         calls = self.prepare(dataset)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         records_path = self.out_dir / "records.jsonl"
-        writer = RecordWriter(records_path)
+        # Streamed to a partial file and renamed when complete: records.jsonl is never left
+        # half-written, and a partial file found here means the last run was killed.
+        partial = records_path.with_name("records.partial.jsonl")
+        self._report_interrupted(partial)
+        writer = RecordWriter(partial)
         records: list[Record] = []
         try:
             with self._progress() as progress:
@@ -389,8 +475,22 @@ class Runner:
             await self.provider.aclose()
         item_order = [item.id for item in dataset.items]
         write_sorted(records_path, records, item_order)
+        partial.unlink()
         result = self._finish(dataset, records, started)
         return result
+
+    def _report_interrupted(self, partial: Path) -> None:
+        if not partial.exists():
+            return
+        self.stats.resumed_records, self.stats.torn_lines = scan_partial(partial)
+        torn = self.stats.torn_lines
+        self.console.print(
+            f"[yellow]resuming[/] {self.config.name}: an interrupted run left "
+            f"{self.stats.resumed_records} complete record(s)"
+            + (f" and {torn} half-written line(s), which are dropped" if torn else "")
+            + f" in {partial}; every answer it received comes back from the cache",
+            highlight=False,
+        )
 
     def _count(self, record: Record) -> None:
         self.stats.calls += 1

@@ -18,7 +18,17 @@ from harness.audio import AudioRef
 
 # Settings that change how a run behaves but never what a model answers.
 NON_IDENTITY_FIELDS = frozenset(
-    {"max_concurrency", "rpm", "max_attempts", "max_retry_time_s", "timeout_s", "reask", "prices"}
+    {
+        "max_concurrency",
+        "rpm",
+        "max_attempts",
+        "max_retry_time_s",
+        "retry_wait_s",
+        "retry_max_wait_s",
+        "timeout_s",
+        "reask",
+        "prices",
+    }
 )
 
 
@@ -36,6 +46,8 @@ class ProviderConfig(BaseModel):
     rpm: float | None = Field(default=None, gt=0)
     max_attempts: int = Field(default=6, gt=0)
     max_retry_time_s: float = Field(default=600.0, gt=0)
+    retry_wait_s: float = Field(default=0.5, gt=0, description="first backoff wait")
+    retry_max_wait_s: float = Field(default=30.0, gt=0, description="longest backoff wait")
     timeout_s: float = Field(default=120.0, gt=0)
     reask: int = Field(default=1, ge=0)
     prices: dict[str, float] | None = None

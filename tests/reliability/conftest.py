@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import soundfile
+import yaml
+
+from harness.fake_server import FakeServer, FakeSettings
 
 SAMPLE_RATE = 16000
 MakeDataset = Callable[..., Path]
@@ -54,3 +59,72 @@ def make_dataset(tmp_path: Path) -> MakeDataset:
         return write_dataset(tmp_path / name, n_items, n_clips)
 
     return make
+
+
+# ------------------------------------------------------------------ against the fake API server
+FAST = {
+    # Short waits so that faults cost milliseconds: the fake server asks for Retry-After
+    # 0.02 s, backoff starts at 0.01 s, and a stalled request is given up after 0.5 s.
+    "retry_wait_s": 0.01,
+    "retry_max_wait_s": 0.05,
+    "timeout_s": 0.5,
+}
+TRANSIENT = ("429", "500", "503", "timeout", "drop")
+
+
+def fast_settings(**changes: Any) -> FakeSettings:
+    return FakeSettings(**{"latency_s": 0.002, "retry_after_s": 0.02, "slow_s": 5.0, **changes})
+
+
+@pytest.fixture
+def fake_server() -> Iterator[FakeServer]:
+    with FakeServer(fast_settings()) as server:
+        yield server
+
+
+def write_experiment(
+    path: Path, dataset: Path, server: FakeServer, name: str = "soak", **provider: Any
+) -> Path:
+    """An openai-compatible judge pointed at the fake server (no key needed)."""
+    settings = {
+        "name": "openai-compatible",
+        "model": "fake-judge",
+        "base_url": server.openai_base_url,
+        "max_concurrency": 8,
+        **FAST,
+        **provider,
+    }
+    config = {"name": name, "dataset": str(dataset), "provider": settings, "n_bootstrap": 200}
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def answered_per_body(server: FakeServer) -> Counter[str]:
+    """How many times the server answered (200) each distinct request body: a body answered
+    twice is an answer paid for twice."""
+    return Counter(r.body_sha256 for r in server.requests() if r.status == 200)
+
+
+def paid_twice(server: FakeServer) -> int:
+    return sum(n - 1 for n in answered_per_body(server).values())
+
+
+def faulted(server: FakeServer) -> Counter[str]:
+    return Counter(
+        r.outcome.removeprefix("fault:")
+        for r in server.requests()
+        if r.outcome.startswith("fault:")
+    )
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def answers_of(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """What a run concluded, without how it got there (latency, cache hits)."""
+    return sorted(
+        (r["item_id"], tuple(r["candidates"]), r.get("repeat", 0), r.get("raw"),
+         json.dumps(r["scores"], sort_keys=True), r.get("error"))
+        for r in records
+    )  # fmt: skip
