@@ -105,5 +105,5 @@ def position_bars(biases: Mapping[str, PositionBias]) -> bytes:
     ax.set_xlabel("presentation position")
     ax.set_ylabel("top-1 rate")
     ax.set_title("Position bias (dashed: uniform)")
-    ax.legend(fontsize=7, loc="upper right")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncols=1)
     return _png(fig)

@@ -411,7 +411,11 @@ def analyse(
                     seed=seed,
                 )
     vectors = [(HUMAN, human_vectors(runs)), *((run.label, run.scores) for run in runs)]
-    bias = {run.label: b for run in runs if (b := position_bias(run.records)) is not None}
+    bias = {
+        run.label: b
+        for run in runs
+        if (b := position_bias(run.records, run.dataset.items)) is not None
+    }
     return Analysis(list(runs), baseline, paired, agreement_matrix(vectors), bias)
 
 
@@ -477,14 +481,27 @@ def agreement_csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
 def position_bias_rows(analysis: Analysis) -> list[list[str]]:
     rows = []
     for label, bias in analysis.position_bias.items():
-        rates = " / ".join(f"{100 * r:.1f}%" for r in bias.rates)
         rows.append(
-            [label, str(bias.n_calls), rates, f"{100 * bias.uniform:.1f}%", f"{bias.p_value:.4f}"]
+            [
+                label,
+                str(bias.n_calls),
+                " / ".join(f"{100 * r:.1f}%" for r in bias.rates),
+                " / ".join(f"{100 * r:.1f}%" for r in bias.human_rates),
+                f"{100 * bias.uniform:.1f}%",
+                f"{bias.p_value:.4f}",
+            ]
         )
     return rows
 
 
-POSITION_HEADER = ["run", "joint calls", "top-1 rate by position", "uniform", "chi-square p"]
+POSITION_HEADER = [
+    "run",
+    "joint calls",
+    "model top-1 by position",
+    "human first by position",
+    "uniform",
+    "chi-square p",
+]
 
 
 def position_bias_csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
@@ -493,12 +510,13 @@ def position_bias_csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
             "run": label,
             "position": position + 1,
             "top1_rate": round(float(rate), 6),
+            "human_top1_rate": round(float(human), 6),
             "uniform": round(bias.uniform, 6),
             "n_calls": bias.n_calls,
             "p_value": round(bias.p_value, 6),
         }
         for label, bias in analysis.position_bias.items()
-        for position, rate in enumerate(bias.rates)
+        for position, (rate, human) in enumerate(zip(bias.rates, bias.human_rates, strict=True))
     ]
 
 
@@ -539,7 +557,8 @@ def comparison_markdown(analysis: Analysis, title: str = "comparison") -> str:
             markdown_table(POSITION_HEADER, position_bias_rows(analysis)),
             "",
             "Share of joint calls whose top score sat at each presentation position (ties "
-            "split evenly); chi-square test against the uniform rate.",
+            "split evenly), and where the human's first was shown; chi-square test of the "
+            "model's rates against the uniform rate.",
         ]
     return "\n".join(lines) + "\n"
 

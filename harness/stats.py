@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from harness.dataset import Item
+from harness.joint import position_top1_rates
 from harness.metrics import FloatArray, kendall_tau_b
 from harness.records import Record
 
@@ -194,17 +196,17 @@ def _mean_tau(left: Sequence[FloatArray], right: Sequence[FloatArray]) -> float:
 # ------------------------------------------------------------------------ position bias
 @dataclass(frozen=True)
 class PositionBias:
-    """How often the model's top-1 falls on each presentation position of a joint prompt."""
+    """How often the model's top-1 (ties split evenly) and the human's first fell on each
+    presentation position of a joint prompt."""
 
     n_calls: int
-    n_positions: int
-    top1_counts: FloatArray  # ties at the top split evenly across the tied positions
-    p_value: float  # chi-square goodness of fit against the uniform 1/N
+    rates: FloatArray
+    human_rates: FloatArray
+    p_value: float  # chi-square goodness of fit of the model's top-1 counts to uniform 1/N
 
     @property
-    def rates(self) -> FloatArray:
-        rates: FloatArray = self.top1_counts / max(self.n_calls, 1)
-        return rates
+    def n_positions(self) -> int:
+        return len(self.rates)
 
     @property
     def uniform(self) -> float:
@@ -215,6 +217,7 @@ class PositionBias:
             "n_calls": self.n_calls,
             "uniform": round(self.uniform, 6),
             "top1_rate": [round(float(r), 6) for r in self.rates],
+            "human_top1_rate": [round(float(r), 6) for r in self.human_rates],
             "p_value": self.p_value,
         }
 
@@ -224,32 +227,19 @@ def is_joint(record: Record) -> bool:
     return record.raw is not None and len(record.candidates) > 1
 
 
-def position_bias(records: Iterable[Record]) -> PositionBias | None:
-    """Top-1 rate per presentation position over the joint calls with usable scores.
-
-    A record lists its candidates in presentation order. Only calls with the most common
-    candidate count are counted (positions of different N are not comparable); None when
-    there are no joint calls with scores.
-    """
-    rows: dict[int, list[FloatArray]] = {}
-    for record in records:
-        if not is_joint(record) or record.error or record.parse_error:
-            continue
-        scores = np.array(
-            [np.nan if (s := record.scores.get(c)) is None else s for c in record.candidates],
-            dtype=np.float64,
-        )
-        if np.isnan(scores).all():
-            continue
-        rows.setdefault(len(scores), []).append(_missing_worst(scores))
-    if not rows:
-        return None
+def position_bias(records: Iterable[Record], items: Iterable[Item] = ()) -> PositionBias | None:
+    """Top-1 rates per presentation position over the joint calls that were answered and
+    parsed (`harness.joint.position_top1_rates`), with a chi-square test against 1/N; None
+    when there are no such calls. A record lists its candidates in presentation order."""
     from scipy.stats import chisquare  # slow to import; only reports need it
 
-    n = max(rows, key=lambda width: len(rows[width]))
-    matrix = np.stack(rows[n])
-    top = matrix == matrix.max(axis=1, keepdims=True)
-    counts = (top / top.sum(axis=1, keepdims=True)).sum(axis=0)
-    calls = len(matrix)
-    p_value = float(chisquare(counts, np.full(n, calls / n)).pvalue) if n > 1 else 1.0
-    return PositionBias(calls, n, counts, p_value)
+    joint = [r for r in records if is_joint(r) and r.error is None and r.parse_error is None]
+    top1 = position_top1_rates(joint, items)
+    calls = int(top1["calls"])
+    if not calls:
+        return None
+    rates = np.array(top1["model"], dtype=np.float64)
+    n = len(rates)
+    counts = rates * calls
+    p_value = float(chisquare(counts, np.full(n, counts.sum() / n)).pvalue) if n > 1 else 1.0
+    return PositionBias(calls, rates, np.array(top1["human"], dtype=np.float64), p_value)

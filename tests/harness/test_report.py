@@ -154,6 +154,7 @@ def test_position_bias_of_a_joint_run(dataset: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     rows = _csv(run / "position_bias.csv")
     assert [float(r["top1_rate"]) for r in rows] == [1.0, 0.0, 0.0, 0.0]
+    assert [float(r["human_top1_rate"]) for r in rows] == [0.0, 0.0, 0.0, 1.0]  # c<i>_0 last
     assert float(rows[0]["uniform"]) == 0.25
     assert (run / "position_bias.png").is_file()
     assert "Position bias" in (run / "report.html").read_text()

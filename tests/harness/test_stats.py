@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import kendalltau
 
+from harness.dataset import Item
 from harness.records import Record
 from harness.stats import (
     agreement_matrix,
@@ -149,6 +150,23 @@ def test_position_bias_splits_ties_and_skips_pointwise_and_failures() -> None:
     assert bias is not None
     assert bias.n_calls == 1
     assert bias.rates.tolist() == [0.5, 0.5, 0.0, 0.0]
+
+
+def test_position_bias_reports_where_the_human_first_was_shown() -> None:
+    item = Item(
+        id="d",
+        dialogue=({"speaker": "A", "text": "hi"},),
+        candidates=("a", "b", "c", "d"),
+        human_ranking=("c", "a", "b", "d"),
+    )
+    records = [
+        _joint(["c", "a", "b", "d"], [1.0, 9.0, 1.0, 1.0]),
+        _joint(["a", "c", "b", "d"], [1.0, 9.0, 1.0, 1.0]),
+    ]
+    bias = position_bias(records, [item])
+    assert bias is not None
+    assert bias.rates.tolist() == [0.0, 1.0, 0.0, 0.0]
+    assert bias.human_rates.tolist() == [0.5, 0.5, 0.0, 0.0]
 
 
 def test_position_bias_none_without_joint_calls() -> None:
