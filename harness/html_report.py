@@ -47,10 +47,10 @@ def audio_type(path: Path) -> str:
 
 
 def audio_source(clip: Clip, out_dir: Path, *, embed: bool) -> str:
-    """The clip's audio as a data URI, or as a URL relative to the report's folder."""
+    """The clip's audio as a data URI, or as a URL relative to `out_dir` (resolved)."""
     if embed:
         return data_uri(clip.path.read_bytes(), audio_type(clip.path))
-    relative = os.path.relpath(clip.path.resolve(), out_dir.resolve())
+    relative = os.path.relpath(clip.path.resolve(), out_dir)
     return quote(Path(relative).as_posix())
 
 
@@ -96,6 +96,7 @@ def _answer(record: Record) -> Answer:
 
 def item_views(runs: list[RunData], out_dir: Path, *, embed_audio: bool) -> list[ItemView]:
     """Items of the first run's dataset that any run scored, in dataset order."""
+    out_dir = out_dir.resolve()
     reference = runs[0].dataset
     hits = [run.per_item()["hit@1"] for run in runs]
     by_item: list[dict[str, list[Record]]] = []

@@ -231,15 +231,17 @@ def position_bias(records: Iterable[Record], items: Iterable[Item] = ()) -> Posi
     """Top-1 rates per presentation position over the joint calls that were answered and
     parsed (`harness.joint.position_top1_rates`), with a chi-square test against 1/N; None
     when there are no such calls. A record lists its candidates in presentation order."""
-    from scipy.stats import chisquare  # slow to import; only reports need it
-
     joint = [r for r in records if is_joint(r) and r.error is None and r.parse_error is None]
     top1 = position_top1_rates(joint, items)
     calls = int(top1["calls"])
     if not calls:
         return None
+    from scipy.special import chdtrc  # chi-square survival function; slow-ish to import
+
     rates = np.array(top1["model"], dtype=np.float64)
     n = len(rates)
-    counts = rates * calls
-    p_value = float(chisquare(counts, np.full(n, counts.sum() / n)).pvalue) if n > 1 else 1.0
+    observed = rates * calls
+    expected = observed.sum() / n
+    statistic = float(((observed - expected) ** 2 / expected).sum())
+    p_value = float(chdtrc(n - 1, statistic)) if n > 1 else 1.0
     return PositionBias(calls, rates, np.array(top1["human"], dtype=np.float64), p_value)
