@@ -45,7 +45,10 @@ def _is_dead(holder: dict[str, Any]) -> bool:
         return True
     except PermissionError:
         return False
-    return False
+    try:  # a killed process its parent has not reaped yet (Linux)
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def default_cache_dir() -> Path:

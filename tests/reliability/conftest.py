@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sys
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -128,3 +130,15 @@ def answers_of(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
          json.dumps(r["scores"], sort_keys=True), r.get("error"))
         for r in records
     )  # fmt: skip
+
+
+def harness_command(*args: str) -> list[str]:
+    return [str(Path(sys.executable).parent / "harness"), *args]
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError("condition not met in time")
+        time.sleep(0.005)
