@@ -105,9 +105,35 @@ class DatasetSpec:
         )
 
 
-def synth_dataset(spec: DatasetSpec, root: Path = OUT) -> Path:
+@dataclass(frozen=True)
+class Workload:
+    """Pointwise calls (one per item and candidate) against the fake server."""
+
+    spec: DatasetSpec
+    latency_s: float
+    concurrency: int
+
+    @property
+    def calls(self) -> int:
+        return self.spec.n_items * self.spec.n_candidates
+
+    @property
+    def ideal_s(self) -> float:
+        """Wall time if every call took exactly the server's latency and no more."""
+        return self.calls * self.latency_s / self.concurrency
+
+
+# (1), (3) and (6): 1,200 items x 4 candidates, a different clip for every candidate.
+CLIP_SECONDS = 1.0
+THROUGHPUT = {
+    "full": Workload(DatasetSpec(1200, 4800, CLIP_SECONDS), latency_s=0.2, concurrency=64),
+    "tiny": Workload(DatasetSpec(6, 24, 0.2), latency_s=0.01, concurrency=8),
+}
+
+
+def synth_dataset(spec: DatasetSpec, root: Path | None = None) -> Path:
     """Write (once; reused while its manifest matches) a dataset folder for `spec`."""
-    folder = root / spec.folder_name
+    folder = (root or OUT) / spec.folder_name
     manifest = folder / "manifest.json"
     wanted = json.dumps(spec.__dict__, sort_keys=True)
     if manifest.is_file() and manifest.read_text() == wanted:
@@ -194,7 +220,8 @@ def fake_server(
         *(["--rpm", str(rpm)] if rpm else []),
         *extra,
     ]
-    log = (OUT / f"fake_server_{port}.log").open("w")
+    OUT.mkdir(parents=True, exist_ok=True)
+    log = (OUT / "fake_server.log").open("w")
     process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -225,12 +252,17 @@ def server_stats(base: str) -> dict[str, Any]:
     return stats
 
 
+def reset_server(base: str) -> None:
+    httpx.post(f"{base}/_reset", timeout=10.0).raise_for_status()
+
+
 @dataclass
 class Timed:
     wall_s: float
     returncode: int
     output: str
     max_rss_bytes: int
+    cpu_s: float  # user + system time of the child: what its work cost, whatever the load
 
 
 def run_timed(command: Sequence[str], *, env: dict[str, str] | None = None) -> Timed:
@@ -248,7 +280,8 @@ def run_timed(command: Sequence[str], *, env: dict[str, str] | None = None) -> T
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - started
     process.returncode = os.waitstatus_to_exitcode(status)
-    return Timed(wall, process.returncode, output, usage.ru_maxrss * 1024)
+    cpu = usage.ru_utime + usage.ru_stime
+    return Timed(wall, process.returncode, output, usage.ru_maxrss * 1024, cpu)
 
 
 def checked(timed: Timed, what: str) -> Timed:
@@ -316,6 +349,41 @@ def harness_run(
     name = yaml.safe_load(experiment.read_text())["name"]
     stats: dict[str, Any] = json.loads((results / name / "run.json").read_text())
     return timed, stats
+
+
+def export_requests(dataset: Path, out: Path, *, prompt: str = "zero_shot") -> int:
+    """The chat requests the harness would send for `dataset`, as JSONL of
+    {system, parts: [{text} | {audio: path}]} (for the floor and inspect_ai scripts)."""
+    from harness.audio import AudioRef
+    from harness.cache import ResponseCache
+    from harness.config import ExperimentConfig
+    from harness.runner import Runner
+    from providers import ChatRequest, ProviderConfig
+
+    config = ExperimentConfig(
+        name="export", dataset=dataset, provider=ProviderConfig(name="mock"), prompt=prompt
+    )
+    cache = ResponseCache(out.parent / "export-cache")
+    try:
+        runner = Runner(config, cache=cache, results_dir=out.parent, show_progress=False)
+        calls = runner.prepare(runner.dataset())
+    finally:
+        cache.close()
+    with out.open("w") as handle:
+        for call in calls:
+            assert isinstance(call.request, ChatRequest)
+            parts = [
+                {"audio": str(p.path)} if isinstance(p, AudioRef) else {"text": p}
+                for p in call.request.parts
+            ]
+            line = {
+                "id": f"{call.item_id}/{call.candidates[0]}",
+                "system": call.request.system,
+                "parts": parts,
+                "response_schema": call.request.response_schema,
+            }
+            handle.write(json.dumps(line) + "\n")
+    return len(calls)
 
 
 def fresh(path: Path) -> Path:

@@ -1,6 +1,7 @@
 """(4) Metrics speed: 1,200 items x 4 candidates, the four metrics with 1,000 bootstrap
 resamples (from a predictions mapping, as `harness evaluate` does), and the agreement
-matrix of 10 runs. In-process, median of several repetitions."""
+matrix of 10 runs (`harness.stats.agreement_matrix`, as the report uses). In-process,
+median of several repetitions."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import numpy as np
 
 from bench.common import BenchResult, Size
 from harness.dataset import Item, Turn
-from harness.metrics import FloatArray, aggregate, build_matrix, kendall_tau_b
+from harness.metrics import aggregate, build_matrix
+from harness.stats import agreement_matrix
 
 GOAL_S = 1.0
 
@@ -53,17 +55,6 @@ def synthetic_runs(
     return runs
 
 
-def agreement_of(runs: list[FloatArray]) -> FloatArray:
-    """Mean per-item tau-b between every pair of runs' (items x N) score matrices."""
-    k = len(runs)
-    filled = [np.where(np.isnan(r), -np.inf, r) for r in runs]
-    matrix = np.eye(k)
-    for i in range(k):
-        for j in range(i + 1, k):
-            matrix[i, j] = matrix[j, i] = float(kendall_tau_b(filled[i], filled[j]).mean())
-    return matrix
-
-
 def _median_time(function: Callable[[], object], repetitions: int) -> float:
     times = []
     for _ in range(repetitions):
@@ -84,8 +75,11 @@ def run(size: Size, work: Path) -> BenchResult:
         aggregate([build_matrix(items, runs[0])], n_bootstrap=n_bootstrap, seed=0)
 
     def agreement() -> None:
-        matrices = [np.stack(build_matrix(items, r).scores) for r in runs]
-        agreement_of(matrices)
+        vectors = []
+        for index, run in enumerate(runs):
+            matrix = build_matrix(items, run)
+            vectors.append((f"run{index}", dict(zip(matrix.item_ids, matrix.scores, strict=True))))
+        agreement_matrix(vectors)
 
     metrics_s = _median_time(metrics, repetitions)
     agreement_s = _median_time(agreement, repetitions)

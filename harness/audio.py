@@ -70,11 +70,10 @@ def resample(
 @lru_cache(maxsize=ENCODED_CACHE_SIZE)
 def encode_wav(path: Path, sample_rate: int | None = None) -> bytes:
     """16-bit PCM WAV bytes of the clip, mono, at `sample_rate` (native rate when None)."""
-    if sample_rate is None and path.suffix.lower() == ".wav":
-        info = soundfile.info(str(path))
-        if info.channels == 1 and info.subtype == "PCM_16":
-            return path.read_bytes()
-    rate = sample_rate or soundfile.info(str(path)).samplerate
+    info = soundfile.info(str(path))
+    rate = sample_rate or info.samplerate
+    if (info.format, info.channels, info.subtype, info.samplerate) == ("WAV", 1, "PCM_16", rate):
+        return path.read_bytes()  # already what is asked for: no decode and re-encode
     buffer = io.BytesIO()
     soundfile.write(buffer, read_mono(path, sample_rate), rate, format="WAV", subtype="PCM_16")
     return buffer.getvalue()

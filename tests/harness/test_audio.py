@@ -36,3 +36,14 @@ def test_hash_is_of_content_not_path(tmp_path: Path) -> None:
     assert (
         audio_ref("x", tmp_path / "x.wav").sha256 == audio_ref("other", tmp_path / "y.wav").sha256
     )
+
+
+def test_encode_wav_sends_a_clip_already_in_the_wire_format_as_it_is(tmp_path: Path) -> None:
+    samples = (0.1 * np.sin(np.arange(16000) / 5)).astype(np.float32)
+    soundfile.write(tmp_path / "m.wav", samples, 16000, subtype="PCM_16")
+    soundfile.write(tmp_path / "s.wav", np.stack([samples, samples], axis=1), 16000)
+    assert encode_wav(tmp_path / "m.wav", 16000) == (tmp_path / "m.wav").read_bytes()
+    assert encode_wav(tmp_path / "m.wav", None) == (tmp_path / "m.wav").read_bytes()
+    assert soundfile.info(io.BytesIO(encode_wav(tmp_path / "m.wav", 8000))).samplerate == 8000
+    stereo = encode_wav(tmp_path / "s.wav", 16000)  # right rate, wrong channel count
+    assert soundfile.info(io.BytesIO(stereo)).channels == 1
