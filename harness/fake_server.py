@@ -134,6 +134,7 @@ class RequestLog:
     audio_formats: list[str] = field(default_factory=list)
     audio_decodable: bool = True
     audio_seconds: float = 0.0
+    audio_sample_rates: list[int] = field(default_factory=list)
     json_mode: str | None = None  # "schema", "object" or None (JSON asked for in the prompt)
     response_schema: dict[str, Any] | None = None
     temperature: float | None = None
@@ -325,9 +326,10 @@ def _parse_openai(body: dict[str, Any]) -> _Parsed:
     )
 
 
-def _audio_seconds(audio: list[tuple[str, str]]) -> float:
-    """Total duration; raises _Reply(400) for a part that does not decode as audio."""
-    total = 0.0
+def _audio_info(audio: list[tuple[str, str]]) -> tuple[float, list[int]]:
+    """Total duration and each part's sample rate; _Reply(400) for a part that does not
+    decode as audio."""
+    total, rates = 0.0, []
     for index, (data, _) in enumerate(audio):
         try:
             # Like the real services (proto3 JSON), standard or URL-safe base64 is accepted.
@@ -337,7 +339,8 @@ def _audio_seconds(audio: list[tuple[str, str]]) -> float:
         except (binascii.Error, ValueError, RuntimeError, soundfile.LibsndfileError) as exc:
             raise _Reply(400, f"audio part {index} could not be decoded: {exc}") from None
         total += info.frames / info.samplerate
-    return total
+        rates.append(int(info.samplerate))
+    return total, rates
 
 
 # ------------------------------------------------------------------ answers
@@ -644,7 +647,7 @@ async def _handle(
             raise _Reply(status, f"fake transient server error {status}", retry_after)
 
     try:
-        seconds = _audio_seconds(parsed.audio)
+        seconds, entry.audio_sample_rates = _audio_info(parsed.audio)
     except _Reply:
         entry.audio_decodable = False
         raise

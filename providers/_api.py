@@ -23,7 +23,9 @@ from harness.secrets import scrub
 from providers._base import ProviderConfig
 
 # Settings of these providers that never change an answer (kept out of the cache key).
-NON_ANSWER_EXTRAS = frozenset({"api_key_env", "endpoint_id", "audio_tokens_per_second"})
+NON_ANSWER_EXTRAS = frozenset(
+    {"api_key_env", "endpoint_id", "audio_tokens_per_second", "http_client"}
+)
 MAX_RETRY_AFTER_S = 600.0
 AUDIO_CACHE_SIZE = 128
 
@@ -47,6 +49,19 @@ def env_key(names: tuple[str, ...]) -> str | None:
         if value:
             return value
     return None
+
+
+def sample_rate(config: ProviderConfig) -> int | None:
+    """The rate clips are sent at: None keeps each file's own rate, which costs no resampling
+    (a mono 16-bit WAV goes as its own bytes); audio tokens are billed per second either way."""
+    value = config.extra("sample_rate")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 8000 <= value <= 96000:
+        raise ConfigError(
+            "experiment file", "provider.sample_rate", "must be a rate in Hz (8000-96000)"
+        )
+    return value
 
 
 def base_urls(config: ProviderConfig, env_var: str) -> list[str]:

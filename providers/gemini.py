@@ -4,14 +4,18 @@ instruction, JSON response mode with the variant's schema.
 Settings (`provider:` in the experiment file) beyond the common ones:
 - `json_mode`: `schema` (default: JSON mode with the variant's schema), `object` (JSON mode,
   no schema) or `prompt` (JSON asked for in the prompt only);
-- `sample_rate`: the rate clips are sent at (default 16000; Gemini works at 16 kHz);
+- `sample_rate`: resample clips to this rate before sending (default: the file's own rate,
+  mono 16-bit WAV; 16000 shrinks uploads, Gemini works at 16 kHz inside);
 - `thinking_budget`: passed on as the thinking budget of 2.5-series models;
+- `http_client`: `aiohttp` (the default where installed: far less CPU per call at high
+  concurrency) or `httpx`;
 - `endpoint_id`: a name to cache under instead of the base URL(s).
 Keys: GEMINI_API_KEY or GOOGLE_API_KEY. Base URL: `base_url` or GEMINI_BASE_URL.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from typing import Any, ClassVar
 
@@ -28,6 +32,7 @@ from providers._api import (
     env_key,
     parse_retry_after,
     reject_key_in_config,
+    sample_rate,
     status_error,
     transport_error,
 )
@@ -36,6 +41,7 @@ from providers._base import ChatRequest, ChatResponse, Judge, ProviderConfig
 KEY_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 BASE_URL_ENV = "GEMINI_BASE_URL"
 JSON_MODES = ("schema", "object", "prompt")
+HTTP_CLIENTS = ("aiohttp", "httpx")
 _RETRY_DELAY = re.compile(r"^(\d+(?:\.\d+)?)s$")
 
 
@@ -48,14 +54,23 @@ class GeminiJudge(Judge):
         reject_key_in_config(config)
         price_for(config, self.model)  # a malformed `prices` fails before any call
         self.urls = base_urls(config, BASE_URL_ENV)
-        self.sample_rate = int(config.extra("sample_rate", 16000))
+        self.sample_rate = sample_rate(config)
         self.json_mode = str(config.extra("json_mode", "schema"))
         if self.json_mode not in JSON_MODES:
             raise ConfigError(
                 "experiment file", "provider.json_mode", f"must be one of {', '.join(JSON_MODES)}"
             )
         self.thinking_budget = config.extra("thinking_budget")
-        self._pool: ClientPool[tuple[Client, httpx.AsyncClient, str | None]] = ClientPool(
+        has_aiohttp = importlib.util.find_spec("aiohttp") is not None
+        self.http_client = str(config.extra("http_client", "aiohttp" if has_aiohttp else "httpx"))
+        if self.http_client not in HTTP_CLIENTS:
+            raise ConfigError(
+                "experiment file",
+                "provider.http_client",
+                f"must be one of {', '.join(HTTP_CLIENTS)}",
+            )
+        self._timeouts, self._connection_errors = _transport_errors(self.http_client)
+        self._pool: ClientPool[tuple[Client, httpx.AsyncClient | None, str | None]] = ClientPool(
             self.urls, self._client
         )
 
@@ -68,7 +83,7 @@ class GeminiJudge(Judge):
             json_mode=self.json_mode,
         )
 
-    def _client(self, url: str | None) -> tuple[Client, httpx.AsyncClient, str | None]:
+    def _client(self, url: str | None) -> tuple[Client, httpx.AsyncClient | None, str | None]:
         key = env_key(KEY_ENV)
         if key is None:
             if url is None:
@@ -78,13 +93,15 @@ class GeminiJudge(Judge):
                     kind="auth",
                 )
             key = "unused"  # a local stand-in server needs none
-        limit = self.config.max_concurrency
+        http = None
+        if self.http_client == "httpx":
+            limit = self.config.max_concurrency
+            http = httpx.AsyncClient(
+                timeout=self.config.timeout_s,
+                limits=httpx.Limits(max_connections=limit, max_keepalive_connections=limit),
+            )
         # The SDK's own retries are off (attempts=1), including its silent retry of dropped
         # connections: the runner retries, with its backoff and limits.
-        http = httpx.AsyncClient(
-            timeout=self.config.timeout_s,
-            limits=httpx.Limits(max_connections=limit, max_keepalive_connections=limit),
-        )
         options = types.HttpOptions(
             base_url=url,
             timeout=int(self.config.timeout_s * 1000),
@@ -132,9 +149,9 @@ class GeminiJudge(Judge):
                 )
             except errors.APIError as exc:
                 raise self._api_error(exc, url) from None
-            except httpx.TimeoutException as exc:
+            except self._timeouts as exc:
                 raise transport_error("Gemini", exc, url, timeout=True) from None
-            except httpx.TransportError as exc:
+            except self._connection_errors as exc:
                 raise transport_error("Gemini", exc, url, timeout=False) from None
         return _chat_response(response)
 
@@ -154,7 +171,19 @@ class GeminiJudge(Judge):
     async def aclose(self) -> None:
         for client, http, _ in self._pool.built():
             await client.aio.aclose()
-            await http.aclose()
+            if http is not None:
+                await http.aclose()
+
+
+def _transport_errors(
+    http_client: str,
+) -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """(timeouts, connection failures) of the HTTP library the SDK will use."""
+    if http_client == "httpx":
+        return (httpx.TimeoutException,), (httpx.TransportError,)
+    import aiohttp
+
+    return (TimeoutError,), (aiohttp.ClientError,)
 
 
 def _retry_info(details: Any) -> float | None:

@@ -7,7 +7,8 @@ Audio goes as base64 WAV `input_audio` parts (or `audio_url` data URLs with
   whose models reject `json_schema`), `schema` (the variant's JSON schema as
   `response_format`; the default for openai-compatible) or `object` (`json_object`);
 - `audio_format`: `input_audio` (default) or `audio_url`;
-- `sample_rate`: the rate clips are sent at (default 16000);
+- `sample_rate`: resample clips to this rate before sending (default: the file's own rate,
+  mono 16-bit WAV);
 - `extra_body`: extra request fields for the server (e.g. vLLM sampling options);
 - `api_key_env`: the variable holding the key (default OPENAI_API_KEY);
 - `endpoint_id`: a name to cache under instead of the base URL(s), so that adding servers
@@ -32,6 +33,7 @@ from providers._api import (
     env_key,
     parse_retry_after,
     reject_key_in_config,
+    sample_rate,
     status_error,
     transport_error,
     wav_base64,
@@ -55,7 +57,7 @@ class _ChatCompletionsJudge(Judge):
         price_for(config, self.model)  # a malformed `prices` fails before any call
         self.urls = base_urls(config, BASE_URL_ENV)
         self.key_env = str(config.extra("api_key_env", "OPENAI_API_KEY"))
-        self.sample_rate = int(config.extra("sample_rate", 16000))
+        self.sample_rate = sample_rate(config)
         self.json_mode = self._choice("json_mode", self.default_json_mode, JSON_MODES)
         self.audio_format = self._choice("audio_format", "input_audio", AUDIO_FORMATS)
         self.extra_body: dict[str, Any] = dict(config.extra("extra_body") or {})

@@ -20,6 +20,9 @@ from harness.fake_server import FakeServer
 from harness.runner import Runner
 
 
+pytestmark = pytest.mark.filterwarnings("ignore:Inheritance class Aiohttp:DeprecationWarning")
+
+
 @pytest.fixture
 def server() -> Iterator[FakeServer]:
     with FakeServer() as running:
