@@ -1,0 +1,160 @@
+"""API keys never reach a file: after runs with faults, refused keys and servers that echo the
+key back in their error messages, neither key appears under results/, in the cache directory
+or in anything the processes printed; the echoed messages are stored scrubbed."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from harness.fake_server import FakeServer
+from harness.secrets import REDACTED, scrub
+
+from .conftest import FAST, MakeDataset, fast_settings, harness_command, read_jsonl
+
+# Distinctive keys, one not shaped like any known key format (caught only because it is in
+# the environment), one shaped like an OpenAI key.
+GEMINI_KEY = "gmk-RELIABILITY-secret-5b1e0c7d9a"
+OPENAI_KEY = "sk-RELIABILITY-secret-83c0ffee42"
+
+
+class _EchoHandler(BaseHTTPRequestHandler):
+    """A careless API: its errors quote the key it was sent (some real services echo part of
+    it), as 401, as 400, or as a 500 that is retried first."""
+
+    statuses = itertools.cycle((400, 500, 401))  # 401 stops the run: it comes third
+    lock = threading.Lock()
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        key = self.headers.get("x-goog-api-key") or self.headers.get("authorization", "")
+        key = key.removeprefix("Bearer ")
+        with self.lock:
+            status = next(self.statuses)
+        message = f"Incorrect API key provided: {key}. Request headers: {dict(self.headers)}"
+        body = json.dumps({"error": {"code": status, "message": message, "status": "X"}}).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def echo_server() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _EchoHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _experiment(path: Path, dataset: Path, run_name: str, **provider: Any) -> Path:
+    settings = {**FAST, "max_attempts": 3, "max_concurrency": 4, **provider}
+    config = {"name": run_name, "dataset": str(dataset), "provider": settings}
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_keys_appear_nowhere_after_faults_and_errors(
+    make_dataset: MakeDataset, echo_server: str, tmp_path: Path
+) -> None:
+    dataset = make_dataset(n_items=6)
+    results, cache_dir = tmp_path / "results", tmp_path / "cache"
+    env = {
+        **os.environ,
+        "GEMINI_API_KEY": GEMINI_KEY,
+        "OPENAI_API_KEY": OPENAI_KEY,
+        "BGM_JUDGE_CACHE": str(cache_dir),
+        "OPENAI_LOG": "debug",  # the SDK's own debug log goes to the captured stderr too
+    }
+    printed: list[str] = []
+    exit_codes: list[int] = []
+
+    def run(experiment: Path) -> None:
+        done = subprocess.run(
+            harness_command("run", str(experiment), "--results-dir", str(results)),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        printed.extend([done.stdout, done.stderr])
+        exit_codes.append(done.returncode)
+
+    with FakeServer(fast_settings(fault_rate=0.3, api_key=GEMINI_KEY)) as server:
+        url = server.gemini_base_url
+        # the right key, 30% transient faults: answered after retries
+        run(_experiment(tmp_path / "g.yaml", dataset, "ok", name="gemini", base_url=url))
+        # a wrong key (the OpenAI one) and a wrong model: refused
+        wrong = server.openai_base_url
+        run(
+            _experiment(
+                tmp_path / "o.yaml", dataset, "refused", name="openai-audio", base_url=wrong
+            )
+        )
+        run(
+            _experiment(
+                tmp_path / "m.yaml", dataset, "nomodel", name="gemini", base_url=url,
+                model="gone-error-404",
+            )
+        )  # fmt: skip
+        assert server.stats()["requests"] > 24
+    # servers that quote the key in their errors
+    run(_experiment(tmp_path / "e1.yaml", dataset, "echo_g", name="gemini", base_url=echo_server))
+    run(
+        _experiment(
+            tmp_path / "e2.yaml",
+            dataset,
+            "echo_o",
+            name="openai-audio",
+            base_url=echo_server + "/v1",
+        )
+    )
+    assert exit_codes == [0, 1, 1, 1, 1], printed
+
+    # the echoed messages were stored, scrubbed
+    for name in ("echo_g", "echo_o"):
+        records = read_jsonl(results / name / "records.jsonl")
+        errors = [r["error"] for r in records if not r["error"].startswith("not_sent")]
+        assert errors and all(REDACTED in e for e in errors)
+        assert any("(401)" in e for e in errors) and any("(400)" in e for e in errors)
+
+    files = [p for p in [*results.rglob("*"), *cache_dir.rglob("*")] if p.is_file()]
+    assert len(files) > 20
+    for key in (GEMINI_KEY, OPENAI_KEY):
+        for path in files:
+            assert key.encode() not in path.read_bytes(), path
+        for text in printed:
+            assert key not in text
+
+
+def test_scrub_removes_keys_from_the_environment_and_key_shaped_strings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GEMINI_API_KEY", GEMINI_KEY)
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", "tok-abcdefgh")
+    text = (
+        f"bad key {GEMINI_KEY}; header Bearer {OPENAI_KEY}; token tok-abcdefgh; "
+        "AIzaSyA1234567890abcdefghijklmnopq in a URL"
+    )
+    cleaned = scrub(text)
+    for secret in (GEMINI_KEY, OPENAI_KEY, "tok-abcdefgh", "AIzaSyA1234567890abcdefghijklmnopq"):
+        assert secret not in cleaned
+    assert cleaned.count(REDACTED) == 4
