@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 EXIT_INCOMPLETE = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 
 def user_errors(func: F) -> F:
@@ -108,6 +109,12 @@ def run(
         return
     try:
         results = run_all(configs, cache=cache, results_dir=results_dir, show_progress=progress)
+    except KeyboardInterrupt:
+        err_console.print(
+            "[bold yellow]interrupted:[/] re-run the same command to resume "
+            "(every answer received so far is in the cache)"
+        )
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     finally:
         cache.close()
     if not all(r.complete for r in results):

@@ -138,3 +138,32 @@ def test_sigkill_at_several_points_then_resume(make_dataset: MakeDataset, tmp_pa
     assert (results / "soak" / "metrics.json").read_text() == (
         clean.out_dir / "metrics.json"
     ).read_text()
+
+
+def test_ctrl_c_stops_cleanly_and_the_next_run_resumes(
+    make_dataset: MakeDataset, tmp_path: Path
+) -> None:
+    dataset = make_dataset(n_items=30, n_clips=16)
+    env = {**os.environ, "BGM_JUDGE_CACHE": str(tmp_path / "cache")}
+    results = tmp_path / "results"
+    with FakeServer(fast_settings(latency_s=0.05)) as server:
+        experiment = write_experiment(tmp_path / "exp.yaml", dataset, server, max_concurrency=4)
+        command = harness_command("run", str(experiment), "--results-dir", str(results))
+        process = subprocess.Popen(
+            [*command, "--no-progress"], env=env, stderr=subprocess.PIPE, text=True
+        )
+        wait_until(lambda: _answered(server) >= 20 or process.poll() is not None)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+        assert process.returncode == 130, err
+        assert "interrupted: re-run the same command to resume" in err
+        assert "Traceback" not in err
+        paid = _answered(server)
+        resumed = subprocess.run(
+            [*command, "--no-progress"], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert resumed.returncode == 0, resumed.stderr
+        assert "resuming soak: an interrupted run left" in resumed.stderr
+        # like a kill: only the requests in flight at the interrupt are paid again
+        assert paid_twice(server) <= 4 and _answered(server) - paid_twice(server) == 4 * 30
+        assert paid >= 20
