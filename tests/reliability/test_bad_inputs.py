@@ -18,8 +18,7 @@ import yaml
 from typer.testing import CliRunner
 
 from harness.cli import app
-
-from .conftest import write_dataset
+from tests.reliability.conftest import write_dataset
 
 BAD = Path(__file__).parent / "bad_inputs"
 CASES: list[dict[str, Any]] = yaml.safe_load((BAD / "cases.yaml").read_text())

@@ -18,8 +18,7 @@ from harness.config import ExperimentConfig
 from harness.fake_server import FakeServer
 from harness.runner import Runner, run_experiment
 from providers import ProviderConfig
-
-from .conftest import (
+from tests.reliability.conftest import (
     MakeDataset,
     answered_per_body,
     fast_settings,

@@ -18,8 +18,7 @@ from harness.cache import ResponseCache
 from harness.config import load_experiments
 from harness.fake_server import FakeServer
 from harness.runner import run_experiment
-
-from .conftest import (
+from tests.reliability.conftest import (
     MakeDataset,
     answers_of,
     fast_settings,

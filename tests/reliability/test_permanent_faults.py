@@ -11,8 +11,7 @@ from typer.testing import CliRunner
 
 from harness.cli import app
 from harness.fake_server import FakeServer
-
-from .conftest import MakeDataset, read_jsonl, write_experiment
+from tests.reliability.conftest import MakeDataset, read_jsonl, write_experiment
 
 N_ITEMS = 10  # 40 calls
 CONCURRENCY = 4

@@ -17,8 +17,7 @@ from harness.config import ExperimentConfig
 from harness.records import read_records, scan_partial
 from harness.runner import Runner, run_experiment
 from providers import ProviderConfig
-
-from .conftest import MakeDataset
+from tests.reliability.conftest import MakeDataset
 
 
 def _config(dataset: Path) -> ExperimentConfig:

@@ -19,8 +19,7 @@ import yaml
 
 from harness.fake_server import FakeServer
 from harness.secrets import REDACTED, scrub
-
-from .conftest import FAST, MakeDataset, fast_settings, harness_command, read_jsonl
+from tests.reliability.conftest import FAST, MakeDataset, fast_settings, harness_command, read_jsonl
 
 # Distinctive keys, one not shaped like any known key format (caught only because it is in
 # the environment), one shaped like an OpenAI key.

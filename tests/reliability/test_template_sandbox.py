@@ -11,8 +11,7 @@ from typer.testing import CliRunner
 
 from harness.cli import app
 from harness.prompts import ClipView, TemplateError, render, template_hash
-
-from .conftest import MakeDataset
+from tests.reliability.conftest import MakeDataset
 
 SECRET = "TOP-SECRET-CONTENT-4711"
 

@@ -13,8 +13,7 @@ from harness.cache import ResponseCache
 from harness.config import load_experiments
 from harness.fake_server import FakeServer
 from harness.runner import RunResult, run_experiment
-
-from .conftest import (
+from tests.reliability.conftest import (
     TRANSIENT,
     MakeDataset,
     answered_per_body,
