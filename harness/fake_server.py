@@ -97,6 +97,7 @@ class FakeSettings:
     retry_after_s: float = 1.0
     slow_s: float = 30.0
     rpm: float | None = None
+    rpm_window_s: float = 60.0  # tests shrink the minute to keep the rpm limit fast
     answer: str = "score"
     api_key: str | None = None  # when set, requests with another key get 401
     seed: int = 0
@@ -181,14 +182,14 @@ class FakeState:
 
     def admit(self, now: float) -> float | None:
         """None if the request fits the rpm limit, else the seconds until it would."""
-        rpm = self.settings.rpm
+        rpm, window = self.settings.rpm, self.settings.rpm_window_s
         if not rpm:
             return None
         with self._lock:
-            while self._window and now - self._window[0] >= 60.0:
+            while self._window and now - self._window[0] >= window:
                 self._window.popleft()
             if len(self._window) >= rpm:
-                return max(0.05, 60.0 - (now - self._window[0]))
+                return max(0.01, window - (now - self._window[0]))
             self._window.append(now)
             return None
 
@@ -625,7 +626,7 @@ async def _handle(
     wait = state.admit(time.monotonic())
     if wait is not None:
         entry.outcome = "rpm"
-        raise _Reply(429, "requests-per-minute limit reached", retry_after=math.ceil(wait))
+        raise _Reply(429, "requests-per-minute limit reached", math.ceil(wait * 100) / 100)
 
     fault = _chosen_fault(settings, entry.body_sha256, entry.arrival)
     if fault is not None:

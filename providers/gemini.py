@@ -108,7 +108,8 @@ class GeminiJudge(Judge):
             retry_options=types.HttpRetryOptions(attempts=1),
             httpx_async_client=http,
         )
-        return Client(api_key=key, http_options=options), http, url
+        client = Client(vertexai=False, api_key=key, http_options=options)
+        return client, http, url
 
     def _contents(self, request: ChatRequest) -> list[types.Content]:
         parts = [

@@ -26,6 +26,7 @@ from openai.types.chat import ChatCompletion
 from harness.audio import AudioRef
 from harness.errors import ConfigError, ProviderError
 from harness.pricing import price_for
+from harness.secrets import scrub
 from providers._api import (
     ClientPool,
     answer_identity,
@@ -151,7 +152,8 @@ class _ChatCompletionsJudge(Judge):
                 raise transport_error(self.label, exc, url, timeout=False) from None
             except openai.APIResponseValidationError as exc:
                 raise ProviderError(
-                    f"{self.label} answer{' from ' + url if url else ''} is not a chat completion: {exc}",
+                    f"{self.label} answer{' from ' + url if url else ''} is not a chat "
+                    f"completion: {scrub(str(exc))[:200]}",
                     transient=False,
                     kind="bad_response",
                 ) from None

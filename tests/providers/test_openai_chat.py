@@ -158,6 +158,17 @@ def test_retries_stop_at_max_attempts(
     assert all((r.error or "").startswith("server_error: ") for r in records)
 
 
+def test_server_rpm_limit_is_waited_out(tmp_path: Path, tiny_dataset: Path) -> None:
+    with FakeServer(FakeSettings(rpm=2, rpm_window_s=0.3)) as server:
+        result, records = run(
+            tmp_path, tiny_dataset, provider_block("openai-audio", server), limit=1
+        )
+        stats = server.stats()
+    assert result.stats.errors == 0 and all(r.scores != {} for r in records)
+    assert stats["outcome"]["rpm"] > 0 and stats["answered"] == 4
+    assert result.stats.retries == stats["outcome"]["rpm"]
+
+
 def test_rate_limit_error_carries_retry_after(server: FakeServer) -> None:
     server.configure(fail_first=1, faults=("429",), retry_after_s=3)
     judge = create_provider(ProviderConfig(name="openai-audio", base_url=server.openai_base_url))
