@@ -19,7 +19,6 @@ from harness.dry_run import SUMMARY_PLACEHOLDER, estimate_run
 from harness.fake_server import FakeServer
 from harness.runner import Runner
 
-
 pytestmark = pytest.mark.filterwarnings("ignore:Inheritance class Aiohttp:DeprecationWarning")
 
 
