@@ -54,7 +54,7 @@ def run(
         {
             "name": name,
             "dataset": str(dataset),
-            "provider": {"name": "gemini", "max_concurrency": 4, **provider},
+            "provider": {"name": "gemini", "max_concurrency": 4, "retry_wait_s": 0.02, **provider},
             "limit": limit,
             "n_bootstrap": 10,
         }

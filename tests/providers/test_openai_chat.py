@@ -43,7 +43,7 @@ def server() -> Iterator[FakeServer]:
 
 
 def provider_block(name: str, server: FakeServer | None, **extra: Any) -> dict[str, Any]:
-    block: dict[str, Any] = {"name": name, "max_concurrency": 4}
+    block: dict[str, Any] = {"name": name, "max_concurrency": 4, "retry_wait_s": 0.02}
     if name == "openai-compatible":
         block["model"] = "Qwen/Qwen2.5-Omni-7B"
     if server is not None:
