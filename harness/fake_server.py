@@ -359,8 +359,38 @@ def deterministic_score(parsed: _Parsed) -> float:
     return int.from_bytes(digest[:4], "big") % 101 / 10
 
 
+def _clip_score(parsed: _Parsed, index: int) -> float:
+    """A per-clip score for joint prompts: from the clip's own audio when it was sent, so the
+    same clip gets similar standing whatever its position; else from its label index."""
+    piece: str | bytes = parsed.audio[index][0] if index < len(parsed.audio) else str(index)
+    digest = _digest(parsed.model, parsed.system, piece)
+    return int.from_bytes(digest[:4], "big") % 101 / 10
+
+
+def _answer_form(parsed: _Parsed) -> tuple[str, list[str]]:
+    """What the prompt asks for ("score", "scores", "ranking", "rubric", "summary") and the
+    clip labels of a joint prompt, read from the JSON schema or else from the prompt text."""
+    schema = parsed.schema or {}
+    props = schema.get("properties") or {}
+    text = parsed.user_text
+    if (props.get("scores") or {}).get("type") == "object":
+        return "scores", list((props["scores"].get("properties") or {}).keys())
+    if ((props.get("ranking") or {}).get("items") or {}).get("enum"):
+        return "ranking", list((props["ranking"].get("items") or {}).get("enum") or [])
+    if "vocals" in props or '"vocals":' in text:
+        return "rubric", []
+    if "summary" in props or '{"summary":' in text:
+        return "summary", []
+    if '{"scores":' in text:
+        return "scores", re.findall(r'"([^"{}]+)": <score>', text)
+    if '{"ranking":' in text:
+        found = re.search(r"using each label \(([^)]*)\)", text)
+        return "ranking", [label.strip() for label in found.group(1).split(",")] if found else []
+    return "score", []
+
+
 def _instance(schema: dict[str, Any], score: float, depth: int = 0) -> Any:
-    """A value satisfying the (simple) JSON schema, with numbers set from `score`."""
+    """A value satisfying any other (simple) JSON schema, with numbers set from `score`."""
     if depth > 8:
         return None
     if "enum" in schema:
@@ -372,26 +402,73 @@ def _instance(schema: dict[str, Any], score: float, depth: int = 0) -> Any:
         props = schema.get("properties") or {}
         return {name: _instance(sub, score, depth + 1) for name, sub in props.items()}
     if kind == "array":
-        count = int(schema.get("minItems", 1))
         item = schema.get("items") or {}
+        count = int(schema.get("minItems", 1))
         return [_instance(item, (score + 3.7 * i) % 10.0, depth + 1) for i in range(count)]
-    if kind == "integer":
-        return round(score)
-    if kind == "number":
-        return round(score, 1)
+    if kind in ("integer", "number"):
+        return round(score) if kind == "integer" else round(score, 1)
     if kind == "string":
         return "A deterministic answer from the fake server."
-    if kind == "boolean":
-        return True
-    return None
+    return False if kind == "boolean" else None
+
+
+def _answer_object(parsed: _Parsed, score: float) -> Any:
+    form, labels = _answer_form(parsed)
+    props = (parsed.schema or {}).get("properties") or {}
+    if form == "score" and parsed.schema and "score" not in props:
+        return _instance(parsed.schema, score)
+    if form == "scores":
+        return {"scores": {label: _clip_score(parsed, i) for i, label in enumerate(labels)}}
+    if form == "ranking":
+        order = sorted(range(len(labels)), key=lambda i: -_clip_score(parsed, i))
+        return {"ranking": [labels[i] for i in order]}
+    if form == "rubric":
+        a, b, c = (round((score + shift) % 10.1, 1) for shift in (2.3, 0.0, 4.1))
+        return {"A": a, "B": b, "C": c, "vocals": score < 1.0}
+    if form == "summary":
+        words = [
+            "a",
+            "calm",
+            "everyday",
+            "chat",
+            "between",
+            "two",
+            "friends;",
+            "mood:",
+            "warm,",
+            "relaxed,",
+            "curious;",
+            "keywords:",
+            "plans,",
+            "weekend,",
+            "coffee;",
+            "suggested",
+            "music:",
+            "soft",
+            "acoustic",
+            "guitar,",
+            "slow",
+            "tempo,",
+            "low",
+            "energy",
+        ]
+        return {"summary": " ".join(words)}
+    return {"score": score}
+
+
+def _asks_for_reasoning(parsed: _Parsed) -> bool:
+    return parsed.schema is None and "on the last line" in parsed.user_text
 
 
 def answer_text(mode: str, parsed: _Parsed) -> str:
     score = deterministic_score(parsed)
-    if parsed.schema and "score" not in (parsed.schema.get("properties") or {}):
-        body = json.dumps(_instance(parsed.schema, score))
-    else:
-        body = json.dumps({"score": score})
+    body = json.dumps(_answer_object(parsed, score))
+    if _asks_for_reasoning(parsed) and mode == "score":
+        return (
+            "1. The conversation moves from uncertainty to relief.\n"
+            "2. The clip is steady and unobtrusive.\n"
+            f"3. The fit is reasonable.\n{body}"
+        )
     if mode == "malformed":
         return body[: max(1, len(body) - 3)]
     if mode == "out_of_range":

@@ -3,6 +3,7 @@ providers (tests/providers/test_gemini.py, tests/providers/test_openai_chat.py).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 import json
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -343,3 +345,101 @@ def test_runs_as_a_process(http: httpx.Client) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+# ---------------------------------------------------------------- every variant, end to end
+VARIANT_CASES = [
+    ("zero_shot", {}, "audio"),
+    ("cot", {}, "audio"),
+    ("joint", {"answer": "scores", "order": "permuted"}, "audio"),
+    ("joint", {"answer": "ranking"}, "audio"),
+    ("rubric", {}, "audio"),
+    ("text_only", {}, "caption"),
+]
+
+
+@pytest.mark.parametrize("provider", ["gemini", "openai-audio"])
+@pytest.mark.parametrize(("prompt", "options", "music"), VARIANT_CASES)
+def test_every_variant_parses_against_the_fake_server(
+    provider: str,
+    prompt: str,
+    options: dict[str, str],
+    music: str,
+    tiny_dataset: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Through the real SDK, with JSON asked for by schema (Gemini) or only in the prompt
+    (openai-audio), every variant's answer parses into a score for every candidate."""
+    from harness.cache import ResponseCache
+    from harness.config import ExperimentConfig
+    from harness.runner import Runner
+
+    with FakeServer(FakeSettings()) as fake:
+        monkeypatch.setenv("GEMINI_API_KEY", "test-key-gemini")
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key-openai")
+        base_url = fake.gemini_base_url if provider == "gemini" else fake.openai_base_url
+        config = ExperimentConfig.model_validate(
+            {
+                "name": "v",
+                "dataset": tiny_dataset,
+                "n_bootstrap": 20,
+                "prompt": prompt,
+                "prompt_options": options,
+                "inputs": {"dialogue": "summary", "music": music},
+                "provider": {"name": provider, "model": "fake-model", "base_url": base_url},
+            }
+        )
+        cache = ResponseCache(tmp_path / "cache")
+        try:
+            runner = Runner(config, cache=cache, results_dir=tmp_path / "r", show_progress=False)
+            result = asyncio.run(runner.run())
+        finally:
+            cache.close()
+    assert result.stats.errors == 0
+    assert result.stats.parse_failures == 0
+    assert result.aggregate.coverage == 1.0
+    if prompt == "joint":
+        assert result.aggregate.tie_rate is not None and result.aggregate.tie_rate < 1.0
+
+
+def test_missing_summaries_are_generated_through_the_fake_server(
+    tiny_dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.cache import ResponseCache
+    from harness.config import ExperimentConfig
+    from harness.runner import Runner
+
+    items = [json.loads(line) for line in (tiny_dataset / "items.jsonl").read_text().splitlines()]
+    for item in items:
+        del item["summary"]
+    (tiny_dataset / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
+    with FakeServer(FakeSettings()) as fake:
+        monkeypatch.setenv("GEMINI_API_KEY", "test-key-gemini")
+        config = ExperimentConfig.model_validate(
+            {
+                "name": "s",
+                "dataset": tiny_dataset,
+                "n_bootstrap": 20,
+                "inputs": {"dialogue": "summary", "music": "audio"},
+                "provider": {
+                    "name": "gemini",
+                    "model": "fake-model",
+                    "base_url": fake.gemini_base_url,
+                },
+            }
+        )
+        cache = ResponseCache(tmp_path / "cache")
+        try:
+            runner = Runner(config, cache=cache, results_dir=tmp_path / "r", show_progress=False)
+            result = asyncio.run(runner.run())
+        finally:
+            cache.close()
+        summary_requests = [
+            r for r in fake.requests() if '"summary"' in json.dumps(r.response_schema)
+        ]
+    lines = [json.loads(x) for x in (result.out_dir / "summaries.jsonl").read_text().splitlines()]
+    assert [line["source"] for line in lines] == ["generated"] * 3
+    assert all(20 <= len(line["summary"].split()) <= 35 for line in lines)
+    assert len(summary_requests) == 3
+    assert result.stats.parse_failures == 0 and result.aggregate.coverage == 1.0
