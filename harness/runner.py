@@ -5,9 +5,11 @@ writes the run's metrics and report."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -143,6 +145,8 @@ class Runner:
         self._semaphore = asyncio.Semaphore(config.provider.max_concurrency)
         self._inflight: dict[str, asyncio.Future[tuple[dict[str, Any], bool]]] = {}
         self._halted: ProviderError | None = None
+        self._held: set[str] = set()  # keys whose claims this run holds
+        self._renewer: asyncio.Future[None] | None = None
         self._permanent_streak = 0
         rpm = config.provider.rpm
         self._limiter = AsyncLimiter(1, 60.0 / rpm) if rpm else None
@@ -180,9 +184,13 @@ class Runner:
         return examples
 
     def prepare(self, dataset: Dataset) -> list[Call]:
+        return list(self.iter_calls(dataset))
+
+    def iter_calls(self, dataset: Dataset) -> Iterator[Call]:
+        """The run's calls one at a time, so that the first can be sent while the rest are
+        still being rendered."""
         identity = self.provider.identity()
         vary_by_repeat = not self.provider.deterministic
-        calls: list[Call] = []
         hashed = template_hash(self.variant.template) if self.variant else None
         examples = tuple(
             replace(e, summary=self.summary_of(e.item)) for e in self.examples(dataset)
@@ -191,7 +199,7 @@ class Runner:
             for item in dataset.items:
                 summary = self.summary_of(item)
                 if isinstance(self.provider, Scorer):
-                    calls.append(self._score_call(dataset, item, summary, repeat, identity))
+                    yield self._score_call(dataset, item, summary, repeat, identity)
                     continue
                 assert self.variant is not None
                 ctx = PromptContext(
@@ -220,8 +228,7 @@ class Runner:
                             "repeat": repeat if vary_by_repeat else None,
                         }
                     )
-                    calls.append(Call(item.id, repeat, prepared.candidates, request, key))
-        return calls
+                    yield Call(item.id, repeat, prepared.candidates, request, key)
 
     def _score_call(
         self,
@@ -292,7 +299,8 @@ class Runner:
                     self.stats.model_calls += 1
                     started = time.perf_counter()
                     try:
-                        answer = await asyncio.wait_for(self._ask(request), cfg.timeout_s)
+                        async with asyncio.timeout(cfg.timeout_s):
+                            answer = await self._ask(request)
                     except TimeoutError as exc:
                         raise ProviderError(
                             f"no answer within {cfg.timeout_s:g} s", transient=True, kind="timeout"
@@ -356,7 +364,7 @@ class Runner:
             if answer is not None:
                 self.stats.shared_answers += 1
                 return answer, True
-        renewal = asyncio.ensure_future(self._renew_claim(key))
+        self._hold(key)
         try:
             cached = self.cache.get(key)  # stored between our cache miss and our claim
             if cached is not None:
@@ -365,7 +373,7 @@ class Runner:
             self.cache.set(key, answer)
             return answer, False
         finally:
-            renewal.cancel()
+            self._held.discard(key)
             self.cache.release(key)
 
     async def _answer_from_elsewhere(self, key: str) -> dict[str, Any] | None:
@@ -377,10 +385,18 @@ class Runner:
             delay = min(2 * delay, 0.5)
         return self.cache.get(key)
 
-    async def _renew_claim(self, key: str) -> None:
-        while True:
+    def _hold(self, key: str) -> None:
+        self._held.add(key)
+        if self._renewer is None or self._renewer.done():
+            self._renewer = asyncio.ensure_future(self._renew_claims())
+
+    async def _renew_claims(self) -> None:
+        """Renew every claim this run holds, from one task (a task and a timer per claim
+        cost more than the call itself when thousands of calls are queued)."""
+        while self._held:
             await asyncio.sleep(CLAIM_LEASE_S / 3)
-            self.cache.renew(key)
+            for key in list(self._held):
+                self.cache.renew(key)
 
     async def run_call(self, call: Call) -> Record:
         record = Record(
@@ -441,7 +457,8 @@ class Runner:
         started = time.perf_counter()
         dataset = self.dataset()
         await self.prepare_summaries(dataset)
-        calls = self.prepare(dataset)
+        calls = self.iter_calls(dataset)
+        first = next(calls, None)  # set-up and template errors stop the run before any call
         self.out_dir.mkdir(parents=True, exist_ok=True)
         records_path = self.out_dir / "records.jsonl"
         # Streamed to a partial file and renamed when complete: records.jsonl is never left
@@ -452,9 +469,7 @@ class Runner:
         records: list[Record] = []
         try:
             with self._progress() as progress:
-                task = progress.add_task(
-                    self.config.name, total=len(calls), hits=0, failed=0, bad=0
-                )
+                task = progress.add_task(self.config.name, total=None, hits=0, failed=0, bad=0)
 
                 async def one(call: Call) -> None:
                     record = await self.run_call(call)
@@ -469,15 +484,39 @@ class Runner:
                         bad=self.stats.parse_failures,
                     )
 
-                await asyncio.gather(*(one(call) for call in calls))
+                everything = calls if first is None else itertools.chain([first], calls)
+                pending = await self._start_all(everything, one)
+                progress.update(task, total=len(pending))
+                await asyncio.gather(*pending)
         finally:
             writer.close()
+            if self._renewer is not None:
+                self._renewer.cancel()
             await self.provider.aclose()
         item_order = [item.id for item in dataset.items]
         write_sorted(records_path, records, item_order)
         partial.unlink()
         result = self._finish(dataset, records, started)
         return result
+
+    async def _start_all(
+        self, calls: Iterable[Call], one: Callable[[Call], Awaitable[None]]
+    ) -> list[asyncio.Future[None]]:
+        """Start each call as soon as it is prepared, yielding to the event loop after every
+        `max_concurrency` calls, so that rendering the rest overlaps the first requests."""
+        started: list[asyncio.Future[None]] = []
+        batch = self.config.provider.max_concurrency
+        try:
+            for call in calls:
+                started.append(asyncio.ensure_future(one(call)))
+                if len(started) % batch == 0:
+                    await asyncio.sleep(0)
+        except BaseException:
+            for future in started:
+                future.cancel()
+            await asyncio.gather(*started, return_exceptions=True)
+            raise
+        return started
 
     def _report_interrupted(self, partial: Path) -> None:
         if not partial.exists():

@@ -144,3 +144,81 @@ def test_repeats_share_answers_when_decoding_is_greedy(tiny_dataset: Path, tmp_p
     sampled = make_config(tiny_dataset, temperature=0.7).model_copy(update={"repeats": 2})
     _, judge = run(sampled, tmp_path)
     assert len(judge.calls) == 24
+
+
+def test_first_calls_go_out_while_later_ones_are_still_prepared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.conftest import write_tiny_dataset
+
+    dataset = write_tiny_dataset(tmp_path / "data", n_items=10, seconds=0.05)
+    config = make_config(dataset, max_concurrency=4)
+    judge = create_provider(config.provider)
+    assert isinstance(judge, MockJudge)
+    sent_when_prepared: list[int] = []
+    runner = Runner(
+        config,
+        cache=ResponseCache(tmp_path / "cache"),
+        results_dir=tmp_path / "results",
+        provider=judge,
+        show_progress=False,
+    )
+    iter_calls = runner.iter_calls
+
+    def watched(data: Any) -> Any:
+        for call in iter_calls(data):
+            sent_when_prepared.append(len(judge.calls))
+            yield call
+
+    monkeypatch.setattr(runner, "iter_calls", watched)
+    result = asyncio.run(runner.run())
+    assert result.stats.calls == len(judge.calls) == 40
+    assert sent_when_prepared[0] == 0
+    assert sent_when_prepared[-1] > 0  # requests were under way before the last was rendered
+
+
+def test_a_preparation_error_cancels_the_calls_already_started(
+    tiny_dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.errors import HarnessError
+
+    config = make_config(tiny_dataset, max_concurrency=1, delay_s=30.0)
+    runner = Runner(
+        config,
+        cache=ResponseCache(tmp_path / "cache"),
+        results_dir=tmp_path / "results",
+        show_progress=False,
+    )
+    iter_calls = runner.iter_calls
+
+    def broken(data: Any) -> Any:
+        calls = iter_calls(data)
+        yield next(calls)
+        yield next(calls)
+        raise HarnessError("item 2 cannot be rendered")
+
+    monkeypatch.setattr(runner, "iter_calls", broken)
+
+    async def run_and_list_leftovers() -> list[str]:
+        with pytest.raises(HarnessError, match="cannot be rendered"):
+            await runner.run()
+        await asyncio.sleep(0)  # let the cancelled renewal task finish
+        this = asyncio.current_task()
+        return [repr(t) for t in asyncio.all_tasks() if t is not this and not t.done()]
+
+    assert asyncio.run(run_and_list_leftovers()) == []
+
+
+def test_one_task_renews_every_claim_a_long_call_holds(
+    tiny_dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import harness.runner
+
+    monkeypatch.setattr(harness.runner, "CLAIM_LEASE_S", 0.3)  # renewed every 0.1 s
+    renewed: list[str] = []
+    monkeypatch.setattr(ResponseCache, "renew", lambda self, key, lease_s=0: renewed.append(key))
+    config = make_config(tiny_dataset, max_concurrency=12, delay_s=0.35)
+    result, judge = run(config, tmp_path)
+    assert len(judge.calls) == 12 and result.complete
+    keys = set(renewed)
+    assert len(keys) == 12 and all(renewed.count(k) >= 2 for k in keys)
