@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import wave
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from math import gcd
@@ -67,13 +68,25 @@ def resample(
     return np.asarray(out, dtype=np.float32)
 
 
+def _is_pcm16_mono(data: bytes, sample_rate: int | None) -> bool:
+    """Whether WAV bytes are 16-bit PCM mono at `sample_rate` (any rate when None), from
+    the header alone (cheaper than opening the file with libsndfile)."""
+    try:
+        with wave.open(io.BytesIO(data)) as header:
+            rate_ok = sample_rate is None or header.getframerate() == sample_rate
+            return header.getnchannels() == 1 and header.getsampwidth() == 2 and rate_ok
+    except (wave.Error, EOFError):
+        return False
+
+
 @lru_cache(maxsize=ENCODED_CACHE_SIZE)
 def encode_wav(path: Path, sample_rate: int | None = None) -> bytes:
     """16-bit PCM WAV bytes of the clip, mono, at `sample_rate` (native rate when None)."""
-    info = soundfile.info(str(path))
-    rate = sample_rate or info.samplerate
-    if (info.format, info.channels, info.subtype, info.samplerate) == ("WAV", 1, "PCM_16", rate):
-        return path.read_bytes()  # already what is asked for: no decode and re-encode
+    if path.suffix.lower() == ".wav":
+        data = path.read_bytes()
+        if _is_pcm16_mono(data, sample_rate):
+            return data  # already what is asked for: no decode and re-encode
+    rate = sample_rate or soundfile.info(str(path)).samplerate
     buffer = io.BytesIO()
     soundfile.write(buffer, read_mono(path, sample_rate), rate, format="WAV", subtype="PCM_16")
     return buffer.getvalue()

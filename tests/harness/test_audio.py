@@ -47,3 +47,5 @@ def test_encode_wav_sends_a_clip_already_in_the_wire_format_as_it_is(tmp_path: P
     assert soundfile.info(io.BytesIO(encode_wav(tmp_path / "m.wav", 8000))).samplerate == 8000
     stereo = encode_wav(tmp_path / "s.wav", 16000)  # right rate, wrong channel count
     assert soundfile.info(io.BytesIO(stereo)).channels == 1
+    soundfile.write(tmp_path / "f.wav", samples, 16000, subtype="FLOAT")
+    assert soundfile.info(io.BytesIO(encode_wav(tmp_path / "f.wav", 16000))).subtype == "PCM_16"
