@@ -116,6 +116,9 @@ def write_run_report(
     cost = cost_line(stats.get("cost"))
     if cost:
         lines.append(cost)
+    summaries = cost_line(stats.get("summaries_cost"))
+    if summaries:
+        lines.append("Summaries: " + summaries[0].lower() + summaries[1:])
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -260,11 +263,16 @@ def load_runs(paths: Sequence[Path], *, dataset: Path | None = None) -> list[Run
 
 
 def estimated_cost(stats: Mapping[str, Any]) -> float | None:
-    """Estimated cost in USD of all the run's answers (run.json `cost.usd`, written by
-    harness.pricing.run_cost); None when the run has no price for its model."""
-    cost = stats.get("cost")
-    usd = cost.get("usd") if isinstance(cost, dict) else None
-    return float(usd) if isinstance(usd, int | float) and not isinstance(usd, bool) else None
+    """Estimated cost in USD of all the run's answers, generated summaries included (run.json
+    `cost.usd` and `summaries_cost.usd`, written by harness.pricing.run_cost); None when the
+    run has no price for its model."""
+    total = None
+    for block in ("cost", "summaries_cost"):
+        cost = stats.get(block)
+        usd = cost.get("usd") if isinstance(cost, dict) else None
+        if isinstance(usd, int | float) and not isinstance(usd, bool):
+            total = (total or 0.0) + float(usd)
+    return total
 
 
 def _tokens(stats: Mapping[str, Any]) -> str:

@@ -337,7 +337,7 @@ class Runner:
             "extra": response.extra,
         }
 
-    async def _answer(
+    async def answer(
         self, key: str, request: ChatRequest | ScoreRequest
     ) -> tuple[dict[str, Any], bool]:
         """The answer for `key` and whether it came without a model call (from the cache,
@@ -406,7 +406,7 @@ class Runner:
             scores=dict.fromkeys(call.candidates),
         )
         try:
-            answer, hit = await self._answer(call.key, call.request)
+            answer, hit = await self.answer(call.key, call.request)
         except ProviderError as exc:
             self._fail(record, exc)
             return record
@@ -421,7 +421,7 @@ class Runner:
                 break
             record.attempts.append(answer["text"])
             try:
-                answer, hit = await self._answer(f"{call.key}:reask{attempt}", call.request)
+                answer, hit = await self.answer(f"{call.key}:reask{attempt}", call.request)
             except ProviderError as exc:
                 self._fail(record, exc)
                 break
@@ -580,6 +580,11 @@ class Runner:
         stats = self.stats.to_json()
         if isinstance(self.provider, Judge):
             stats["cost"] = run_cost(self.config.provider, self.provider.model, records)
+        summaries = self.summaries
+        if summaries.records and summaries.provider and summaries.model:
+            stats["summaries_cost"] = run_cost(
+                summaries.provider, summaries.model, summaries.records
+            )
         (self.out_dir / "run.json").write_text(json.dumps(stats, indent=2) + "\n")
         (self.out_dir / "config.yaml").write_text(
             yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False)

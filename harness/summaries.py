@@ -22,6 +22,7 @@ from harness.errors import DatasetError, HarnessError, ProviderError
 from harness.fewshot import dialogue_key
 from harness.parsing import ParseError, parse_summary
 from harness.prompts import render, template_hash
+from harness.records import Record
 from harness.secrets import scrub
 from providers import ChatRequest, Judge, ProviderConfig
 
@@ -49,6 +50,8 @@ class SummaryLine:
     cache_hit: bool | None = None
     error: str | None = None
     raw: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
 
 
 def summary_request(item: Item) -> ChatRequest:
@@ -67,6 +70,9 @@ class Summaries:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._generated: dict[str, str] = {}
+        self.records: list[Record] = []  # the summariser's calls, for usage and cost
+        self.provider: ProviderConfig | None = None
+        self.model: str | None = None
 
     def get(self, item: Item) -> str:
         if item.summary:
@@ -99,12 +105,28 @@ class Summaries:
                         f"{summarizer.provider.config.name} ({summarizer.provider.model})[/]"
                     )
                 lines = await asyncio.gather(
-                    *(_summarize(summarizer, item) for item, _ in todo.values())
+                    *(summarize(summarizer, item) for item, _ in todo.values())
                 )
             finally:
                 if owned:
                     await summarizer.provider.aclose()
+            self.provider, self.model = summarizer.config.provider, summarizer.provider.model
+            if owned:
+                runner.stats.model_calls += summarizer.stats.model_calls
+                runner.stats.retries += summarizer.stats.retries
             for key, line in zip(todo, lines, strict=True):
+                self.records.append(
+                    Record(
+                        item_id=line.item_id,
+                        candidates=[],
+                        raw=line.raw if line.summary is None else line.summary,
+                        scores={},
+                        cache_hit=bool(line.cache_hit),
+                        input_tokens=line.input_tokens,
+                        output_tokens=line.output_tokens,
+                        extra={"purpose": "summary"},
+                    )
+                )
                 made[key] = line
                 if line.summary is not None:
                     self._generated[key] = line.summary
@@ -166,7 +188,9 @@ def _summarizer(runner: Runner, first: Item, folder: Path) -> tuple[Runner, bool
     return sub, True
 
 
-async def _summarize(runner: Runner, item: Item) -> SummaryLine:
+async def summarize(runner: Runner, item: Item) -> SummaryLine:
+    """The item's one-sentence summary from `runner`'s provider, through its cache, retries
+    and re-asks; a failure is reported in the line, never turned into text."""
     provider = runner.provider
     request = summary_request(item)
     key = cache_key(
@@ -184,13 +208,16 @@ async def _summarize(runner: Runner, item: Item) -> SummaryLine:
     )
     for attempt in range(runner.config.provider.reask + 1):
         try:
-            answer, hit = await runner._answer(
+            answer, hit = await runner.answer(
                 key if attempt == 0 else f"{key}:reask{attempt}", request
             )
         except ProviderError as exc:
             line.error = scrub(f"{exc.kind}: {exc}")
             return line
         line.cache_hit = hit if line.cache_hit is None else line.cache_hit and hit
+        for name in ("input_tokens", "output_tokens"):
+            if answer.get(name) is not None:
+                setattr(line, name, (getattr(line, name) or 0) + answer[name])
         try:
             line.summary = parse_summary(answer["text"])
         except ParseError as exc:

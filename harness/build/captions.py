@@ -53,7 +53,7 @@ def caption_dialogues(
 ) -> CaptionOutcome:
     """A caption for each dialogue (by id); failures are listed, never turned into text."""
     from harness.runner import Runner
-    from harness.summaries import _summarize
+    from harness.summaries import summarize
 
     provider = create_provider(provider_config)
     if not isinstance(provider, Judge):
@@ -70,7 +70,7 @@ def caption_dialogues(
 
     async def run_all() -> None:
         try:
-            lines = await asyncio.gather(*(_summarize(runner, as_item(d)) for d in dialogues))
+            lines = await asyncio.gather(*(summarize(runner, as_item(d)) for d in dialogues))
         finally:
             await provider.aclose()
         for line in lines:

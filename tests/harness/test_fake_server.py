@@ -426,6 +426,7 @@ def test_missing_summaries_are_generated_through_the_fake_server(
                     "name": "gemini",
                     "model": "fake-model",
                     "base_url": fake.gemini_base_url,
+                    "prices": {"input": 1.0, "output": 2.0},
                 },
             }
         )
@@ -443,3 +444,11 @@ def test_missing_summaries_are_generated_through_the_fake_server(
     assert all(20 <= len(line["summary"].split()) <= 35 for line in lines)
     assert len(summary_requests) == 3
     assert result.stats.parse_failures == 0 and result.aggregate.coverage == 1.0
+    run = json.loads((result.out_dir / "run.json").read_text())
+    usage = run["summaries_cost"]["usage"]
+    assert usage["calls"] == 3
+    assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0
+    expected = (usage["input_tokens"] * 1.0 + usage["output_tokens"] * 2.0) / 1e6
+    assert run["summaries_cost"]["usd"] == pytest.approx(expected, abs=1e-6)
+    assert run["model_calls"] == 3 + 12
+    assert "Summaries: estimated cost" in (result.out_dir / "report.md").read_text()

@@ -149,7 +149,7 @@ def test_captions_share_the_summariser_cache(tmp_path: Path) -> None:
     from harness.config import ExperimentConfig
     from harness.dataset import Item
     from harness.runner import Runner
-    from harness.summaries import _summarize
+    from harness.summaries import summarize
 
     dialogue = {
         "id": "dd1",
@@ -165,7 +165,7 @@ def test_captions_share_the_summariser_cache(tmp_path: Path) -> None:
         cache=cache,
         show_progress=False,
     )
-    line = asyncio.run(_summarize(runner, item))
+    line = asyncio.run(summarize(runner, item))
     cache.close()
     assert line.summary == CAPTION and line.cache_hit and runner.stats.model_calls == 0
 
