@@ -36,12 +36,14 @@ def run_all(
     if sweep:
         write_comparison(results_dir / sweep / "comparison.md", sweep, rows)
     for result in results:
+        stats = result.stats
         console.print(
-            f"[dim]{result.config.name}: {result.out_dir}/ "
-            f"({result.stats.calls} calls, {result.stats.cache_hits} cached, "
-            f"{result.stats.errors} failed, {result.stats.parse_failures} unparsable, "
-            f"{result.stats.wall_s:.1f} s)[/]"
+            f"[dim]{result.config.name}: {stats.calls} calls ({stats.model_calls} to the model, "
+            f"{stats.cache_hits} cached), {stats.errors} failed, {stats.parse_failures} "
+            f"unparsable, {stats.wall_s:.1f} s[/]"
         )
+    where = results_dir / sweep if sweep else results[0].out_dir
+    console.print(f"[dim]results in {where}/ (records.jsonl, metrics.json, report.md per run)[/]")
     return results
 
 

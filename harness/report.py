@@ -82,9 +82,13 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 def rich_table(title: str, runs: Sequence[tuple[str, Mapping[str, Any]]]) -> Table:
     table = Table(title=title, title_justify="left")
     for column in HEADER:
-        table.add_column(column, justify="left" if column == "run" else "right")
+        if column == "run":
+            table.add_column(column, overflow="fold", min_width=24)
+        else:
+            table.add_column(column, justify="right", no_wrap=True)
     for row in metric_rows(runs):
-        table.add_row(*row)
+        # The CI goes under the mean so that run names keep their room.
+        table.add_row(*(cell.replace(" [", "\n[") for cell in row))
     return table
 
 
