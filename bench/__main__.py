@@ -79,7 +79,7 @@ def write_results(path: Path, results: list[BenchResult], header: list[str], com
         met = {True: "yes", False: "**no**", None: "-"}[r.met]
         lines.append(f"| {r.name} | {r.summary} | {r.goal or '-'} | {met} |")
     for r in results:
-        lines += ["", f"## {r.name}", ""]
+        lines += ["", f"## {r.name}", "", BENCHMARKS[r.name][1], ""]
         lines += [f"- {key}: {value}" for key, value in r.figures.items()]
         lines += [f"- note: {note}" for note in r.notes]
     path.write_text("\n".join(lines) + "\n")
