@@ -133,6 +133,10 @@ THROUGHPUT = {
 
 def synth_dataset(spec: DatasetSpec, root: Path | None = None) -> Path:
     """Write (once; reused while its manifest matches) a dataset folder for `spec`."""
+    if spec.n_clips < spec.n_candidates:
+        raise ValueError(
+            f"{spec.n_clips} clips cannot give {spec.n_candidates} distinct candidates"
+        )
     folder = (root or OUT) / spec.folder_name
     manifest = folder / "manifest.json"
     wanted = json.dumps(spec.__dict__, sort_keys=True)

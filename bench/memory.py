@@ -50,7 +50,9 @@ def run(size: Size, work: Path) -> BenchResult:
     workload = WORKLOADS[size]
     spec = workload.spec
     quarter = Workload(
-        DatasetSpec(spec.n_items, spec.n_clips // 4, spec.seconds, spec.sample_rate),
+        DatasetSpec(
+            spec.n_items, max(spec.n_candidates, spec.n_clips // 4), spec.seconds, spec.sample_rate
+        ),
         workload.latency_s,
         workload.concurrency,
     )
