@@ -64,3 +64,8 @@ def common_hash(path: Path) -> str:
     import hashlib
 
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_too_few_clips_for_distinct_candidates_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="distinct candidates"):
+        common.synth_dataset(common.DatasetSpec(n_items=2, n_clips=3, seconds=0.1), tmp_path)
