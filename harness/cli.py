@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from harness.annotate.cli import annotate
 from harness.build.cli import app as build_app
+from harness.console import terminal
 from harness.errors import HarnessError
 
 app = typer.Typer(
@@ -25,8 +25,8 @@ app = typer.Typer(
 )
 app.add_typer(build_app, name="build")
 app.command()(annotate)
-console = Console()
-err_console = Console(stderr=True)
+console = terminal()
+err_console = terminal(stderr=True)
 F = TypeVar("F", bound=Callable[..., Any])
 if TYPE_CHECKING:
     from harness.runner import RunResult
