@@ -66,10 +66,11 @@ def make_dataset(tmp_path: Path) -> MakeDataset:
 # ------------------------------------------------------------------ against the fake API server
 FAST = {
     # Short waits so that faults cost milliseconds: the fake server asks for Retry-After
-    # 0.02 s, backoff starts at 0.01 s, and a stalled request is given up after 0.5 s.
+    # 0.02 s, backoff starts at 0.01 s, and a stalled request is given up after 2 s
+    # (generous enough that a loaded CI machine does not time out fault-free calls).
     "retry_wait_s": 0.01,
     "retry_max_wait_s": 0.05,
-    "timeout_s": 0.5,
+    "timeout_s": 2.0,
 }
 TRANSIENT = ("429", "500", "503", "timeout", "drop")
 
