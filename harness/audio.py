@@ -6,7 +6,6 @@ encoded once per run while memory stays bounded however many clips a dataset has
 
 from __future__ import annotations
 
-import hashlib
 import io
 import wave
 from dataclasses import dataclass
@@ -17,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import soundfile
 from numpy.typing import NDArray
+
+from harness.cache import sha256_file
 
 ENCODED_CACHE_SIZE = 64
 
@@ -38,11 +39,8 @@ class AudioRef:
 
 @cache
 def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    """Content hash of a clip, computed once per path per process."""
+    return sha256_file(path)
 
 
 def audio_ref(clip_id: str, path: Path) -> AudioRef:

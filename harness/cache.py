@@ -59,6 +59,15 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def sha256_file(path: Path) -> str:
+    """SHA-256 of a file's bytes, read in blocks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def cache_key(payload: dict[str, Any]) -> str:
     """SHA-256 of the canonical JSON of `payload` plus the cache schema version."""
     body = canonical_json({**payload, "cache_schema": CACHE_SCHEMA_VERSION})

@@ -96,7 +96,8 @@ class Dataset(BaseModel):
         )
 
 
-def _jsonl_objects(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; DatasetError names a bad line."""
     if not path.is_file():
         raise DatasetError(path, None, "file not found")
     with path.open("rb") as handle:
@@ -126,7 +127,7 @@ def _pydantic_reason(exc: ValidationError) -> str:
 def load_clips(root: Path, *, check_audio: bool = True) -> dict[str, Clip]:
     path = root / "clips.jsonl"
     clips: dict[str, Clip] = {}
-    for line_no, obj in _jsonl_objects(path):
+    for line_no, obj in read_jsonl(path):
         try:
             clip = Clip.model_validate({**obj, "root": root})
         except ValidationError as exc:
@@ -154,7 +155,7 @@ def load_items(root: Path, clips: dict[str, Clip]) -> tuple[Item, ...]:
     path = root / "items.jsonl"
     items: list[Item] = []
     seen: set[str] = set()
-    for line_no, obj in _jsonl_objects(path):
+    for line_no, obj in read_jsonl(path):
         try:
             item = Item.model_validate(obj)
         except ValidationError as exc:

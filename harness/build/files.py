@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from harness.errors import DatasetError, HarnessError
+from harness.errors import HarnessError
 
 MARKER = "build.json"  # written last into a built dataset; marks a folder we may replace
 
@@ -37,31 +36,6 @@ def write_json(path: Path, value: Any) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(value, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     os.replace(tmp, path)
-
-
-def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line; DatasetError names the bad line."""
-    if not path.is_file():
-        raise DatasetError(path, None, "file not found")
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(path, line_no, f"not valid JSON ({exc.msg})") from None
-            if not isinstance(obj, dict):
-                raise DatasetError(path, line_no, "expected a JSON object")
-            yield line_no, obj
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def prepare_out_dir(out_dir: Path, *, overwrite: bool) -> None:

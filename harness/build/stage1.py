@@ -20,7 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.build.files import sha256_of, write_json, write_jsonl
+from harness.build.files import write_json, write_jsonl
+from harness.cache import sha256_file
 from harness.errors import DatasetError
 
 MUSICCAPS_COLUMNS = (
@@ -354,7 +355,7 @@ def run_stage1(csv_path: Path, out_dir: Path, config: Stage1Config | None = None
     """Filter `csv_path` into `out_dir`: kept.jsonl, removed.jsonl, report.json."""
     config = config or Stage1Config()
     result = filter_clips(read_musiccaps(csv_path), config)
-    result.report["input_sha256"] = sha256_of(csv_path)
+    result.report["input_sha256"] = sha256_file(csv_path)
     write_jsonl(out_dir / "kept.jsonl", result.kept)
     write_jsonl(out_dir / "removed.jsonl", result.removed)
     write_json(out_dir / "report.json", result.report)

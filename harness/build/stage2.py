@@ -18,7 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from harness.build.files import dumps, read_jsonl, sha256_of, write_json, write_jsonl
+from harness.build.files import dumps, write_json, write_jsonl
+from harness.cache import sha256_file
+from harness.dataset import read_jsonl
 from harness.errors import DatasetError, HarnessError
 from providers._base import ProviderConfig
 
@@ -251,7 +253,7 @@ def run_stage2(
     report: dict[str, Any] = {
         "input": {
             "text_file": read.text_path.name,
-            "text_sha256": sha256_of(read.text_path),
+            "text_sha256": sha256_file(read.text_path),
             "label_files": read.label_files,
         },
         "empty_lines": read.empty_lines,

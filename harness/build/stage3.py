@@ -21,16 +21,10 @@ import soundfile
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.build.embed import EmbedderConfig, embed_texts
-from harness.build.files import (
-    MARKER,
-    prepare_out_dir,
-    read_jsonl,
-    sha256_of,
-    write_json,
-    write_jsonl,
-)
+from harness.build.files import MARKER, prepare_out_dir, write_json, write_jsonl
 from harness.build.stage2 import load_dialogues, require_captions
-from harness.dataset import load_dataset
+from harness.cache import sha256_file
+from harness.dataset import load_dataset, read_jsonl
 from harness.errors import DatasetError, HarnessError
 
 
@@ -198,8 +192,8 @@ def run_stage3(
     write_jsonl(out_dir / "items.jsonl", items)
     report = {
         "inputs": {
-            "clips_sha256": sha256_of(clips_path),
-            "dialogues_sha256": sha256_of(dialogues_path),
+            "clips_sha256": sha256_file(clips_path),
+            "dialogues_sha256": sha256_file(dialogues_path),
         },
         "n_items": len(items),
         "n_clips_in": len(pool.clips) + sum(pool.excluded.values()),

@@ -20,15 +20,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.build.files import (
-    MARKER,
-    prepare_out_dir,
-    read_jsonl,
-    sha256_of,
-    write_json,
-    write_jsonl,
-)
-from harness.dataset import load_dataset
+from harness.build.files import MARKER, prepare_out_dir, write_json, write_jsonl
+from harness.cache import sha256_file
+from harness.dataset import load_dataset, read_jsonl
 from harness.errors import HarnessError
 
 Ranking = Sequence[str]  # candidate ids, best first
@@ -175,7 +169,7 @@ def run_stage4(
         _link_or_copy(dataset.clips[clip["id"]].path, target)
     write_jsonl(out_dir / "clips.jsonl", clips)
     write_jsonl(out_dir / "items.jsonl", kept)
-    report["input_items_sha256"] = sha256_of(dataset_dir / "items.jsonl")
+    report["input_items_sha256"] = sha256_file(dataset_dir / "items.jsonl")
     load_dataset(out_dir)
     write_json(out_dir / MARKER, report)
     return report
