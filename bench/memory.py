@@ -68,7 +68,7 @@ def run(size: Size, work: Path) -> BenchResult:
         ),
         figures={
             "calls": workload.calls,
-            "clip": f"{spec.seconds:g} s mono 16-bit WAV at {spec.sample_rate} Hz, sent at 16 kHz",
+            "clip": f"{spec.seconds:g} s mono 16-bit WAV at {spec.sample_rate} Hz, sent as stored",
             "clips": spec.n_clips,
             "audio on disk (MiB)": round(audio_bytes / mib, 1),
             "peak RSS (MiB)": round(peak / mib, 1),
