@@ -212,9 +212,9 @@ def test_a_preparation_error_cancels_the_calls_already_started(
 def test_one_task_renews_every_claim_a_long_call_holds(
     tiny_dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import harness.runner
+    import harness.answering
 
-    monkeypatch.setattr(harness.runner, "CLAIM_LEASE_S", 0.3)  # renewed every 0.1 s
+    monkeypatch.setattr(harness.answering, "CLAIM_LEASE_S", 0.3)  # renewed every 0.1 s
     renewed: list[str] = []
     monkeypatch.setattr(ResponseCache, "renew", lambda self, key, lease_s=0: renewed.append(key))
     config = make_config(tiny_dataset, max_concurrency=12, delay_s=0.35)
