@@ -20,6 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from harness.answering import Answerer, RunStats
 from harness.cache import ResponseCache, cache_key
 from harness.config import ExperimentConfig
+from harness.console import terminal
 from harness.dataset import Dataset, Item, load_dataset
 from harness.errors import ProviderError
 from harness.fewshot import Example, check_no_leak, load_examples
@@ -88,7 +89,7 @@ class Runner:
         self.cache = cache
         self.out_dir = results_dir / config.results_subdir
         self.provider = provider or create_provider(config.provider)
-        self.console = console or Console(stderr=True)
+        self.console = console or terminal(stderr=True)
         self.show_progress = show_progress
         self.stats = RunStats()
         self.answerer = Answerer(self.provider, config.provider, cache, self.stats)

@@ -40,6 +40,11 @@ class TextEmbeddingScorer(Scorer):
         if self._model is None:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as transformers_logging
+
+            # The run shows its own progress bar; hide the weight-loading one.
+
+            transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
             self._model = SentenceTransformer(resolve_model_path(self.model), device="cpu")
         return self._model
