@@ -43,7 +43,6 @@ class TextEmbeddingScorer(Scorer):
             from transformers.utils import logging as transformers_logging
 
             # The run shows its own progress bar; hide the weight-loading one.
-
             transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
             self._model = SentenceTransformer(resolve_model_path(self.model), device="cpu")
