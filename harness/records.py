@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -147,11 +147,17 @@ def read_predictions(path: Path, items: list[Item]) -> Predictions:
     return dict(predictions)
 
 
-def write_predictions(path: Path, predictions: Predictions) -> None:
+def write_predictions(path: Path, predictions: Predictions, items: Sequence[Item]) -> None:
+    """Predictions in the DESIGN.md form that `harness evaluate` reads, in dataset order
+    (candidates too), so that a run's file is the same however its calls completed."""
     with path.open("w", encoding="utf-8") as handle:
         for repeat in sorted(predictions):
-            for item_id, scores in predictions[repeat].items():
-                line: dict[str, Any] = {"item_id": item_id, "scores": scores}
+            for item in items:
+                if item.id not in predictions[repeat]:
+                    continue
+                given = predictions[repeat][item.id]
+                scores = {cid: given[cid] for cid in item.candidates if cid in given}
+                line: dict[str, Any] = {"item_id": item.id, "scores": scores}
                 if repeat:
                     line["repeat"] = repeat
                 handle.write(json.dumps(line) + "\n")

@@ -34,6 +34,7 @@ from harness.records import (
     RecordWriter,
     predictions_from_records,
     scan_partial,
+    write_predictions,
     write_sorted,
 )
 from harness.report import write_run_report
@@ -364,8 +365,12 @@ class Runner:
             disable=not self.show_progress,
         )
 
-    def _aggregate(self, dataset: Dataset, records: list[Record]) -> Aggregate:
+    def _aggregate(
+        self, dataset: Dataset, records: list[Record], predictions_file: Path | None = None
+    ) -> Aggregate:
         predictions = predictions_from_records(records)
+        if predictions_file is not None:
+            write_predictions(predictions_file, predictions, dataset.items)
         matrices = [
             build_matrix(dataset.items, predictions.get(repeat, {}))
             for repeat in range(self.config.repeats)
@@ -378,7 +383,7 @@ class Runner:
         )
 
     def _finish(self, dataset: Dataset, records: list[Record], started: float) -> RunResult:
-        result_aggregate = self._aggregate(dataset, records)
+        result_aggregate = self._aggregate(dataset, records, self.out_dir / "predictions.jsonl")
         self.stats.wall_s = round(time.perf_counter() - started, 3)
         metrics = result_aggregate.to_json()
         metrics["parse_failures"] = self.stats.parse_failures

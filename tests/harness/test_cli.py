@@ -163,3 +163,52 @@ def test_providers_lists_the_registry() -> None:
     assert result.exit_code == 0
     for name in ("mock", "random", "text-embedding"):
         assert name in result.output
+
+
+def test_a_runs_predictions_evaluate_to_its_own_metrics(tiny_dataset: Path, tmp_path: Path) -> None:
+    """One metric code path: a run's predictions.jsonl, fed to `harness evaluate`, gives
+    exactly the run's metrics.json (ties and missing scores included)."""
+    experiment = tmp_path / "exp.yaml"
+    experiment.write_text(
+        f"name: tiny\ndataset: {tiny_dataset}\nn_bootstrap: 200\nseed: 3\n"
+        "provider: {name: mock, answers: {c0_0: 5.0, c0_1: 5.0, c1_2: 'not json', c2_3: 9.9}}\n"
+    )
+    args = [
+        "run",
+        str(experiment),
+        "--results-dir",
+        str(tmp_path / "r"),
+        "--cache-dir",
+        str(tmp_path / "c"),
+        "--no-progress",
+    ]
+    assert runner.invoke(app, args).exit_code == 0
+    folder = tmp_path / "r" / "tiny"
+    lines = [json.loads(line) for line in (folder / "predictions.jsonl").read_text().splitlines()]
+    assert [line["item_id"] for line in lines] == ["d0", "d1", "d2"]
+    assert lines[1]["scores"]["c1_2"] is None
+    out = tmp_path / "evaluated.json"
+    result = runner.invoke(
+        app,
+        [
+            "evaluate",
+            "--dataset",
+            str(tiny_dataset),
+            "--predictions",
+            str(folder / "predictions.jsonl"),
+            "--n-bootstrap",
+            "200",
+            "--seed",
+            "3",
+            "--out",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    evaluated, run_metrics = (
+        json.loads(out.read_text()),
+        json.loads((folder / "metrics.json").read_text()),
+    )
+    assert evaluated["metrics"] == run_metrics["metrics"]
+    assert evaluated["coverage"] == run_metrics["coverage"] == round(11 / 12, 6)
+    assert evaluated["tie_rate"] == run_metrics["tie_rate"]
