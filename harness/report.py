@@ -639,9 +639,11 @@ def comparison_rich_table(title: str, runs: Sequence[RunData]) -> Table:
             justify="left" if first else "right",
             no_wrap=not first,
             overflow="fold" if first else "ellipsis",
+            min_width=24 if first else None,
         )
     for row in comparison_rows(runs):
-        table.add_row(*(row[i] for i in keep))
+        # The CI goes under the mean so that run names keep their room.
+        table.add_row(*(row[i].replace(" [", "\n[") for i in keep))
     return table
 
 
