@@ -22,6 +22,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",  # docstrings reflow; [brackets] in help stay literal
 )
 app.add_typer(build_app, name="build")
 app.command()(annotate)

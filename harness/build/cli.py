@@ -15,6 +15,7 @@ from harness.console import terminal
 app = typer.Typer(
     help="Build a DialBGM-style benchmark from MusicCaps and DailyDialog, stage by stage.",
     no_args_is_help=True,
+    rich_markup_mode="markdown",
 )
 
 console = terminal()
