@@ -1,0 +1,97 @@
+"""The call path on its own: sharing identical requests, retries, fail-fast, the cache."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.answering import Answerer, RunStats
+from harness.cache import ResponseCache
+from harness.errors import ProviderError
+from providers import ChatRequest, ChatResponse, Judge, ProviderConfig
+
+REQUEST = ChatRequest("system", ("user",))
+
+
+class ScriptedJudge(Judge):
+    """Answers from a script: a ProviderError is raised, a string is answered."""
+
+    def __init__(self, script: list[Any], delay_s: float = 0.0) -> None:
+        super().__init__(ProviderConfig(name="scripted"))
+        self.script, self.delay_s, self.calls = list(script), delay_s, 0
+
+    async def generate(self, request: ChatRequest) -> ChatResponse:
+        self.calls += 1
+        await asyncio.sleep(self.delay_s)
+        step = self.script.pop(0) if len(self.script) > 1 else self.script[0]
+        if isinstance(step, ProviderError):
+            raise step
+        return ChatResponse(text=step, input_tokens=3, output_tokens=2)
+
+
+def answerer(judge: Judge, tmp_path: Path, **settings: Any) -> tuple[Answerer, ResponseCache]:
+    cache = ResponseCache(tmp_path / "cache")
+    config = ProviderConfig(name="scripted", retry_wait_s=0.001, retry_max_wait_s=0.01, **settings)
+    return Answerer(judge, config, cache, RunStats()), cache
+
+
+def test_identical_requests_in_flight_are_paid_once(tmp_path: Path) -> None:
+    judge = ScriptedJudge(['{"score": 5}'], delay_s=0.05)
+    path, cache = answerer(judge, tmp_path)
+
+    async def both() -> list[tuple[dict[str, Any], bool]]:
+        return await asyncio.gather(path.answer("k", REQUEST), path.answer("k", REQUEST))
+
+    (first, first_hit), (second, second_hit) = asyncio.run(both())
+    assert judge.calls == 1
+    assert first["text"] == second["text"] == '{"score": 5}'
+    assert sorted([first_hit, second_hit]) == [False, True]
+    assert cache.get("k") == first  # stored, so the next run pays nothing
+    cache.close()
+
+
+def test_transient_failures_are_retried_waiting_what_the_server_asked(tmp_path: Path) -> None:
+    busy = ProviderError("busy", transient=True, kind="rate_limit", retry_after=0.2)
+    judge = ScriptedJudge([busy, '{"score": 1}'])
+    path, cache = answerer(judge, tmp_path)
+
+    async def timed() -> float:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        await path.answer("k", REQUEST)
+        return loop.time() - start
+
+    assert asyncio.run(timed()) >= 0.2
+    assert judge.calls == 2 and path.stats.retries == 1 and path.stats.model_calls == 2
+    cache.close()
+
+
+def test_attempts_are_capped_and_errors_never_cached(tmp_path: Path) -> None:
+    judge = ScriptedJudge([ProviderError("down", transient=True, kind="server_error")])
+    path, cache = answerer(judge, tmp_path, max_attempts=3)
+    with pytest.raises(ProviderError, match="down"):
+        asyncio.run(path.answer("k", REQUEST))
+    assert judge.calls == 3
+    assert cache.get("k") is None
+    cache.close()
+
+
+def test_an_auth_failure_stops_every_later_call(tmp_path: Path) -> None:
+    judge = ScriptedJudge([ProviderError("check OPENAI_API_KEY", transient=False, kind="auth")])
+    path, cache = answerer(judge, tmp_path, max_attempts=5)
+
+    async def three() -> list[BaseException | tuple[dict[str, Any], bool]]:
+        first = await asyncio.gather(path.answer("a", REQUEST), return_exceptions=True)
+        rest = await asyncio.gather(
+            path.answer("b", REQUEST), path.answer("c", REQUEST), return_exceptions=True
+        )
+        return [*first, *rest]
+
+    outcomes = asyncio.run(three())
+    assert judge.calls == 1  # no retry, and nothing sent after it
+    kinds = [o.kind for o in outcomes if isinstance(o, ProviderError)]
+    assert kinds == ["auth", "not_sent", "not_sent"]
+    cache.close()
