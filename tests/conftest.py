@@ -1,13 +1,21 @@
-"""Shared fixtures: a tiny dataset written on the fly with synthesised audio."""
+"""Shared fixtures: a tiny dataset written on the fly with synthesised audio, and a run of
+an experiment config into a work folder."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile
+
+from harness.cache import ResponseCache
+from harness.config import ExperimentConfig
+from harness.records import Record, read_records
+from harness.runner import Runner, RunResult
+from providers import Provider
 
 SAMPLE_RATE = 16000
 
@@ -67,3 +75,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="Rewrite tests/snapshots/*.txt from the current prompt templates.",
     )
+
+
+def run_config(
+    config: ExperimentConfig, workdir: Path, provider: Provider | None = None
+) -> tuple[RunResult, list[Record]]:
+    """Run `config` with its cache in `workdir/cache` and results in `workdir/results`; the
+    result and the records it wrote."""
+    cache = ResponseCache(workdir / "cache")
+    try:
+        runner = Runner(
+            config,
+            cache=cache,
+            results_dir=workdir / "results",
+            provider=provider,
+            show_progress=False,
+        )
+        result = asyncio.run(runner.run())
+    finally:
+        cache.close()
+    return result, list(read_records(result.out_dir / "records.jsonl"))

@@ -3,7 +3,6 @@ providers (tests/providers/test_gemini.py, tests/providers/test_openai_chat.py).
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import io
 import json
@@ -23,6 +22,7 @@ import soundfile
 
 from harness.fake_server import ANSWER_MODES, FakeServer, FakeSettings, _parse_args
 from harness.parsing import parse_pointwise
+from tests.conftest import run_config
 
 KEY = "sk-fake-test-key-0123456789"
 
@@ -371,9 +371,7 @@ def test_every_variant_parses_against_the_fake_server(
 ) -> None:
     """Through the real SDK, with JSON asked for by schema (Gemini) or only in the prompt
     (openai-audio), every variant's answer parses into a score for every candidate."""
-    from harness.cache import ResponseCache
     from harness.config import ExperimentConfig
-    from harness.runner import Runner
 
     with FakeServer(FakeSettings()) as fake:
         monkeypatch.setenv("GEMINI_API_KEY", "test-key-gemini")
@@ -390,12 +388,7 @@ def test_every_variant_parses_against_the_fake_server(
                 "provider": {"name": provider, "model": "fake-model", "base_url": base_url},
             }
         )
-        cache = ResponseCache(tmp_path / "cache")
-        try:
-            runner = Runner(config, cache=cache, results_dir=tmp_path / "r", show_progress=False)
-            result = asyncio.run(runner.run())
-        finally:
-            cache.close()
+        result, _ = run_config(config, tmp_path)
     assert result.stats.errors == 0
     assert result.stats.parse_failures == 0
     assert result.aggregate.coverage == 1.0
@@ -406,9 +399,7 @@ def test_every_variant_parses_against_the_fake_server(
 def test_missing_summaries_are_generated_through_the_fake_server(
     tiny_dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from harness.cache import ResponseCache
     from harness.config import ExperimentConfig
-    from harness.runner import Runner
 
     items = [json.loads(line) for line in (tiny_dataset / "items.jsonl").read_text().splitlines()]
     for item in items:
@@ -430,12 +421,7 @@ def test_missing_summaries_are_generated_through_the_fake_server(
                 },
             }
         )
-        cache = ResponseCache(tmp_path / "cache")
-        try:
-            runner = Runner(config, cache=cache, results_dir=tmp_path / "r", show_progress=False)
-            result = asyncio.run(runner.run())
-        finally:
-            cache.close()
+        result, _ = run_config(config, tmp_path)
         summary_requests = [
             r for r in fake.requests() if '"summary"' in json.dumps(r.response_schema)
         ]

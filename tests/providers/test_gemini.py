@@ -17,11 +17,12 @@ from harness.cache import ResponseCache
 from harness.config import ExperimentConfig, load_experiments
 from harness.errors import ConfigError, ProviderError
 from harness.fake_server import FakeServer, FakeSettings
-from harness.records import Record, read_records
+from harness.records import Record
 from harness.runner import Runner, RunResult
 from harness.variants import POINTWISE_SCHEMA
 from providers import ChatRequest, ProviderConfig, create_provider
 from providers.gemini import GeminiJudge, _retry_info
+from tests.conftest import run_config
 
 KEY = "AIzaSyFAKE-gemini-test-key-0123456789"
 # google-genai subclasses aiohttp.ClientSession, which aiohttp frowns on; nothing to act on here.
@@ -59,13 +60,7 @@ def run(
             "n_bootstrap": 10,
         }
     )
-    cache = ResponseCache(tmp_path / "cache")
-    try:
-        runner = Runner(config, cache=cache, results_dir=tmp_path / "results", show_progress=False)
-        result = asyncio.run(runner.run())
-    finally:
-        cache.close()
-    return result, list(read_records(result.out_dir / "records.jsonl"))
+    return run_config(config, tmp_path)
 
 
 def test_what_arrives_at_the_server(tmp_path: Path, tiny_dataset: Path, server: FakeServer) -> None:

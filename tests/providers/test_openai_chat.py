@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
-from harness.cache import ResponseCache
 from harness.config import ExperimentConfig, load_experiments
 from harness.errors import ConfigError, ProviderError
 from harness.fake_server import FakeServer, FakeSettings
-from harness.records import Record, read_records
-from harness.runner import Runner, RunResult
+from harness.records import Record
+from harness.runner import RunResult
 from harness.variants import POINTWISE_SCHEMA
 from providers import ChatRequest, ProviderConfig, create_provider
 from providers.openai_chat import OpenAIAudioJudge, OpenAICompatibleJudge
+from tests.conftest import run_config
 
 KEY = "sk-fake-openai-test-key-0123456789"
 N_CALLS = 12  # the tiny dataset: 3 items x 4 candidates, pointwise
@@ -63,17 +63,7 @@ def run(
             "n_bootstrap": 10,
         }
     )
-    return run_config(tmp_path, config)
-
-
-def run_config(tmp_path: Path, config: ExperimentConfig) -> tuple[RunResult, list[Record]]:
-    cache = ResponseCache(tmp_path / "cache")
-    try:
-        runner = Runner(config, cache=cache, results_dir=tmp_path / "results", show_progress=False)
-        result = asyncio.run(runner.run())
-    finally:
-        cache.close()
-    return result, list(read_records(result.out_dir / "records.jsonl"))
+    return run_config(config, tmp_path)
 
 
 def test_gpt4o_audio_on_the_wire(tmp_path: Path, tiny_dataset: Path, server: FakeServer) -> None:
@@ -357,7 +347,7 @@ def test_experiment_files_run_against_the_fake_server(
     monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
     (config,) = load_experiments(EXPERIMENTS / f"{experiment}.yaml")
     config = config.model_copy(update={"dataset": tiny_dataset, "n_bootstrap": 10})
-    result, _ = run_config(tmp_path, config)
+    result, _ = run_config(config, tmp_path)
     assert result.stats.errors == 0 and result.stats.model_calls == N_CALLS
     assert {e.model for e in server.requests()} == {model}
     cost = json.loads((result.out_dir / "run.json").read_text())["cost"]
