@@ -22,7 +22,11 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from harness.audio import AudioRef
 from harness.errors import HarnessError
 
-DEFAULT_PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
+# The project's prompts/ folder in a source checkout; a wheel carries the same files as
+# harness/bundled_prompts (see pyproject.toml).
+_CHECKOUT_PROMPTS = Path(__file__).resolve().parent.parent / "prompts"
+_BUNDLED_PROMPTS = Path(__file__).resolve().parent / "bundled_prompts"
+DEFAULT_PROMPTS_DIR = _CHECKOUT_PROMPTS if _CHECKOUT_PROMPTS.is_dir() else _BUNDLED_PROMPTS
 _PLACEHOLDER = re.compile(r"<\|audio:(\d+)\|>")
 
 
