@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from harness.annotate.cli import annotate
-from harness.build.cli import app as build_app
-from harness.console import terminal
+from harness.cli_support import (
+    EXIT_INCOMPLETE,
+    EXIT_INTERRUPTED,
+    console,
+    err_console,
+    user_errors,
+)
+from harness.construct.cli import app as construct_app
 from harness.errors import HarnessError
 
 app = typer.Typer(
@@ -24,33 +28,12 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode="markdown",  # docstrings reflow; [brackets] in help stay literal
 )
-app.add_typer(build_app, name="build")
+app.add_typer(construct_app, name="construct")
+# The group's name before 0.2; kept for one release.
+app.add_typer(construct_app, name="build", hidden=True)
 app.command()(annotate)
-console = terminal()
-err_console = terminal(stderr=True)
-F = TypeVar("F", bound=Callable[..., Any])
 if TYPE_CHECKING:
     from harness.runner import RunResult
-
-EXIT_INCOMPLETE = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
-
-
-def user_errors(func: F) -> F:
-    """Print input errors as one line (no traceback) and exit with code 2."""
-
-    @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except (HarnessError, ImportError) as exc:
-            err_console.print(
-                f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True
-            )
-            raise typer.Exit(EXIT_USAGE) from None
-
-    return wrapper  # type: ignore[return-value]
 
 
 @app.command()

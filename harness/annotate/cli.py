@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from harness.build.cli import console, user_errors
+from harness.cli_support import console, user_errors
 
 DB_NAME = "annotations.sqlite"
 

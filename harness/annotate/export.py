@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.annotate.store import RankingStore
-from harness.build.files import write_jsonl
+from harness.construct.files import write_jsonl
 from harness.dataset import load_dataset, read_jsonl
 from harness.errors import DatasetError
 

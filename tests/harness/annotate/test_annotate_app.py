@@ -155,7 +155,7 @@ def test_export_into_items_for_stage4(tiny_dataset: Path, tmp_path: Path) -> Non
 
 
 def test_exported_rankings_feed_stage4(tiny_dataset: Path, tmp_path: Path) -> None:
-    from harness.build.stage4 import run_stage4
+    from harness.construct.stage4 import run_stage4
 
     dataset_dir = unannotated(tiny_dataset)
     dataset = load_dataset(dataset_dir)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.build.stage1 import (
+from harness.construct.stage1 import (
     MUSICCAPS_COLUMNS,
     Stage1Config,
     SuitabilityFilter,

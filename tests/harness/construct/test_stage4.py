@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from harness.build.stage4 import (
+from harness.construct.stage4 import (
     Stage4Config,
     aggregate,
     borda_points,

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from harness.build.captions import caption_dialogues
-from harness.build.stage2 import (
+from harness.construct.captions import caption_dialogues
+from harness.construct.stage2 import (
     Stage2Config,
     count_words,
     detokenize,

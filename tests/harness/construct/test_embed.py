@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.build.embed import EmbedderConfig, embed_texts
+from harness.construct.embed import EmbedderConfig, embed_texts
 from harness.errors import HarnessError
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.build.stage1 import run_stage1
-from harness.build.stage2 import Stage2Config, run_stage2
-from harness.build.stage3 import Stage3Config, run_stage3
+from harness.construct.stage1 import run_stage1
+from harness.construct.stage2 import Stage2Config, run_stage2
+from harness.construct.stage3 import Stage3Config, run_stage3
 from harness.dataset import load_dataset
 
 REPO = Path(__file__).resolve().parents[3]

@@ -1,39 +1,20 @@
-"""`harness build`: one subcommand per construction stage, and `all` from a build file."""
+"""`harness construct`: one subcommand per construction stage, and `all` from a build file."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 
-from harness.console import terminal
+from harness.cli_support import EXIT_INCOMPLETE, console, err_console, user_errors
 
 app = typer.Typer(
     help="Build a DialBGM-style benchmark from MusicCaps and DailyDialog, stage by stage.",
     no_args_is_help=True,
     rich_markup_mode="markdown",
 )
-
-console = terminal()
-err_console = terminal(stderr=True)
-EXIT_INCOMPLETE = 1
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def user_errors(func: F) -> F:
-    """`harness.cli.user_errors`, looked up at call time: harness.cli imports this module."""
-
-    @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from harness.cli import user_errors as one_line_errors
-
-        return one_line_errors(func)(*args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
 
 
 ConfigOption = Annotated[
@@ -58,7 +39,7 @@ def _show(title: str, fields: dict[str, Any], report_path: Path) -> None:
 
 
 def _stage1(csv_path: Path, out: Path, config: Any) -> None:
-    from harness.build.stage1 import run_stage1
+    from harness.construct.stage1 import run_stage1
 
     report = run_stage1(csv_path, out, config)
     _show(
@@ -75,7 +56,7 @@ def _stage1(csv_path: Path, out: Path, config: Any) -> None:
 
 
 def _stage2(source: Path, out: Path, config: Any, cache_dir: Path | None) -> bool:
-    from harness.build.stage2 import run_stage2
+    from harness.construct.stage2 import run_stage2
 
     report = run_stage2(source, out, config, cache_dir=cache_dir)
     captions = report["captions"]
@@ -108,7 +89,7 @@ def _stage2(source: Path, out: Path, config: Any, cache_dir: Path | None) -> boo
 def _stage3(
     clips: Path, dialogues: Path, audio_dir: Path, out: Path, config: Any, **kwargs: Any
 ) -> None:
-    from harness.build.stage3 import run_stage3
+    from harness.construct.stage3 import run_stage3
 
     report = run_stage3(clips, dialogues, audio_dir, out, config, **kwargs)
     _show(
@@ -126,7 +107,7 @@ def _stage3(
 
 
 def _stage4(dataset: Path, out: Path, config: Any, overwrite: bool) -> None:
-    from harness.build.stage4 import run_stage4
+    from harness.construct.stage4 import run_stage4
 
     report = run_stage4(dataset, out, config, overwrite=overwrite)
     _show(
@@ -155,7 +136,7 @@ def stage1(
     ] = None,
 ) -> None:
     """Keep the clips fit to play under talk: no vocals, speech, noise or sound effects."""
-    from harness.build.config import load_build_config
+    from harness.construct.config import load_build_config
 
     settings = load_build_config(config).stage1
     if check_caption is not None:
@@ -180,7 +161,7 @@ def stage2(
     cache_dir: CacheOption = None,
 ) -> None:
     """Read and filter DailyDialog; caption each dialogue with the summariser prompt."""
-    from harness.build.config import load_build_config
+    from harness.construct.config import load_build_config
     from providers import ProviderConfig
 
     settings = load_build_config(config).stage2
@@ -215,7 +196,7 @@ def stage3(
     overwrite: OverwriteOption = False,
 ) -> None:
     """Pick four candidates per dialogue (top-1 + 3 from the top 10%); write the dataset."""
-    from harness.build.config import load_build_config
+    from harness.construct.config import load_build_config
     from harness.errors import HarnessError
 
     settings = load_build_config(config).stage3
@@ -259,7 +240,7 @@ def stage4(
     overwrite: OverwriteOption = False,
 ) -> None:
     """Consensus rankings (Borda count, hierarchical tie-break) and agreement filtering."""
-    from harness.build.config import load_build_config
+    from harness.construct.config import load_build_config
 
     settings = load_build_config(config).stage4
     update = {
@@ -276,7 +257,7 @@ def run_all(
     overwrite: OverwriteOption = False,
 ) -> None:
     """Stages 1-3 from the build file (and stage 4 when it names an annotated dataset)."""
-    from harness.build.config import load_build_config
+    from harness.construct.config import load_build_config
 
     build = load_build_config(config)
     build.require("musiccaps", "dailydialog", "audio_dir")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.build.stage3 import Stage3Config, pick_candidates, pool_size, run_stage3
+from harness.construct.stage3 import Stage3Config, pick_candidates, pool_size, run_stage3
 from harness.dataset import load_dataset
 from harness.errors import HarnessError
 

@@ -23,10 +23,10 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from harness.build.stage1 import Stage1Config
-from harness.build.stage2 import Stage2Config
-from harness.build.stage3 import Stage3Config
-from harness.build.stage4 import Stage4Config
+from harness.construct.stage1 import Stage1Config
+from harness.construct.stage2 import Stage2Config
+from harness.construct.stage3 import Stage3Config
+from harness.construct.stage4 import Stage4Config
 from harness.errors import ConfigError
 
 

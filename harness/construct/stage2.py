@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from harness.build.files import dumps, write_json, write_jsonl
+from harness.construct.files import dumps, write_json, write_jsonl
 from harness.cache import sha256_file
 from harness.dataset import read_jsonl
 from harness.errors import DatasetError, HarnessError
@@ -240,7 +240,7 @@ def run_stage2(
     cache_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Read, filter, sample and caption; writes dialogues.jsonl and report.json to `out_dir`."""
-    from harness.build.captions import caption_dialogues
+    from harness.construct.captions import caption_dialogues
 
     config = config or Stage2Config()
     read = read_dailydialog(source, config)

@@ -9,8 +9,8 @@ import soundfile
 import yaml
 from typer.testing import CliRunner
 
-from harness.build.config import load_build_config
-from harness.build.stage1 import MUSICCAPS_COLUMNS
+from harness.construct.config import load_build_config
+from harness.construct.stage1 import MUSICCAPS_COLUMNS
 from harness.cli import app
 from harness.dataset import load_dataset
 
@@ -85,7 +85,7 @@ def test_build_all_twice_gives_identical_datasets(tmp_path: Path) -> None:
     outs = []
     for name in ("a", "b"):
         build_file = write_build_file(tmp_path, inputs, tmp_path / name)
-        result = runner.invoke(app, ["build", "all", str(build_file)], env=env)
+        result = runner.invoke(app, ["construct", "all", str(build_file)], env=env)
         assert result.exit_code == 0, result.output
         outs.append(tmp_path / name / "dataset")
     assert "kept: 5" in result.output and "label mismatches" in result.output
@@ -105,7 +105,7 @@ def test_build_all_twice_gives_identical_datasets(tmp_path: Path) -> None:
     stage2 = json.loads((tmp_path / "b/stage2/report.json").read_text())
     assert stage2["captions"]["model_calls"] == 0 and stage2["captions"]["cached"] == 3
     # Re-running into a built folder needs --overwrite.
-    again = runner.invoke(app, ["build", "all", str(build_file)], env=env)
+    again = runner.invoke(app, ["construct", "all", str(build_file)], env=env)
     assert again.exit_code == 2 and "--overwrite" in again.output
 
 
@@ -113,11 +113,11 @@ def test_single_stages_from_the_command_line(tmp_path: Path) -> None:
     inputs = write_inputs(tmp_path / "in")
     runner = CliRunner()
     s1 = runner.invoke(
-        app, ["build", "stage1", str(inputs["musiccaps"]), "--out", str(tmp_path / "s1")]
+        app, ["construct", "stage1", str(inputs["musiccaps"]), "--out", str(tmp_path / "s1")]
     )
     assert s1.exit_code == 0, s1.output
     s2 = runner.invoke(
-        app, ["build", "stage2", str(inputs["dailydialog"]), "--out", str(tmp_path / "s2")]
+        app, ["construct", "stage2", str(inputs["dailydialog"]), "--out", str(tmp_path / "s2")]
     )
     assert s2.exit_code == 2 and "no dialogue passes the filters" in s2.output
     config = tmp_path / "lenient.yaml"
@@ -125,7 +125,7 @@ def test_single_stages_from_the_command_line(tmp_path: Path) -> None:
     s2 = runner.invoke(
         app,
         [
-            "build",
+            "construct",
             "stage2",
             str(inputs["dailydialog"]),
             "--out",
@@ -138,7 +138,7 @@ def test_single_stages_from_the_command_line(tmp_path: Path) -> None:
     s3 = runner.invoke(
         app,
         [
-            "build", "stage3",
+            "construct", "stage3",
             "--clips", str(tmp_path / "s1/kept.jsonl"),
             "--dialogues", str(tmp_path / "s2/dialogues.jsonl"),
             "--audio-dir", str(inputs["audio_dir"]),
@@ -153,12 +153,21 @@ def test_single_stages_from_the_command_line(tmp_path: Path) -> None:
 def test_build_file_errors_name_the_field(tmp_path: Path) -> None:
     path = tmp_path / "b.yaml"
     path.write_text(yaml.safe_dump({"stage3": {"seed": 4}}))
-    result = CliRunner().invoke(app, ["build", "all", str(path)])
+    result = CliRunner().invoke(app, ["construct", "all", str(path)])
     assert result.exit_code == 2 and "set the seed once" in result.output
     path.write_text(yaml.safe_dump({"stage1": {"rulez": {}}}))
-    result = CliRunner().invoke(app, ["build", "stage1", "x.csv", "--config", str(path)])
+    result = CliRunner().invoke(app, ["construct", "stage1", "x.csv", "--config", str(path)])
     assert result.exit_code == 2 and "stage1.rulez" in result.output
     path.write_text(yaml.safe_dump({"seed": 1}))
     assert load_build_config(path).seeded()[1].seed == 1
+    result = CliRunner().invoke(app, ["construct", "all", str(path)])
+    assert result.exit_code == 2 and "musiccaps" in result.output
+
+
+def test_build_is_a_hidden_alias_of_construct(tmp_path: Path) -> None:
+    path = tmp_path / "b.yaml"
+    path.write_text(yaml.safe_dump({"seed": 1}))
     result = CliRunner().invoke(app, ["build", "all", str(path)])
     assert result.exit_code == 2 and "musiccaps" in result.output
+    listed = CliRunner().invoke(app, ["--help"]).output
+    assert "construct" in listed and " build " not in listed

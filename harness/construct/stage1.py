@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.build.files import write_json, write_jsonl
+from harness.construct.files import write_json, write_jsonl
 from harness.cache import sha256_file
 from harness.errors import DatasetError
 
