@@ -210,13 +210,13 @@ def harness_command() -> list[str]:
 def fake_server(
     *, latency: float, rpm: float | None = None, extra: Sequence[str] = ()
 ) -> Iterator[str]:
-    """The fake model server of `harness.fake_server` in its own process (so that it never
+    """The fake model server of `harness.testing.fake_api` in its own process (so that it never
     shares the client's event loop or its CPU time accounting); yields its base URL."""
     port = free_port()
     command = [
         sys.executable,
         "-m",
-        "harness.fake_server",
+        "harness.testing.fake_api",
         "--port",
         str(port),
         "--latency",
@@ -358,14 +358,13 @@ def harness_run(
 def export_requests(dataset: Path, out: Path, *, prompt: str = "zero_shot") -> int:
     """The chat requests the harness would send for `dataset`, as JSONL of
     {system, parts: [{text} | {audio: path}]} (for the floor and inspect_ai scripts)."""
-    from harness.audio import AudioRef
     from harness.cache import ResponseCache
     from harness.config import ExperimentConfig
     from harness.runner import Runner
-    from providers import ChatRequest, ProviderConfig
+    from harness.types import AudioRef, ChatRequest
 
     config = ExperimentConfig(
-        name="export", dataset=dataset, provider=ProviderConfig(name="mock"), prompt=prompt
+        name="export", dataset=dataset, provider={"name": "mock"}, prompt=prompt
     )
     cache = ResponseCache(out.parent / "export-cache")
     try:

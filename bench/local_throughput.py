@@ -5,7 +5,7 @@ whatever device is present.
         --batch-size 8 --pairs 256
     python -m bench.local_throughput --provider clap --model tiny     # no weights needed
 
-`--model tiny` builds a tiny random checkpoint of the family (providers/_tiny.py), which
+`--model tiny` builds a tiny random checkpoint of the family (harness/testing/tiny_models.py), which
 measures the harness and batching overhead, not a real model. The dataset is synthetic:
 pairs/4 dialogues with 4 distinct tone clips each of `--clip-seconds` (DialBGM clips are
 10 s). The model is loaded before the clock starts; the load time is printed apart.
@@ -26,9 +26,10 @@ import soundfile
 
 from harness.cache import ResponseCache
 from harness.config import ExperimentConfig
+from harness.config import provider_config as validated_provider
 from harness.runner import Runner
-from providers import ProviderConfig, create_provider
-from providers._tiny import BUILDERS
+from harness.testing.tiny_models import BUILDERS
+from providers import create_provider
 
 WORDS = [
     "rain",
@@ -98,8 +99,8 @@ def main() -> None:
             model = str(BUILDERS[args.provider](work / "tiny"))
         items = -(-args.pairs // 4)
         dataset = write_dataset(work / "data", items, args.clip_seconds)
-        provider_config = ProviderConfig(
-            name=args.provider,
+        provider_config = validated_provider(
+            args.provider,
             model=model,
             batch_size=args.batch_size,
             max_concurrency=2 * args.batch_size,

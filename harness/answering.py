@@ -9,24 +9,18 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from aiolimiter import AsyncLimiter
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, stop_after_delay
 from tenacity.wait import wait_exponential_jitter
 
 from harness.cache import CLAIM_LEASE_S, ResponseCache
-from harness.errors import ProviderError
-from providers import (
-    ChatRequest,
-    ChatResponse,
-    Judge,
-    Provider,
-    ProviderConfig,
-    Scorer,
-    ScoreRequest,
-)
+from harness.secrets import scrub
+from harness.types import ChatRequest, ProviderConfig, ProviderError, Request
+from providers import Provider
 
 
 @dataclass
@@ -48,6 +42,13 @@ class RunStats:
     torn_lines: int = 0  # half-written lines it left (a kill mid-write)
     error_kinds: Counter[str] = field(default_factory=Counter)
     first_errors: dict[str, str] = field(default_factory=dict)  # kind -> first message
+
+    def failed(self, exc: ProviderError) -> str:
+        """Count a failed call by kind; the text its record carries (`kind: message`)."""
+        message = scrub(str(exc))
+        self.error_kinds[exc.kind] += 1
+        self.first_errors.setdefault(exc.kind, message)
+        return f"{exc.kind}: {message}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -99,9 +100,7 @@ class Answerer:
         if self._renewer is not None:
             self._renewer.cancel()
 
-    async def answer(
-        self, key: str, request: ChatRequest | ScoreRequest
-    ) -> tuple[dict[str, Any], bool]:
+    async def answer(self, key: str, request: Request) -> tuple[dict[str, Any], bool]:
         """The answer for `key` and whether it came without a model call (from the cache,
         or from an identical request already in flight in this run)."""
         cached = self.cache.get(key)
@@ -116,7 +115,7 @@ class Answerer:
         task.add_done_callback(lambda _: self._inflight.pop(key, None))
         return await task
 
-    async def _invoke(self, request: ChatRequest | ScoreRequest) -> dict[str, Any]:
+    async def _invoke(self, request: Request) -> dict[str, Any]:
         """One fresh answer from the provider, retried on transient errors only."""
         cfg = self.settings
         retrying = AsyncRetrying(
@@ -131,9 +130,7 @@ class Answerer:
             self._note_failure(exc)
             raise
 
-    async def _attempts(
-        self, retrying: AsyncRetrying, request: ChatRequest | ScoreRequest
-    ) -> dict[str, Any]:
+    async def _attempts(self, retrying: AsyncRetrying, request: Request) -> dict[str, Any]:
         cfg = self.settings
         async for attempt in retrying:
             with attempt:
@@ -173,26 +170,13 @@ class Answerer:
         ):
             self._halted = exc
 
-    async def _ask(self, request: ChatRequest | ScoreRequest) -> dict[str, Any]:
-        if isinstance(request, ScoreRequest):
-            assert isinstance(self.provider, Scorer)
-            scores = await self.provider.score(request)
-            return {"scores": list(scores), "extra": getattr(scores, "extra", {})}
-        assert isinstance(self.provider, Judge)
+    async def _ask(self, request: Request) -> dict[str, Any]:
         try:
-            response: ChatResponse = await self.provider.generate(request)
+            return await self.provider.answer(request)
         except TimeoutError as exc:
             raise ProviderError("request timed out", transient=True, kind="timeout") from exc
-        return {
-            "text": response.text,
-            "input_tokens": response.input_tokens,
-            "output_tokens": response.output_tokens,
-            "extra": response.extra,
-        }
 
-    async def _fetch(
-        self, key: str, request: ChatRequest | ScoreRequest
-    ) -> tuple[dict[str, Any], bool]:
+    async def _fetch(self, key: str, request: Request) -> tuple[dict[str, Any], bool]:
         """Ask the model, unless another process sharing the cache already is: then wait for
         its answer. Claims make concurrent runs pay once for the answers they share."""
         while not self.cache.claim(key):
@@ -233,3 +217,73 @@ class Answerer:
             await asyncio.sleep(CLAIM_LEASE_S / 3)
             for key in list(self._held):
                 self.cache.renew(key)
+
+
+class Parsed(Protocol):
+    """A parsed answer: `error` says why the text was not usable (None when it was)."""
+
+    @property
+    def error(self) -> str | None: ...
+
+
+P = TypeVar("P", bound=Parsed)
+
+
+@dataclass
+class Asked(Generic[P]):
+    """A judge's answer to one request after re-asks: the last answer and its parse, the
+    raw text of earlier unusable answers, and the usage summed over every attempt."""
+
+    parsed: P | None = None
+    text: str | None = None
+    attempts: list[str] = field(default_factory=list)
+    cache_hit: bool = False
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    latency_s: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    error: ProviderError | None = None
+
+    def error_text(self) -> str | None:
+        """`kind: message`, scrubbed of secrets, when the call failed."""
+        if self.error is None:
+            return None
+        return f"{self.error.kind}: {scrub(str(self.error))}"
+
+    def _add(self, answer: dict[str, Any], hit: bool) -> None:
+        self.cache_hit = hit if self.text is None else self.cache_hit and hit
+        for name in ("input_tokens", "output_tokens"):
+            if answer.get(name) is not None:
+                setattr(self, name, (getattr(self, name) or 0) + answer[name])
+        self.latency_s = answer.get("latency_s")
+        if answer.get("extra"):
+            self.extra.update(answer["extra"])
+
+
+async def ask_until_parsed(
+    answerer: Answerer,
+    key: str,
+    request: ChatRequest,
+    parse: Callable[[str], P],
+    *,
+    reask: int,
+) -> Asked[P]:
+    """Ask, parse, and re-ask up to `reask` times while the answer is unusable. Each re-ask
+    has its own cache key (`key:reaskN`), so a re-run replays the same answers."""
+    asked: Asked[P] = Asked()
+    for attempt in range(reask + 1):
+        if asked.text is not None:
+            asked.attempts.append(asked.text)
+        try:
+            answer, hit = await answerer.answer(
+                key if attempt == 0 else f"{key}:reask{attempt}", request
+            )
+        except ProviderError as exc:
+            asked.error = exc
+            return asked
+        asked._add(answer, hit)
+        asked.text = answer["text"]
+        asked.parsed = parse(answer["text"])
+        if asked.parsed.error is None:
+            break
+    return asked

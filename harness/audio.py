@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import wave
-from dataclasses import dataclass
 from functools import cache, lru_cache
 from math import gcd
 from pathlib import Path
@@ -18,23 +17,9 @@ import soundfile
 from numpy.typing import NDArray
 
 from harness.cache import sha256_file
+from harness.types import AudioRef
 
 ENCODED_CACHE_SIZE = 64
-
-
-@dataclass(frozen=True, slots=True)
-class AudioRef:
-    """A clip as a prompt sees it: its id, where it lives, and the hash of its bytes."""
-
-    clip_id: str
-    path: Path
-    sha256: str
-
-    def wav_bytes(self, sample_rate: int | None = None) -> bytes:
-        return encode_wav(self.path, sample_rate)
-
-    def samples(self, sample_rate: int) -> NDArray[np.float32]:
-        return read_mono(self.path, sample_rate)
 
 
 @cache

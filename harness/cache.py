@@ -18,6 +18,8 @@ from typing import Any
 
 import diskcache
 
+from harness.types import Request
+
 CACHE_SCHEMA_VERSION = 1
 DEFAULT_CACHE_DIR = Path(".cache/responses")
 CLAIM_LEASE_S = 60.0
@@ -72,6 +74,19 @@ def cache_key(payload: dict[str, Any]) -> str:
     """SHA-256 of the canonical JSON of `payload` plus the cache schema version."""
     body = canonical_json({**payload, "cache_schema": CACHE_SCHEMA_VERSION})
     return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def request_key(
+    provider: dict[str, Any], request: Request, *, audio: bool = True, **context: Any
+) -> str:
+    """The one key recipe of a model call: the provider's identity, what of the request can
+    change the answer, and the call's context (template hash, repeat index when sampling is
+    not deterministic, purpose). `audio=False` leaves the audio field out: the key of a
+    summary has never had one, and keys stay stable so that cached answers keep answering."""
+    fields = request.key_fields()
+    if not audio:
+        fields.pop("audio", None)
+    return cache_key({"provider": provider, **fields, **context})
 
 
 class ResponseCache:

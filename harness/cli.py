@@ -69,11 +69,10 @@ def run(
     """Run an experiment: call the model (or the cache) for every item, then write
     records.jsonl, metrics.json, report.md and the resolved config to results/NAME/."""
     from harness.cache import ResponseCache
-    from harness.config import check_registered, load_experiments
+    from harness.config import load_experiments
     from harness.experiment import run_all
 
     configs = load_experiments(experiment)
-    check_registered(experiment, configs)
     if limit:
         configs = [c.model_copy(update={"limit": limit}) for c in configs]
     cache = ResponseCache(cache_dir)
@@ -145,18 +144,22 @@ def evaluate(
     """Compute Hit@1, MRR, nDCG and Kendall's tau-b (tie-aware, with bootstrap CIs) from a
     predictions file against the dataset's human rankings."""
     from harness.dataset import load_dataset
-    from harness.metrics import aggregate, build_matrix
+    from harness.evaluate import evaluate_predictions
     from harness.records import read_predictions
-    from harness.report import rich_table
+    from harness.report.formatting import rich_table
 
     if missing not in ("worst", "exclude"):
         raise HarnessError(f"--missing must be 'worst' or 'exclude', not {missing!r}")
     data = load_dataset(dataset, check_audio=check_audio)
     preds = read_predictions(predictions, list(data.items))
-    repeats = sorted(preds) or [0]
-    matrices = [build_matrix(data.items, preds.get(r, {})) for r in repeats]
-    result = aggregate(matrices, missing=missing, n_bootstrap=n_bootstrap, seed=seed)  # type: ignore[arg-type]
-    metrics = result.to_json()
+    evaluation = evaluate_predictions(
+        data.items,
+        preds,
+        missing=missing,  # type: ignore[arg-type]
+        n_bootstrap=n_bootstrap,
+        seed=seed,
+    )
+    metrics = evaluation.aggregate.to_json()
     console.print(rich_table(str(predictions), [(predictions.stem, metrics)]))
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -209,13 +212,10 @@ def report(
     agreement between runs and the human ranking; position bias of joint prompts; plots; and
     a self-contained HTML report with a per-dialogue browser."""
     from harness.experiment import find_runs
-    from harness.report import (
-        analyse,
-        comparison_rich_table,
-        load_runs,
-        paired_rich_table,
-        write_report,
-    )
+    from harness.report.analysis import analyse
+    from harness.report.loading import load_runs
+    from harness.report.tables import comparison_rich_table, paired_rich_table
+    from harness.report.writing import write_report
 
     found = find_runs(runs)
     if not found:

@@ -1,19 +1,30 @@
-"""Experiment files: one run, or a sweep that expands to one run per combination."""
+"""Experiment files: one run, or a sweep that expands to one run per combination.
+
+Every provider block (`provider:`, each entry of `providers:`, `summarizer:`) is validated
+against its provider's own options when the file loads, so an unknown or misspelt key is one
+line naming the file, the block and the key, before anything runs.
+"""
 
 from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from harness.errors import ConfigError
 from harness.metrics import MissingPolicy
-from providers import REGISTRY
-from providers._base import ProviderConfig
+from harness.types import ProviderConfig
+from providers import REGISTRY, ProviderBlock, provider_options
+
+
+def provider_config(name: str, **options: Any) -> ProviderConfig:
+    """`provider_config("gemini", model="gemini-2.5-pro")`: a validated provider block."""
+    return provider_options({"name": name, **options})
 
 
 class Inputs(BaseModel):
@@ -32,14 +43,14 @@ class _Common(BaseModel):
     seed: int = 0
     limit: int | None = Field(default=None, gt=0, description="evaluate only the first N items")
     n_bootstrap: int = Field(default=1000, ge=10)
-    summarizer: ProviderConfig | None = Field(
+    summarizer: ProviderBlock | None = Field(
         default=None,
         description="judge that writes missing summaries (default: the run's provider)",
     )
 
 
 class ExperimentConfig(_Common):
-    provider: ProviderConfig
+    provider: ProviderBlock
     prompt: str = "zero_shot"
     inputs: Inputs = Inputs()
     sweep: str | None = Field(default=None, description="name of the sweep this run came from")
@@ -48,26 +59,35 @@ class ExperimentConfig(_Common):
     def results_subdir(self) -> Path:
         return Path(self.sweep, self.name) if self.sweep else Path(self.name)
 
+    @property
+    def kind(self) -> Literal["judge", "scorer"]:
+        return REGISTRY[self.provider.name].kind
+
 
 class SweepConfig(_Common):
-    providers: list[ProviderConfig] = Field(min_length=1)
+    providers: list[ProviderBlock] = Field(min_length=1)
     prompts: list[str] = Field(default_factory=lambda: ["zero_shot"], min_length=1)
     inputs: list[Inputs] = Field(default_factory=lambda: [Inputs()], min_length=1)
+    # Inputs a provider entry pins (`inputs: {music: caption}` for a caption-only scorer).
+    _pins: list[Inputs | None] = PrivateAttr(default_factory=list)
 
     def expand(self) -> list[ExperimentConfig]:
         runs = []
-        common = self.model_dump(exclude={"providers", "prompts", "inputs", "name"})
+        common = self.model_dump(exclude={"providers", "prompts", "inputs", "name", "summarizer"})
+        pins = self._pins or [None] * len(self.providers)
         seen: set[tuple[str, str, Inputs]] = set()
-        for entry, prompt, entry_inputs in itertools.product(
-            self.providers, self.prompts, self.inputs
+        for (provider, pin), prompt, entry_inputs in itertools.product(
+            zip(self.providers, pins, strict=True), self.prompts, self.inputs
         ):
-            provider, inputs = _pinned(entry, entry_inputs)
+            inputs = entry_inputs
+            if pin is not None:
+                inputs = entry_inputs.model_copy(update=pin.model_dump(exclude_unset=True))
             combination = (provider.model_dump_json(), prompt, inputs)
             if combination in seen:  # pinned inputs made two combinations the same
                 continue
             seen.add(combination)
             model = re.sub(r"[^A-Za-z0-9_.\-]+", "-", provider.model or "default").strip("-")
-            kind = REGISTRY[provider.name].kind if provider.name in REGISTRY else "judge"
+            kind = REGISTRY[provider.name].kind
             parts = [
                 provider.name,
                 model,
@@ -75,12 +95,12 @@ class SweepConfig(_Common):
                 inputs.dialogue,
                 inputs.music,
             ]
-            run_name = "_".join(p for p in parts if p)
             runs.append(
                 ExperimentConfig(
                     **common,
-                    name=run_name,
+                    name="_".join(p for p in parts if p),
                     provider=provider,
+                    summarizer=self.summarizer,
                     prompt=prompt,
                     inputs=inputs,
                     sweep=self.name,
@@ -94,29 +114,51 @@ class SweepConfig(_Common):
         return runs
 
 
-def _pinned(provider: ProviderConfig, inputs: Inputs) -> tuple[ProviderConfig, Inputs]:
-    """A sweep's provider entry may pin inputs (`inputs: {music: caption}` for a scorer that
-    reads captions only): they replace those fields in every combination for that provider."""
-    pin = provider.extra("inputs")
-    if pin is None:
-        return provider, inputs
-    try:
-        pinned = Inputs.model_validate(pin)
-    except ValidationError as exc:
-        where, reason = _field_of(exc)
-        raise ValueError(f"providers: {provider.name}: inputs.{where}: {reason}") from None
-    bare = ProviderConfig.model_validate(provider.model_dump(exclude={"inputs"}))
-    return bare, inputs.model_copy(update=pinned.model_dump(exclude_unset=True))
-
-
 def _field_of(exc: ValidationError) -> tuple[str, str]:
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "(top level)"
     return where, first["msg"].removeprefix("Value error, ")
 
 
+def _validate_blocks(raw: dict[str, Any], path: Path) -> tuple[dict[str, Any], list[Any]]:
+    """The file's settings with every provider block validated against its provider's
+    options, and the inputs each sweep entry pins."""
+    raw = dict(raw)
+    for field in ("provider", "summarizer"):
+        if isinstance(raw.get(field), Mapping):
+            raw[field] = provider_options(raw[field], source=path, field=field)
+    pins: list[Any] = []
+    entries = raw.get("providers")
+    if isinstance(entries, list):
+        validated = []
+        for entry in entries:
+            if not isinstance(entry, Mapping):
+                validated.append(entry)  # pydantic names the problem
+                pins.append(None)
+                continue
+            block = dict(entry)
+            pins.append(_pinned_inputs(block.pop("inputs", None), block, path))
+            validated.append(
+                provider_options(block, source=path, field="providers", name_field="providers")
+            )
+        raw["providers"] = validated
+    return raw, pins
+
+
+def _pinned_inputs(pin: Any, block: Mapping[str, Any], path: Path) -> Inputs | None:
+    if pin is None:
+        return None
+    try:
+        return Inputs.model_validate(pin)
+    except ValidationError as exc:
+        where, reason = _field_of(exc)
+        field = f"providers: {block.get('name')}"
+        raise ConfigError(path, field, f"inputs.{where}: {reason}") from None
+
+
 def load_experiments(path: str | Path) -> list[ExperimentConfig]:
-    """Parse an experiment or sweep file; errors name the file, the field and the reason."""
+    """Parse and validate an experiment or sweep file (providers, their options, prompt
+    variants); errors name the file, the field and the reason."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(path, None, "experiment file not found")
@@ -129,35 +171,32 @@ def load_experiments(path: str | Path) -> list[ExperimentConfig]:
     if not isinstance(raw, dict):
         raise ConfigError(path, None, "expected a mapping of settings")
     is_sweep = any(isinstance(raw.get(k), list) for k in ("providers", "prompts", "inputs"))
+    if is_sweep and "provider" in raw:
+        raise ConfigError(path, "provider", "a sweep lists 'providers', not 'provider'")
+    raw, pins = _validate_blocks(raw, path)
     try:
         if is_sweep:
-            if "provider" in raw:
-                raise ConfigError(path, "provider", "a sweep lists 'providers', not 'provider'")
             raw = {**raw, **{k: _as_list(raw[k]) for k in ("prompts", "inputs") if k in raw}}
-            runs = SweepConfig.model_validate(raw).expand()
+            sweep = SweepConfig.model_validate(raw)
+            sweep._pins = pins
+            runs = sweep.expand()
         else:
             runs = [ExperimentConfig.model_validate(raw)]
     except ValidationError as exc:
         raise ConfigError(path, *_field_of(exc)) from None
     except ValueError as exc:
         raise ConfigError(path, None, str(exc)) from None
+    _check_prompts(path, runs)
     return runs
 
 
-def check_registered(path: str | Path, runs: list[ExperimentConfig]) -> None:
-    """Fail on an unknown provider or prompt name before anything runs."""
+def _check_prompts(path: Path, runs: list[ExperimentConfig]) -> None:
+    """Fail on an unknown prompt variant before anything runs."""
     from harness.variants import VARIANTS
-    from providers import REGISTRY
 
     for run in runs:
-        is_sweep = run.sweep is not None
-        if run.provider.name not in REGISTRY:
-            known = ", ".join(sorted(REGISTRY))
-            field = "providers" if is_sweep else "provider.name"
-            reason = f"unknown provider {run.provider.name!r} (known: {known})"
-            raise ConfigError(path, field, reason)
         if run.prompt not in VARIANTS:
-            field = "prompts" if is_sweep else "prompt"
+            field = "prompts" if run.sweep is not None else "prompt"
             reason = f"unknown prompt variant {run.prompt!r} (known: {', '.join(VARIANTS)})"
             raise ConfigError(path, field, reason)
 

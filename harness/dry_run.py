@@ -20,13 +20,13 @@ import soundfile
 from rich.console import Console
 from rich.table import Table
 
-from harness.audio import AudioRef
 from harness.cache import ResponseCache
+from harness.calls import Call
 from harness.config import ExperimentConfig
 from harness.dataset import Dataset
 from harness.pricing import PRICES_AS_OF, price_for
-from harness.runner import Call, Runner
-from providers import ChatRequest, Judge
+from harness.runner import Runner
+from harness.types import AudioRef, ChatRequest
 
 CHARS_PER_TOKEN = 4
 DEFAULT_OUTPUT_TOKENS = 16
@@ -103,7 +103,7 @@ def estimate_run(
             estimate.audio_tokens += line["audio_tokens"]
             estimate.output_tokens += output_tokens
     price = price_for(config.provider, provider.model)
-    if isinstance(provider, Judge):
+    if provider.kind == "judge":
         if price is not None:
             estimate.usd = price.cost(
                 estimate.input_tokens, estimate.output_tokens, estimate.audio_tokens

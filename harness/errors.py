@@ -21,20 +21,3 @@ class ConfigError(HarnessError):
         self.path, self.field, self.reason = path, field, reason
         where = f"{path}: {field}" if field else str(path)
         super().__init__(f"{where}: {reason}")
-
-
-class ProviderError(Exception):
-    """A model call failed. `transient` errors may be retried; the message never holds a key."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        transient: bool,
-        kind: str = "error",
-        retry_after: float | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.transient = transient
-        self.kind = kind
-        self.retry_after = retry_after

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,8 +11,10 @@ from rich.console import Console
 from harness.cache import ResponseCache
 from harness.config import ExperimentConfig
 from harness.console import terminal
-from harness.report import rich_table, write_comparison
+from harness.report.formatting import rich_table
+from harness.report.run_report import write_comparison
 from harness.runner import Runner, RunResult
+from harness.sync import run_coroutine
 
 
 def run_all(
@@ -28,7 +29,7 @@ def run_all(
     results = []
     for config in configs:
         runner = Runner(config, cache=cache, results_dir=results_dir, show_progress=show_progress)
-        results.append(asyncio.run(runner.run()))
+        results.append(run_coroutine(runner.run()))
     rows: list[tuple[str, Any]] = [(r.config.name, r.aggregate.to_json()) for r in results]
     sweep = configs[0].sweep if configs else None
     title = sweep or configs[0].name

@@ -17,7 +17,7 @@ from typing import Any
 
 from harness.errors import ConfigError
 from harness.records import Record
-from providers._base import ProviderConfig
+from harness.types import ProviderConfig
 
 PRICES_AS_OF = "2025-09"  # standard (non-batch) paid-tier prices, prompts under 200k tokens
 

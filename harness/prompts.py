@@ -19,8 +19,8 @@ import jinja2
 from jinja2 import meta
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from harness.audio import AudioRef
 from harness.errors import HarnessError
+from harness.types import AudioRef
 
 # The project's prompts/ folder in a source checkout; a wheel carries the same files as
 # harness/bundled_prompts (see pyproject.toml).

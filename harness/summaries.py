@@ -2,9 +2,9 @@
 
 An item's own `summary` is used as it is. Where it has none, the summariser prompt
 (`prompts/summarize.jinja`) goes to a judge provider: the experiment's `summarizer:` block,
-or by default the run's own provider when that is a judge. Answers go through the runner's
-cache, retries and rate limit like every other call, so a re-run makes no new calls, and
-every summary of a run is written to `results/<run>/summaries.jsonl` for inspection.
+or by default the run's own provider when that is a judge. Answers go through the call path
+(cache, retries, rate limit, re-asks) like every other call, so a re-run makes no new calls,
+and every summary of a run is written to `results/<run>/summaries.jsonl` for inspection.
 """
 
 from __future__ import annotations
@@ -14,20 +14,21 @@ import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from harness.cache import cache_key
+from rich.console import Console
+
+from harness.answering import Answerer, RunStats, ask_until_parsed
+from harness.cache import request_key
+from harness.config import ExperimentConfig
 from harness.dataset import Item
-from harness.errors import DatasetError, HarnessError, ProviderError
+from harness.errors import DatasetError, HarnessError
 from harness.fewshot import dialogue_key
 from harness.parsing import ParseError, parse_summary
 from harness.prompts import render, template_hash
 from harness.records import Record
-from harness.secrets import scrub
-from providers import ChatRequest, Judge, ProviderConfig
-
-if TYPE_CHECKING:
-    from harness.runner import Runner
+from harness.types import ChatRequest, ProviderConfig
+from providers import create_provider
 
 SUMMARY_TEMPLATE = "summarize.jinja"
 SUMMARY_SCHEMA: dict[str, Any] = {
@@ -85,9 +86,19 @@ class Summaries:
                 "(inputs.dialogue: summary)"
             ) from None
 
-    async def ensure(self, runner: Runner, items: Iterable[tuple[Item, Path]]) -> None:
+    async def ensure(
+        self,
+        items: Iterable[tuple[Item, Path]],
+        *,
+        config: ExperimentConfig,
+        answerer: Answerer,
+        console: Console,
+        show_progress: bool = True,
+    ) -> None:
         """Generate the summaries that `items` (each with its dataset folder) lack, write
-        summaries.jsonl, and raise DatasetError naming an item whose summary could not be made."""
+        summaries.jsonl, and raise DatasetError naming an item whose summary could not be
+        made. `answerer` is the run's call path; a `summarizer:` block gets its own, whose
+        model calls and retries are added to the run's counts."""
         sources = {id(item): (item, folder) for item, folder in items}
         todo = {
             dialogue_key(item): (item, folder)
@@ -97,23 +108,25 @@ class Summaries:
         made: dict[str, SummaryLine] = {}
         if todo:
             first, folder = next(iter(todo.values()))
-            summarizer, owned = _summarizer(runner, first, folder)
+            summarizer, owned = summarizer_for(config, answerer, first, folder)
+            provider = summarizer.provider
             try:
-                if runner.show_progress:
-                    runner.console.print(
+                if show_progress:
+                    console.print(
                         f"[dim]summarising {len(todo)} dialogue(s) with "
-                        f"{summarizer.provider.config.name} ({summarizer.provider.model})[/]"
+                        f"{provider.config.name} ({provider.model})[/]"
                     )
                 lines = await asyncio.gather(
                     *(summarize(summarizer, item) for item, _ in todo.values())
                 )
             finally:
                 if owned:
-                    await summarizer.provider.aclose()
-            self.provider, self.model = summarizer.config.provider, summarizer.provider.model
+                    summarizer.close()
+                    await provider.aclose()
+            self.provider, self.model = summarizer.settings, provider.model
             if owned:
-                runner.stats.model_calls += summarizer.stats.model_calls
-                runner.stats.retries += summarizer.stats.retries
+                answerer.stats.model_calls += summarizer.stats.model_calls
+                answerer.stats.retries += summarizer.stats.retries
             for key, line in zip(todo, lines, strict=True):
                 self.records.append(
                     Record(
@@ -160,15 +173,15 @@ class Summaries:
                 handle.write(json.dumps(fields, ensure_ascii=False) + "\n")
 
 
-def _summarizer(runner: Runner, first: Item, folder: Path) -> tuple[Runner, bool]:
-    """The runner whose provider writes summaries, and whether it was made here (to close)."""
-    from harness.runner import Runner
-
-    config = runner.config
+def summarizer_for(
+    config: ExperimentConfig, answerer: Answerer, first: Item, folder: Path
+) -> tuple[Answerer, bool]:
+    """The call path whose provider writes summaries, and whether it was made here (to
+    close): the run's own when it is a judge, else the `summarizer:` block's."""
     wanted: ProviderConfig | None = config.summarizer
     if wanted is None or wanted == config.provider:
-        if isinstance(runner.provider, Judge):
-            return runner, False
+        if answerer.provider.kind == "judge":
+            return answerer, False
         raise DatasetError(
             folder / "items.jsonl",
             None,
@@ -176,53 +189,59 @@ def _summarizer(runner: Runner, first: Item, folder: Path) -> tuple[Runner, bool
             f"{config.provider.name} is not a judge that could write one: add "
             "`summarizer: {name: ..., model: ...}` to the experiment file",
         )
-    sub = Runner(
-        config.model_copy(update={"provider": wanted, "summarizer": None}),
-        cache=runner.cache,
-        results_dir=runner.out_dir,
-        console=runner.console,
-        show_progress=False,
-    )
-    if not isinstance(sub.provider, Judge):
+    provider = create_provider(wanted)
+    if provider.kind != "judge":
         raise HarnessError(f"summarizer {wanted.name!r} is not a judge provider")
-    return sub, True
+    return Answerer(provider, wanted, answerer.cache, RunStats()), True
 
 
-async def summarize(runner: Runner, item: Item) -> SummaryLine:
-    """The item's one-sentence summary from `runner`'s provider, through its cache, retries
+@dataclass(frozen=True)
+class ParsedSummary:
+    summary: str | None
+    error: str | None
+
+
+def _parse(text: str) -> ParsedSummary:
+    try:
+        return ParsedSummary(parse_summary(text), None)
+    except ParseError as exc:
+        return ParsedSummary(None, str(exc))
+
+
+def summary_key(answerer: Answerer, request: ChatRequest) -> str:
+    """The summariser's key recipe (shared with stage 2's captions, so a dialogue captioned
+    there is not paid for again when an experiment summarises it)."""
+    return request_key(
+        answerer.provider.identity(),
+        request,
+        audio=False,
+        purpose="summary",
+        template=template_hash(SUMMARY_TEMPLATE),
+    )
+
+
+async def summarize(answerer: Answerer, item: Item) -> SummaryLine:
+    """The item's one-sentence summary from `answerer`'s provider, through its cache, retries
     and re-asks; a failure is reported in the line, never turned into text."""
-    provider = runner.provider
+    provider = answerer.provider
     request = summary_request(item)
-    key = cache_key(
-        {
-            "purpose": "summary",
-            "provider": provider.identity(),
-            "system": request.system,
-            "user": request.user_text,
-            "schema": request.response_schema,
-            "template": template_hash(SUMMARY_TEMPLATE),
-        }
+    asked = await ask_until_parsed(
+        answerer, summary_key(answerer, request), request, _parse, reask=answerer.settings.reask
     )
     line = SummaryLine(
         item.id, None, "generated", provider=provider.config.name, model=provider.model
     )
-    for attempt in range(runner.config.provider.reask + 1):
-        try:
-            answer, hit = await runner.answer(
-                key if attempt == 0 else f"{key}:reask{attempt}", request
-            )
-        except ProviderError as exc:
-            line.error = scrub(f"{exc.kind}: {exc}")
-            return line
-        line.cache_hit = hit if line.cache_hit is None else line.cache_hit and hit
-        for name in ("input_tokens", "output_tokens"):
-            if answer.get(name) is not None:
-                setattr(line, name, (getattr(line, name) or 0) + answer[name])
-        try:
-            line.summary = parse_summary(answer["text"])
-        except ParseError as exc:
-            line.error, line.raw = str(exc), answer["text"]
-            continue
-        line.error, line.raw, line.words = None, None, len(line.summary.split())
-        break
+    line.input_tokens, line.output_tokens = asked.input_tokens, asked.output_tokens
+    line.cache_hit = asked.cache_hit if asked.text is not None else None
+    if asked.error is not None:
+        line.error = asked.error_text()
+        if asked.parsed is not None and asked.parsed.error is not None:
+            line.raw = asked.text
+        return line
+    assert asked.parsed is not None
+    if asked.parsed.summary is None:
+        line.error, line.raw = asked.parsed.error, asked.text
+        return line
+    line.summary = asked.parsed.summary
+    line.words = len(line.summary.split())
     return line

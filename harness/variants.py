@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from harness.audio import AudioRef, audio_ref
+from harness.audio import audio_ref
 from harness.dataset import Clip, Item
 from harness.errors import HarnessError
 from harness.fewshot import Example, FewShotOptions, few_shot_options
@@ -24,6 +24,7 @@ from harness.parsing import (
     parse_rubric,
 )
 from harness.prompts import ClipView, RenderedPrompt, audio_placeholder, render
+from harness.types import AudioRef
 
 Mode = Literal["pointwise", "joint"]
 Parser = Callable[[str, list[str]], ParsedAnswer]

@@ -1,42 +1,54 @@
 """Provider registry. Modules are imported only when their provider is used, so SDKs and
-torch stay optional: adding a provider is one module plus one line in `REGISTRY`."""
+torch stay optional: adding a provider is one module plus one line in `REGISTRY`.
+
+A provider's kind (judge or scorer) is declared here, once; the provider's class derives
+from the matching base (`tests/providers/test_registry.py` checks that they agree)."""
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
-from providers._base import (
-    ChatRequest,
-    ChatResponse,
-    Judge,
-    Provider,
-    ProviderConfig,
-    ScoreCandidate,
-    Scorer,
-    ScoreRequest,
-)
+from pydantic import BeforeValidator, SerializeAsAny, ValidationError
+
+from harness.errors import ConfigError
+from harness.types import ProviderConfig
+from providers.base import Judge, Provider, Scorer
 
 __all__ = [
     "REGISTRY",
-    "ChatRequest",
-    "ChatResponse",
+    "Entry",
     "Judge",
     "Provider",
-    "ProviderConfig",
-    "ScoreCandidate",
-    "ScoreRequest",
+    "ProviderBlock",
     "Scorer",
     "create_provider",
+    "entry",
+    "provider_class",
+    "provider_options",
 ]
 
 
 @dataclass(frozen=True)
 class Entry:
     target: str  # "module:Class"
-    kind: str
+    kind: Literal["judge", "scorer"]
     summary: str
     extra: str | None = None  # the pip extra that provides its dependencies
+
+    def load(self, name: str) -> type[Provider]:
+        """The provider's class (imports its module, not yet its SDK or model)."""
+        module_name, class_name = self.target.split(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            hint = f"; install it with: pip install 'bgm-judge[{self.extra}]'" if self.extra else ""
+            raise ImportError(f"provider {name!r} needs {exc.name}{hint}") from exc
+        provider: type[Provider] = getattr(module, class_name)
+        return provider
 
 
 REGISTRY: dict[str, Entry] = {
@@ -102,17 +114,71 @@ REGISTRY: dict[str, Entry] = {
 }
 
 
-def create_provider(config: ProviderConfig) -> Provider:
+def entry(name: str) -> Entry:
     try:
-        entry = REGISTRY[config.name]
+        return REGISTRY[name]
     except KeyError:
         known = ", ".join(sorted(REGISTRY))
-        raise ValueError(f"unknown provider {config.name!r} (known: {known})") from None
-    module_name, class_name = entry.target.split(":")
+        reason = f"unknown provider {name!r} (known: {known})"
+        raise ConfigError("experiment file", "provider.name", reason) from None
+
+
+def provider_options(
+    block: Mapping[str, Any] | ProviderConfig,
+    *,
+    source: Path | str = "experiment file",
+    field: str = "provider",
+    name_field: str | None = None,
+) -> ProviderConfig:
+    """A `provider:` block validated against its provider's own options (`Options`); a
+    ConfigError names the file, the block and the key otherwise (an unknown provider name
+    at `name_field`, by default `<field>.name`)."""
+    raw = block.model_dump(exclude_unset=True) if isinstance(block, ProviderConfig) else block
+    if not isinstance(raw, Mapping):
+        raise ConfigError(source, field, "expected a mapping such as {name: random}")
+    name = raw.get("name")
+    if not isinstance(name, str):
+        raise ConfigError(source, f"{field}.name", "the provider's registry name is required")
+    where = name_field or f"{field}.name"
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        hint = f"; install it with: pip install 'bgm-judge[{entry.extra}]'" if entry.extra else ""
-        raise ImportError(f"provider {config.name!r} needs {exc.name}{hint}") from exc
-    provider_class: type[Provider] = getattr(module, class_name)
-    return provider_class(config)
+        found = REGISTRY[name]
+    except KeyError:
+        known = ", ".join(sorted(REGISTRY))
+        raise ConfigError(source, where, f"unknown provider {name!r} (known: {known})") from None
+    options = found.load(name).Options
+    try:
+        return options.model_validate(dict(raw))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(p) for p in first["loc"])
+        reason = first["msg"].removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden":
+            known = ", ".join(sorted(options.model_fields))
+            reason = f"provider {name!r} has no option {key!r} (options: {known})"
+            if "key" in key.lower():
+                reason += (
+                    "; API keys come from the environment only (GEMINI_API_KEY, "
+                    "OPENAI_API_KEY, or the variable named by api_key_env)"
+                )
+        raise ConfigError(source, f"{field}.{key}", reason) from None
+
+
+def provider_class(name: str) -> type[Provider]:
+    return entry(name).load(name)
+
+
+def create_provider(config: ProviderConfig) -> Provider:
+    return provider_class(config.name)(config)
+
+
+def _as_provider_options(value: Any) -> Any:
+    """A provider block given as a mapping or as a bare ProviderConfig becomes the provider's
+    own options model (programmatic use; files validate theirs with a file name)."""
+    if isinstance(value, Mapping) or type(value) is ProviderConfig:
+        return provider_options(value)
+    return value
+
+
+# A provider block inside a pydantic model: validated against the provider's own options,
+# and serialised with them (not only the common fields).
+ProviderBlock = Annotated[SerializeAsAny[ProviderConfig], BeforeValidator(_as_provider_options)]

@@ -17,30 +17,39 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from harness.audio import AudioRef
-from harness.errors import ConfigError, ProviderError
-from harness.secrets import scrub
-from providers._base import ProviderConfig
+from pydantic import Field
 
-# Settings of these providers that never change an answer (kept out of the cache key).
-NON_ANSWER_EXTRAS = frozenset(
-    {"api_key_env", "endpoint_id", "audio_tokens_per_second", "http_client"}
-)
+from harness.audio import encode_wav
+from harness.errors import ConfigError
+from harness.secrets import scrub
+from harness.types import AudioRef, ProviderConfig, ProviderError
+
+# Settings of these providers that never change an answer (kept out of the cache key); the
+# base URL enters the key as the effective URL (or `endpoint_id`), see `answer_identity`.
+NON_ANSWER_KEYS = frozenset({"api_key_env", "endpoint_id", "http_client", "base_url"})
+
+
+class ApiOptions(ProviderConfig):
+    """The `provider:` keys every API judge takes."""
+
+    base_url: str | list[str] | None = Field(
+        default=None, description="one URL or a list to spread requests over"
+    )
+    api_key_env: str | None = Field(
+        default=None, description="environment variable holding the key"
+    )
+    endpoint_id: str | None = Field(
+        default=None, description="a name for a group of equivalent servers (cache key)"
+    )
+    sample_rate: int | None = Field(
+        default=None, ge=8000, le=96000, description="resample clips to this rate (Hz)"
+    )
+
+
 MAX_RETRY_AFTER_S = 600.0
 AUDIO_CACHE_SIZE = 128
 
 C = TypeVar("C")
-
-
-def reject_key_in_config(config: ProviderConfig) -> None:
-    for name in config.model_extra or {}:
-        if "key" in name.lower() and name != "api_key_env":
-            raise ConfigError(
-                "experiment file",
-                f"provider.{name}",
-                "API keys come from the environment only (GEMINI_API_KEY, OPENAI_API_KEY, "
-                "or the variable named by provider.api_key_env); remove it from the file",
-            )
 
 
 def env_key(names: tuple[str, ...]) -> str | None:
@@ -51,20 +60,7 @@ def env_key(names: tuple[str, ...]) -> str | None:
     return None
 
 
-def sample_rate(config: ProviderConfig) -> int | None:
-    """The rate clips are sent at: None keeps each file's own rate, which costs no resampling
-    (a mono 16-bit WAV goes as its own bytes); audio tokens are billed per second either way."""
-    value = config.extra("sample_rate")
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 8000 <= value <= 96000:
-        raise ConfigError(
-            "experiment file", "provider.sample_rate", "must be a rate in Hz (8000-96000)"
-        )
-    return value
-
-
-def base_urls(config: ProviderConfig, env_var: str) -> list[str]:
+def base_urls(config: ApiOptions, env_var: str) -> list[str]:
     """The base URLs to spread requests over: `base_url` from the experiment file (one or a
     list), else the environment variable (comma-separated); empty means the SDK default."""
     configured = config.base_url
@@ -83,12 +79,12 @@ def base_urls(config: ProviderConfig, env_var: str) -> list[str]:
 
 
 def answer_identity(
-    base: dict[str, Any], config: ProviderConfig, urls: list[str], **settings: Any
+    base: dict[str, Any], config: ApiOptions, urls: list[str], **settings: Any
 ) -> dict[str, Any]:
     """The cache identity of an API judge: its settings, the effective base URL(s) (or the
     user's `endpoint_id` for a group of equivalent servers) and the defaults it applies."""
-    identity = {k: v for k, v in base.items() if k not in NON_ANSWER_EXTRAS and k != "base_url"}
-    endpoint = config.extra("endpoint_id")
+    identity = {k: v for k, v in base.items() if k not in NON_ANSWER_KEYS}
+    endpoint = config.endpoint_id
     if endpoint is not None:
         identity["endpoint"] = str(endpoint)
     elif urls:
@@ -135,7 +131,7 @@ class ClientPool(Generic[C]):
 def _audio_payload(path: Path, sha256: str, sample_rate: int | None, data_url: bool) -> str:
     import base64
 
-    encoded = base64.b64encode(AudioRef("", path, sha256).wav_bytes(sample_rate)).decode("ascii")
+    encoded = base64.b64encode(encode_wav(path, sample_rate)).decode("ascii")
     return "data:audio/wav;base64," + encoded if data_url else encoded
 
 

@@ -33,9 +33,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
+from pydantic import Field
 
-from harness.errors import HarnessError, ProviderError
-from providers._base import ChatRequest, ChatResponse, Judge, ProviderConfig
+from harness.audio import read_mono
+from harness.errors import HarnessError
+from harness.types import ChatRequest, ChatResponse, ProviderConfig, ProviderError
+from providers.base import Judge
 
 if TYPE_CHECKING:
     import torch
@@ -66,6 +69,22 @@ def require_local_stack() -> None:
 
 
 # ------------------------------------------------------------------------------- settings
+class LocalOptions(ProviderConfig):
+    """The `provider:` keys every local provider takes (see README)."""
+
+    dtype: str = Field(default="auto", description="auto = bfloat16 on a GPU, float32 on CPU")
+    device: str = Field(default="auto", description="auto = cuda when available, else cpu")
+    device_map: str | dict[str, Any] | None = Field(
+        default=None, description="accelerate device map; auto on a GPU"
+    )
+    batch_size: int = Field(default=8, ge=1)
+    batch_wait_s: float = Field(default=0.005, ge=0.0)
+    expected_score: bool = Field(
+        default=False, description="probability-weighted score next to the greedy one"
+    )
+    revision: str | None = Field(default=None, description="checkpoint revision (hub)")
+
+
 @dataclass(frozen=True)
 class LocalSettings:
     """The `provider:` keys every local provider understands (see README)."""
@@ -81,20 +100,17 @@ class LocalSettings:
     revision: str | None = None
 
     @classmethod
-    def from_config(cls, config: ProviderConfig, checkpoint: str) -> LocalSettings:
-        batch_size = int(config.extra("batch_size", 8))
-        if batch_size < 1:
-            raise ValueError("batch_size must be at least 1")
+    def from_options(cls, options: LocalOptions, checkpoint: str) -> LocalSettings:
         return cls(
             checkpoint=checkpoint,
-            dtype=str(config.extra("dtype", "auto")),
-            device=str(config.extra("device", "auto")),
-            device_map=config.extra("device_map"),
-            batch_size=batch_size,
-            batch_wait_s=float(config.extra("batch_wait_s", 0.005)),
-            max_new_tokens=config.max_tokens or DEFAULT_MAX_NEW_TOKENS,
-            expected_score=bool(config.extra("expected_score", False)),
-            revision=config.extra("revision"),
+            dtype=options.dtype,
+            device=options.device,
+            device_map=options.device_map,
+            batch_size=options.batch_size,
+            batch_wait_s=options.batch_wait_s,
+            max_new_tokens=options.max_tokens or DEFAULT_MAX_NEW_TOKENS,
+            expected_score=options.expected_score,
+            revision=options.revision,
         )
 
     def resolved_device(self) -> str:
@@ -350,11 +366,14 @@ class LocalJudge(Judge):
     sampling_rate: ClassVar[int] = 16000
     padding_side: ClassVar[str] = "left"  # decoder-only generation pads on the left
     max_clips_per_prompt: ClassVar[int | None] = None
+    Options: ClassVar[type[ProviderConfig]] = LocalOptions
+    non_identity = LOCAL_NON_IDENTITY
+    config: LocalOptions
 
     def __init__(self, config: ProviderConfig) -> None:
         super().__init__(config)
         require_local_stack()
-        self.settings = LocalSettings.from_config(config, self.model)
+        self.settings = LocalSettings.from_options(self.config, self.model)
         self._loaded: Loaded | None = None
         self.batcher: MicroBatcher[ChatRequest, ChatResponse] = MicroBatcher(
             self._run_batch, self.settings.batch_size, self.settings.batch_wait_s
@@ -422,7 +441,7 @@ class LocalJudge(Judge):
                     transient=False,
                     kind="bad_request",
                 )
-        clips = [clip.samples(self.sampling_rate) for r in requests for clip in r.audio]
+        clips = [read_mono(clip.path, self.sampling_rate) for r in requests for clip in r.audio]
         audio = self.encode_audio(loaded, clips) if clips else EncodedAudio({}, [])
         sequences, offset = [], 0
         for request in requests:

@@ -20,10 +20,13 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from pydantic import Field
 
-from harness.audio import AudioRef
-from providers._base import ProviderConfig, Scorer, ScoreRequest, Scores
+from harness.audio import read_mono
+from harness.types import AudioRef, ProviderConfig, ScoreRequest, Scores
 from providers._local import (
+    LOCAL_NON_IDENTITY,
+    LocalOptions,
     LocalSettings,
     MicroBatcher,
     as_provider_error,
@@ -33,6 +36,7 @@ from providers._local import (
     local_identity,
     require_local_stack,
 )
+from providers.base import Scorer
 
 log = logging.getLogger(__name__)
 Vector = NDArray[np.float32]
@@ -46,15 +50,24 @@ class _Loaded:
     max_text_tokens: int
 
 
+class ClapOptions(LocalOptions):
+    max_text_tokens: int | None = Field(
+        default=None, gt=0, description="truncate the query to this many tokens"
+    )
+
+
 class ClapScorer(Scorer):
     default_model = "laion/clap-htsat-unfused"
     sampling_rate = 48000
+    Options = ClapOptions
+    non_identity = LOCAL_NON_IDENTITY
+    config: ClapOptions
 
     def __init__(self, config: ProviderConfig) -> None:
         super().__init__(config)
         require_local_stack()
-        self.settings = LocalSettings.from_config(config, self.model)
-        self._max_text_tokens: int | None = config.extra("max_text_tokens")
+        self.settings = LocalSettings.from_options(self.config, self.model)
+        self._max_text_tokens = self.config.max_text_tokens
         self._loaded: _Loaded | None = None
         self._audio: dict[str, Vector] = {}  # by the clip's sha256
         self._text: dict[str, Vector] = {}
@@ -164,7 +177,7 @@ class ClapScorer(Scorer):
             self._text.update(zip(chunk, out.float().cpu().numpy(), strict=True))
 
     def central_window(self, loaded: _Loaded, clip: AudioRef) -> Vector:
-        samples = clip.samples(self.sampling_rate)
+        samples = read_mono(clip.path, self.sampling_rate)
         window = int(loaded.extractor.nb_max_samples)
         if len(samples) <= window:
             return samples

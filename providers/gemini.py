@@ -17,58 +17,57 @@ from __future__ import annotations
 
 import importlib.util
 import re
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import httpx
 from google.genai import Client, errors, types
+from pydantic import Field
 
-from harness.audio import AudioRef
-from harness.errors import ConfigError, ProviderError
+from harness.audio import encode_wav
 from harness.pricing import price_for
+from harness.types import AudioRef, ChatRequest, ChatResponse, ProviderConfig, ProviderError
 from providers._api import (
+    NON_ANSWER_KEYS,
+    ApiOptions,
     ClientPool,
     answer_identity,
     base_urls,
     env_key,
     parse_retry_after,
-    reject_key_in_config,
-    sample_rate,
     status_error,
     transport_error,
 )
-from providers._base import ChatRequest, ChatResponse, Judge, ProviderConfig
+from providers.base import Judge
 
 KEY_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 BASE_URL_ENV = "GEMINI_BASE_URL"
-JSON_MODES = ("schema", "object", "prompt")
-HTTP_CLIENTS = ("aiohttp", "httpx")
 _RETRY_DELAY = re.compile(r"^(\d+(?:\.\d+)?)s$")
+
+
+class GeminiOptions(ApiOptions):
+    json_mode: Literal["schema", "object", "prompt"] = "schema"
+    thinking_budget: int | None = Field(default=None, ge=-1, description="2.5-series models")
+    http_client: Literal["aiohttp", "httpx"] | None = Field(
+        default=None, description="[default: aiohttp where installed]"
+    )
 
 
 class GeminiJudge(Judge):
     default_model = "gemini-2.5-flash"
     audio_tokens_per_second: ClassVar[float] = 32.0
+    Options = GeminiOptions
+    non_identity = NON_ANSWER_KEYS
+    config: GeminiOptions
 
     def __init__(self, config: ProviderConfig) -> None:
         super().__init__(config)
-        reject_key_in_config(config)
-        price_for(config, self.model)  # a malformed `prices` fails before any call
-        self.urls = base_urls(config, BASE_URL_ENV)
-        self.sample_rate = sample_rate(config)
-        self.json_mode = str(config.extra("json_mode", "schema"))
-        if self.json_mode not in JSON_MODES:
-            raise ConfigError(
-                "experiment file", "provider.json_mode", f"must be one of {', '.join(JSON_MODES)}"
-            )
-        self.thinking_budget = config.extra("thinking_budget")
+        price_for(self.config, self.model)  # a malformed `prices` fails before any call
+        self.urls = base_urls(self.config, BASE_URL_ENV)
+        self.sample_rate = self.config.sample_rate
+        self.json_mode = self.config.json_mode
+        self.thinking_budget = self.config.thinking_budget
         has_aiohttp = importlib.util.find_spec("aiohttp") is not None
-        self.http_client = str(config.extra("http_client", "aiohttp" if has_aiohttp else "httpx"))
-        if self.http_client not in HTTP_CLIENTS:
-            raise ConfigError(
-                "experiment file",
-                "provider.http_client",
-                f"must be one of {', '.join(HTTP_CLIENTS)}",
-            )
+        self.http_client = self.config.http_client or ("aiohttp" if has_aiohttp else "httpx")
         self._timeouts, self._connection_errors = _transport_errors(self.http_client)
         self._pool: ClientPool[tuple[Client, httpx.AsyncClient | None, str | None]] = ClientPool(
             self.urls, self._client
@@ -113,7 +112,7 @@ class GeminiJudge(Judge):
 
     def _contents(self, request: ChatRequest) -> list[types.Content]:
         parts = [
-            types.Part.from_bytes(data=p.wav_bytes(self.sample_rate), mime_type="audio/wav")
+            types.Part.from_bytes(data=encode_wav(p.path, self.sample_rate), mime_type="audio/wav")
             if isinstance(p, AudioRef)
             else types.Part.from_text(text=p)
             for p in request.parts

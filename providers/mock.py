@@ -15,17 +15,26 @@ import hashlib
 import json
 from typing import Any
 
-from harness.errors import ProviderError
-from providers._base import ChatRequest, ChatResponse, Judge, ProviderConfig
+from pydantic import Field
+
+from harness.types import ChatRequest, ChatResponse, ProviderConfig, ProviderError
+from providers.base import Judge
+
+
+class MockOptions(ProviderConfig):
+    answers: dict[str, Any] = Field(default_factory=dict, description="clip id or '*' -> script")
+    delay_s: float = Field(default=0.0, ge=0.0, description="seconds before each answer")
 
 
 class MockJudge(Judge):
     default_model = "mock-1"
+    Options = MockOptions
+    config: MockOptions
 
     def __init__(self, config: ProviderConfig) -> None:
         super().__init__(config)
-        self.answers: dict[str, Any] = copy.deepcopy(config.extra("answers", {}) or {})
-        self.delay_s = float(config.extra("delay_s", 0.0))
+        self.answers: dict[str, Any] = copy.deepcopy(self.config.answers)
+        self.delay_s = self.config.delay_s
         self.calls: list[ChatRequest] = []
 
     async def generate(self, request: ChatRequest) -> ChatResponse:

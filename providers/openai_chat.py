@@ -18,61 +18,65 @@ Base URL: `base_url` (one or a list; requests are spread over the list) or OPENA
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import openai
 from openai.types.chat import ChatCompletion
+from pydantic import Field
 
-from harness.audio import AudioRef
-from harness.errors import ConfigError, ProviderError
+from harness.errors import ConfigError
 from harness.pricing import price_for
 from harness.secrets import scrub
+from harness.types import AudioRef, ChatRequest, ChatResponse, ProviderConfig, ProviderError
 from providers._api import (
+    NON_ANSWER_KEYS,
+    ApiOptions,
     ClientPool,
     answer_identity,
     base_urls,
     env_key,
     parse_retry_after,
-    reject_key_in_config,
-    sample_rate,
     status_error,
     transport_error,
     wav_base64,
 )
-from providers._base import ChatRequest, ChatResponse, Judge, ProviderConfig
+from providers.base import Judge
 
 BASE_URL_ENV = "OPENAI_BASE_URL"
-JSON_MODES = ("prompt", "schema", "object")
-AUDIO_FORMATS = ("input_audio", "audio_url")
+JsonMode = Literal["prompt", "schema", "object"]
+
+
+class OpenAIOptions(ApiOptions):
+    json_mode: JsonMode | None = Field(
+        default=None, description="prompt, schema or object [default: the provider's]"
+    )
+    audio_format: Literal["input_audio", "audio_url"] = "input_audio"
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict, description="extra request fields for the server"
+    )
 
 
 class _ChatCompletionsJudge(Judge):
     label: ClassVar[str] = "OpenAI"
-    default_json_mode: ClassVar[str] = "prompt"
+    default_json_mode: ClassVar[JsonMode] = "prompt"
     needs_key: ClassVar[bool] = True
     audio_tokens_per_second: ClassVar[float] = 10.0
+    Options = OpenAIOptions
+    non_identity = NON_ANSWER_KEYS
+    config: OpenAIOptions
 
     def __init__(self, config: ProviderConfig) -> None:
         super().__init__(config)
-        reject_key_in_config(config)
-        price_for(config, self.model)  # a malformed `prices` fails before any call
-        self.urls = base_urls(config, BASE_URL_ENV)
-        self.key_env = str(config.extra("api_key_env", "OPENAI_API_KEY"))
-        self.sample_rate = sample_rate(config)
-        self.json_mode = self._choice("json_mode", self.default_json_mode, JSON_MODES)
-        self.audio_format = self._choice("audio_format", "input_audio", AUDIO_FORMATS)
-        self.extra_body: dict[str, Any] = dict(config.extra("extra_body") or {})
+        price_for(self.config, self.model)  # a malformed `prices` fails before any call
+        self.urls = base_urls(self.config, BASE_URL_ENV)
+        self.key_env = self.config.api_key_env or "OPENAI_API_KEY"
+        self.sample_rate = self.config.sample_rate
+        self.json_mode: JsonMode = self.config.json_mode or self.default_json_mode
+        self.audio_format = self.config.audio_format
+        self.extra_body: dict[str, Any] = dict(self.config.extra_body)
         self._pool: ClientPool[tuple[openai.AsyncOpenAI, str | None]] = ClientPool(
             self.urls, self._client
         )
-
-    def _choice(self, name: str, default: str, allowed: tuple[str, ...]) -> str:
-        value = str(self.config.extra(name, default))
-        if value not in allowed:
-            raise ConfigError(
-                "experiment file", f"provider.{name}", f"must be one of {', '.join(allowed)}"
-            )
-        return value
 
     def identity(self) -> dict[str, Any]:
         return answer_identity(
@@ -225,7 +229,7 @@ class OpenAICompatibleJudge(_ChatCompletionsJudge):
                 "provider.base_url",
                 f"openai-compatible needs the server's URL: set provider.base_url or {BASE_URL_ENV}",
             )
-        if not config.model:
+        if not self.config.model:
             raise ConfigError(
                 "experiment file",
                 "provider.model",

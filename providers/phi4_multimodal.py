@@ -13,20 +13,29 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from pydantic import Field
 
-from providers._base import ProviderConfig
-from providers._local import EncodedAudio, Loaded, LocalJudge, tensor_list
+from harness.types import ProviderConfig
+from providers._local import EncodedAudio, Loaded, LocalJudge, LocalOptions, tensor_list
 
 DEFAULT_LORA = "speech-lora"
+
+
+class Phi4Options(LocalOptions):
+    lora: str | None = Field(
+        default=DEFAULT_LORA, description="the checkpoint's LoRA subfolder; null: base weights"
+    )
 
 
 class Phi4MultimodalJudge(LocalJudge):
     default_model = "microsoft/Phi-4-multimodal-instruct"
     model_class = "Phi4MultimodalForCausalLM"
+    Options = Phi4Options
+    config: Phi4Options
 
     def __init__(self, config: ProviderConfig) -> None:
         super().__init__(config)
-        self.lora: str | None = config.extra("lora", DEFAULT_LORA)
+        self.lora = self.config.lora
 
     def identity(self) -> dict[str, Any]:
         return {**super().identity(), "lora": self.lora}

@@ -6,7 +6,8 @@ import hashlib
 
 import numpy as np
 
-from providers._base import Scorer, ScoreRequest
+from harness.types import ScoreRequest
+from providers.base import Scorer
 
 
 class RandomScorer(Scorer):

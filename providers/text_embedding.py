@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from providers._base import ProviderConfig, Scorer, ScoreRequest
+from harness.types import ProviderConfig, ScoreRequest
+from providers.base import Scorer
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer

@@ -32,7 +32,7 @@ def test_every_prompt_template_ships_in_the_wheel() -> None:
 def test_package_data_folders_are_covered() -> None:
     data = SETUPTOOLS["package-data"]
     for package, folder, pattern in [
-        ("harness", "harness/templates", "templates/*"),
+        ("harness.report", "harness/report/templates", "templates/*"),
         ("harness.annotate", "harness/annotate/static", "static/*"),
     ]:
         files = [p.name for p in (ROOT / folder).iterdir() if p.is_file()]

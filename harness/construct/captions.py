@@ -1,5 +1,5 @@
 """Stage 2's captions: the project's summariser (`harness.summaries`, prompt
-`prompts/summarize.jinja`) run through the runner's machinery: the provider registry, the
+`prompts/summarize.jinja`) run through the call path (harness.answering): the provider registry, the
 shared response cache with the summariser's own key recipe (so a dialogue captioned here
 is not paid for again when an experiment summarises it), the concurrency limit, rate limit,
 retries of transient errors and re-asks of unusable answers."""
@@ -11,11 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.answering import Answerer, RunStats
 from harness.cache import ResponseCache
-from harness.config import ExperimentConfig
 from harness.dataset import Item, Turn
 from harness.errors import HarnessError
-from providers import Judge, ProviderConfig, create_provider
+from harness.summaries import summarize
+from harness.types import ProviderConfig
+from providers import create_provider
 
 
 @dataclass
@@ -52,26 +54,19 @@ def caption_dialogues(
     cache_dir: Path | None = None,
 ) -> CaptionOutcome:
     """A caption for each dialogue (by id); failures are listed, never turned into text."""
-    from harness.runner import Runner
-    from harness.summaries import summarize
-
     provider = create_provider(provider_config)
-    if not isinstance(provider, Judge):
+    if provider.kind != "judge":
         raise HarnessError(f"provider {provider_config.name!r} is not a chat model (judge)")
     cache = ResponseCache(cache_dir)
-    # The runner supplies the call path; its experiment settings are not used.
-    runner = Runner(
-        ExperimentConfig(name="stage2-captions", dataset=Path("."), provider=provider_config),
-        cache=cache,
-        provider=provider,
-        show_progress=False,
-    )
+    stats = RunStats()
     outcome = CaptionOutcome()
 
     async def run_all() -> None:
+        answerer = Answerer(provider, provider.config, cache, stats)
         try:
-            lines = await asyncio.gather(*(summarize(runner, as_item(d)) for d in dialogues))
+            lines = await asyncio.gather(*(summarize(answerer, as_item(d)) for d in dialogues))
         finally:
+            answerer.close()
             await provider.aclose()
         for line in lines:
             if line.summary is not None:
@@ -84,6 +79,6 @@ def caption_dialogues(
         asyncio.run(run_all())
     finally:
         cache.close()
-    outcome.model_calls = runner.stats.model_calls
-    outcome.retries = runner.stats.retries
+    outcome.model_calls = stats.model_calls
+    outcome.retries = stats.retries
     return outcome

@@ -162,12 +162,13 @@ def stage2(
 ) -> None:
     """Read and filter DailyDialog; caption each dialogue with the summariser prompt."""
     from harness.construct.config import load_build_config
-    from providers import ProviderConfig
+    from providers import provider_options
 
     settings = load_build_config(config).stage2
     update: dict[str, Any] = {}
     if provider is not None:
-        update["provider"] = ProviderConfig(name=provider, model=model)
+        block = {"name": provider, "model": model}
+        update["provider"] = provider_options(block, source="--provider", field="provider")
     if sample is not None:
         update["sample"] = sample
     if seed is not None:

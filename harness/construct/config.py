@@ -28,6 +28,7 @@ from harness.construct.stage2 import Stage2Config
 from harness.construct.stage3 import Stage3Config
 from harness.construct.stage4 import Stage4Config
 from harness.errors import ConfigError
+from providers import provider_options
 
 
 class BuildConfig(BaseModel):
@@ -74,6 +75,10 @@ def load_build_config(path: Path | None) -> BuildConfig:
         raise ConfigError(path, None, f"not valid YAML ({exc})") from None
     if not isinstance(raw, dict):
         raise ConfigError(path, None, "expected a mapping of settings")
+    stage2 = raw.get("stage2")
+    if isinstance(stage2, dict) and isinstance(stage2.get("provider"), dict):
+        provider = provider_options(stage2["provider"], source=path, field="stage2.provider")
+        raw = {**raw, "stage2": {**stage2, "provider": provider}}
     try:
         return BuildConfig.model_validate(raw)
     except ValidationError as exc:

@@ -21,8 +21,9 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_exponential_jitter
 
 from harness.cache import ResponseCache, cache_key
-from harness.errors import HarnessError, ProviderError
+from harness.errors import HarnessError
 from harness.secrets import scrub
+from harness.types import ProviderError
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.construct.files import write_json, write_jsonl
 from harness.cache import sha256_file
+from harness.construct.files import write_json, write_jsonl
 from harness.errors import DatasetError
 
 MUSICCAPS_COLUMNS = (

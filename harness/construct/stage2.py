@@ -18,11 +18,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from harness.construct.files import dumps, write_json, write_jsonl
 from harness.cache import sha256_file
+from harness.construct.files import dumps, write_json, write_jsonl
 from harness.dataset import read_jsonl
 from harness.errors import DatasetError, HarnessError
-from providers._base import ProviderConfig
+from providers import ProviderBlock
 
 TURN_SEPARATOR = "__eou__"
 SPEAKERS = ("A", "B")
@@ -41,7 +41,7 @@ class Stage2Config(BaseModel):
     sample: int | None = Field(default=None, gt=0, description="seeded sample of N dialogues")
     seed: int = 0
     id_prefix: str = Field(default="dd", pattern=r"^[A-Za-z0-9_\-]*$")
-    provider: ProviderConfig | None = Field(
+    provider: ProviderBlock | None = Field(
         default=None, description="captioning model; none: dialogues are written uncaptioned"
     )
 

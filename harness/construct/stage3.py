@@ -20,10 +20,10 @@ import numpy as np
 import soundfile
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.cache import sha256_file
 from harness.construct.embed import EmbedderConfig, embed_texts
 from harness.construct.files import MARKER, prepare_out_dir, write_json, write_jsonl
 from harness.construct.stage2 import load_dialogues, require_captions
-from harness.cache import sha256_file
 from harness.dataset import load_dataset, read_jsonl
 from harness.errors import DatasetError, HarnessError
 

@@ -10,8 +10,8 @@ import pytest
 
 from harness.answering import Answerer, RunStats
 from harness.cache import ResponseCache
-from harness.errors import ProviderError
-from providers import ChatRequest, ChatResponse, Judge, ProviderConfig
+from harness.types import ChatRequest, ChatResponse, ProviderConfig, ProviderError
+from providers import Judge
 
 REQUEST = ChatRequest("system", ("user",))
 

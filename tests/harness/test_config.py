@@ -73,7 +73,7 @@ def test_sweep_provider_may_pin_inputs(tmp_path: Path) -> None:
         ("text-embedding", "full", "caption"),
         ("text-embedding", "summary", "caption"),
     ]
-    assert runs[2].provider.extra("inputs") is None  # the pin is not a provider setting
+    assert "inputs" not in runs[2].provider.model_dump()  # the pin is not a provider setting
     path.write_text(
         "name: t\ndataset: d\nproviders: [{name: mock, inputs: {music: midi}}]\n"
         "inputs: [{dialogue: full}, {dialogue: summary}]\n"

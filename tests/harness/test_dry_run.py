@@ -16,8 +16,8 @@ from harness.cache import ResponseCache
 from harness.cli import app
 from harness.config import ExperimentConfig
 from harness.dry_run import SUMMARY_PLACEHOLDER, estimate_run
-from harness.fake_server import FakeServer
 from harness.runner import Runner
+from harness.testing.fake_api import FakeServer
 
 pytestmark = pytest.mark.filterwarnings("ignore:Inheritance class Aiohttp:DeprecationWarning")
 

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 from harness.cache import ResponseCache
-from harness.config import ExperimentConfig
+from harness.calls import Call
+from harness.config import ExperimentConfig, provider_config
 from harness.errors import HarnessError
 from harness.fewshot import check_no_leak, load_examples, score_ladder
 from harness.records import read_records
-from harness.runner import Call, Runner
-from providers import ProviderConfig
+from harness.runner import Runner
 from tests.conftest import write_tiny_dataset
 
 
@@ -25,7 +25,7 @@ def config(dataset: Path, **fields: Any) -> ExperimentConfig:
     return ExperimentConfig(
         name="fs",
         dataset=dataset,
-        provider=ProviderConfig(name="mock"),
+        provider=provider_config(name="mock"),
         prompt="few_shot",
         n_bootstrap=20,
         **fields,

@@ -9,12 +9,11 @@ from pathlib import Path
 import pytest
 
 from harness.cache import ResponseCache
-from harness.config import ExperimentConfig
+from harness.config import ExperimentConfig, provider_config
 from harness.dataset import Item
 from harness.joint import clip_labels, position_top1_rates, presentation_order
 from harness.records import Record, read_records
 from harness.runner import Runner
-from providers import ProviderConfig
 
 
 def test_labels_and_orders() -> None:
@@ -77,7 +76,7 @@ def test_joint_run_with_permuted_order_measures_position_bias(
     config = ExperimentConfig(
         name="j",
         dataset=tiny_dataset,
-        provider=ProviderConfig(name="mock", answers={"*": json.dumps(reply)}),
+        provider=provider_config(name="mock", answers={"*": json.dumps(reply)}),
         prompt="joint",
         prompt_options={"order": "permuted", "answer": answer},
         repeats=4,

@@ -7,7 +7,7 @@ import pytest
 from harness.errors import ConfigError
 from harness.pricing import PRICES, Price, cost_line, price_for, run_cost
 from harness.records import Record
-from providers import ProviderConfig
+from harness.types import ProviderConfig
 
 
 def config(**prices: float) -> ProviderConfig:

@@ -16,8 +16,8 @@ import soundfile
 from harness.dataset import Dataset, load_dataset
 from harness.fewshot import load_examples
 from harness.summaries import summary_request
+from harness.types import ChatRequest
 from harness.variants import VARIANTS, PromptContext
-from providers import ChatRequest
 
 SNAPSHOTS = Path(__file__).resolve().parent.parent / "snapshots"
 

@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 
 from harness.cache import ResponseCache
-from harness.config import ExperimentConfig
+from harness.config import ExperimentConfig, provider_config
 from harness.records import read_records
 from harness.runner import Runner, RunResult
-from providers import ProviderConfig, create_provider
+from providers import create_provider
 from providers.mock import MockJudge
 
 
 def make_config(dataset: Path, **provider: Any) -> ExperimentConfig:
     return ExperimentConfig(
-        name="t", dataset=dataset, provider=ProviderConfig(name="mock", **provider), n_bootstrap=50
+        name="t", dataset=dataset, provider=provider_config(name="mock", **provider), n_bootstrap=50
     )
 
 

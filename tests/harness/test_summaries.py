@@ -10,12 +10,11 @@ from typing import Any
 import pytest
 
 from harness.cache import ResponseCache
-from harness.config import ExperimentConfig, Inputs
+from harness.config import ExperimentConfig, Inputs, provider_config
 from harness.errors import DatasetError
 from harness.records import read_records
 from harness.runner import Runner, RunResult
 from harness.summaries import SUMMARY_SCHEMA
-from providers import ProviderConfig
 from providers.mock import MockJudge
 
 SUMMARY = (
@@ -36,7 +35,7 @@ def config(dataset: Path, provider: dict[str, Any], **fields: Any) -> Experiment
     return ExperimentConfig(
         name="s",
         dataset=dataset,
-        provider=ProviderConfig(**provider),
+        provider=provider_config(**provider),
         inputs=Inputs(dialogue="summary", music="audio"),
         n_bootstrap=20,
         **fields,
@@ -98,7 +97,7 @@ def test_summarizer_from_the_experiment_file_serves_a_scorer(
     tiny_dataset: Path, tmp_path: Path
 ) -> None:
     drop_summaries(tiny_dataset, {"d0", "d2"})
-    summarizer = ProviderConfig(
+    summarizer = provider_config(
         name="mock", model="writer", answers={"*": json.dumps({"summary": SUMMARY})}
     )
     cfg = config(tiny_dataset, {"name": "random", "model": "uniform"}, summarizer=summarizer)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from harness.config import provider_config
 from harness.dataset import Dataset, load_dataset
 from harness.errors import HarnessError
 from harness.variants import VARIANTS, PreparedCall, PromptContext, get_variant
@@ -119,7 +120,6 @@ def test_rubric_run_keeps_sub_scores_and_computes_the_score(
     from harness.config import ExperimentConfig
     from harness.records import read_records
     from harness.runner import Runner
-    from providers import ProviderConfig
 
     answers = {
         "c0_0": json.dumps({"A": 8.0, "B": 9.0, "C": 7.0, "vocals": False}),
@@ -130,7 +130,7 @@ def test_rubric_run_keeps_sub_scores_and_computes_the_score(
     config = ExperimentConfig(
         name="rubric",
         dataset=tiny_dataset,
-        provider=ProviderConfig(name="mock", answers=answers),
+        provider=provider_config(name="mock", answers=answers),
         prompt="rubric",
         n_bootstrap=20,
     )

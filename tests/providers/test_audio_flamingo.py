@@ -8,11 +8,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.audio import AudioRef
-from harness.errors import ProviderError
-from providers import ProviderConfig, create_provider
+from harness.audio import read_mono
+from harness.config import provider_config
+from harness.testing.tiny_models import (
+    judge_request,
+    tiny_audio_flamingo3,
+    tiny_music_flamingo,
+    write_tone,
+)
+from harness.types import AudioRef, ProviderError
+from providers import create_provider
 from providers._local import LocalJudge
-from providers._tiny import judge_request, tiny_audio_flamingo3, tiny_music_flamingo, write_tone
 from providers.audio_flamingo import AudioFlamingo3Judge, MusicFlamingoJudge
 
 SYSTEM = "You rate background music for conversations."
@@ -42,7 +48,7 @@ def clips(tmp_path_factory: pytest.TempPathFactory) -> dict[str, AudioRef]:
 
 def judge(family: tuple[str, Path]) -> LocalJudge:
     name, checkpoint = family
-    provider = create_provider(ProviderConfig(name=name, model=str(checkpoint), max_tokens=5))
+    provider = create_provider(provider_config(name=name, model=str(checkpoint), max_tokens=5))
     assert isinstance(provider, FAMILIES[name][1])
     return provider
 
@@ -62,7 +68,7 @@ def test_inputs_equal_the_transformers_processor(
         text = before + "".join(
             p if isinstance(p, str) else processor.audio_token for p in request.parts
         )
-        theirs = processor(text=[text + after], audio=[clip.samples(16000)])
+        theirs = processor(text=[text + after], audio=[read_mono(clip.path, 16000)])
         assert torch.equal(ours["input_ids"], theirs["input_ids"])
         assert torch.equal(ours["input_features_mask"], theirs["input_features_mask"])
         torch.testing.assert_close(ours["input_features"], theirs["input_features"])

@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 import torch
 
-from harness.audio import AudioRef
+from harness.audio import read_mono
 from harness.cache import ResponseCache
-from harness.config import ExperimentConfig
+from harness.config import ExperimentConfig, provider_config
 from harness.runner import Runner
-from providers import ProviderConfig, ScoreCandidate, ScoreRequest, create_provider
-from providers._tiny import tiny_clap, write_tone
+from harness.testing.tiny_models import tiny_clap, write_tone
+from harness.types import AudioRef, ScoreCandidate, ScoreRequest
+from providers import create_provider
 from providers.clap import ClapScorer
 from tests.conftest import write_tiny_dataset
 
@@ -36,7 +37,7 @@ def clips(tmp_path_factory: pytest.TempPathFactory) -> list[AudioRef]:
 
 
 def scorer(checkpoint: Path, **extra: object) -> ClapScorer:
-    provider = create_provider(ProviderConfig(name="clap", model=str(checkpoint), **extra))
+    provider = create_provider(provider_config(name="clap", model=str(checkpoint), **extra))
     assert isinstance(provider, ClapScorer)
     return provider
 
@@ -69,7 +70,7 @@ def test_long_clips_are_cut_to_their_central_window(
 ) -> None:
     provider = scorer(checkpoint)
     loaded = provider.load()
-    full = clips[2].samples(48000)
+    full = read_mono(clips[2].path, 48000)
     window = provider.central_window(loaded, clips[2])
     assert len(window) == 48000 < len(full)  # the tiny extractor's window is 1 s
     assert np.array_equal(window, full[36000:84000])
@@ -101,7 +102,7 @@ def test_a_run_records_scores_and_truncation(checkpoint: Path, tmp_path: Path) -
     config = ExperimentConfig(
         name="clap_tiny",
         dataset=dataset,
-        provider=ProviderConfig(name="clap", model=str(checkpoint), max_text_tokens=12),
+        provider=provider_config(name="clap", model=str(checkpoint), max_text_tokens=12),
     )
     result = asyncio.run(
         Runner(

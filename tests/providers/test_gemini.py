@@ -14,13 +14,14 @@ from typing import Any
 import pytest
 
 from harness.cache import ResponseCache
-from harness.config import ExperimentConfig, load_experiments
-from harness.errors import ConfigError, ProviderError
-from harness.fake_server import FakeServer, FakeSettings
+from harness.config import ExperimentConfig, load_experiments, provider_config
+from harness.errors import ConfigError
 from harness.records import Record
 from harness.runner import Runner, RunResult
+from harness.testing.fake_api import FakeServer, FakeSettings
+from harness.types import ChatRequest, ProviderError
 from harness.variants import POINTWISE_SCHEMA
-from providers import ChatRequest, ProviderConfig, create_provider
+from providers import create_provider, provider_options
 from providers.gemini import GeminiJudge, _retry_info
 from tests.conftest import run_config
 
@@ -115,7 +116,7 @@ def test_transient_faults_are_retried_and_succeed(
 
 def test_rate_limit_error_carries_retry_after(server: FakeServer) -> None:
     server.configure(fail_first=1, faults=("429",), retry_after_s=7)
-    judge = create_provider(ProviderConfig(name="gemini", base_url=server.url))
+    judge = create_provider(provider_config(name="gemini", base_url=server.url))
     request = ChatRequest("system", ("Rate it.",), POINTWISE_SCHEMA)
 
     async def ask() -> ProviderError:
@@ -243,7 +244,7 @@ def test_clips_can_be_resampled(tmp_path: Path, tiny_dataset: Path, server: Fake
     assert {tuple(e.audio_sample_rates) for e in server.requests()} == {(8000,)}
     assert {e.audio_seconds for e in server.requests()} == {0.5}
     with pytest.raises(ConfigError, match="sample_rate"):
-        GeminiJudge(ProviderConfig.model_validate({"name": "gemini", "sample_rate": "fast"}))
+        GeminiJudge(provider_options({"name": "gemini", "sample_rate": "fast"}))
 
 
 @pytest.mark.parametrize(("json_mode", "on_wire"), [("object", "object"), ("prompt", None)])
@@ -261,7 +262,7 @@ def test_base_url_from_the_environment(
     monkeypatch.setenv("GEMINI_BASE_URL", server.url)
     result, _ = run(tmp_path, tiny_dataset, {}, limit=1)
     assert result.stats.errors == 0 and server.stats()["answered"] == 4
-    identity = create_provider(ProviderConfig(name="gemini")).identity()
+    identity = create_provider(provider_config(name="gemini")).identity()
     assert identity["base_url"] == server.url
 
 
@@ -275,34 +276,30 @@ def test_requests_are_spread_over_several_base_urls(tmp_path: Path, tiny_dataset
 
 def test_missing_key_fails_fast_with_a_clear_message(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GEMINI_API_KEY")
-    judge = GeminiJudge(ProviderConfig(name="gemini"))
+    judge = GeminiJudge(provider_config(name="gemini"))
     with pytest.raises(ProviderError, match="GEMINI_API_KEY") as caught:
         asyncio.run(judge.generate(ChatRequest("s", ("u",))))
     assert not caught.value.transient and caught.value.kind == "auth"
 
 
 def test_identity_names_what_changes_answers_and_never_the_key(server: FakeServer) -> None:
-    base = GeminiJudge(ProviderConfig(name="gemini", base_url=server.url)).identity()
+    base = GeminiJudge(provider_config(name="gemini", base_url=server.url)).identity()
     assert base["model"] == "gemini-2.5-flash" and base["sample_rate"] is None
     assert base["json_mode"] == "schema" and base["base_url"] == server.url
     assert KEY not in json.dumps(base)
-    official = GeminiJudge(ProviderConfig(name="gemini")).identity()
+    official = GeminiJudge(provider_config(name="gemini")).identity()
     assert "base_url" not in official and official != base
     named = GeminiJudge(
-        ProviderConfig.model_validate(
-            {"name": "gemini", "base_url": server.url, "endpoint_id": "pool"}
-        )
+        provider_options({"name": "gemini", "base_url": server.url, "endpoint_id": "pool"})
     ).identity()
     assert named["endpoint"] == "pool" and "base_url" not in named
-    same = ProviderConfig.model_validate(
-        {"name": "gemini", "max_concurrency": 3, "http_client": "httpx"}
-    )
+    same = provider_options({"name": "gemini", "max_concurrency": 3, "http_client": "httpx"})
     assert GeminiJudge(same).identity() == official
 
 
 def test_a_key_in_the_experiment_file_is_refused() -> None:
     with pytest.raises(ConfigError, match="environment only"):
-        GeminiJudge(ProviderConfig.model_validate({"name": "gemini", "api_key": "x"}))
+        GeminiJudge(provider_options({"name": "gemini", "api_key": "x"}))
 
 
 def test_the_experiment_file_runs_against_the_fake_server(

@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 
 from harness.cache import ResponseCache
-from harness.config import ExperimentConfig
+from harness.config import ExperimentConfig, provider_config
 from harness.runner import Runner
-from providers import ChatRequest, ChatResponse, Judge, ProviderConfig
-from providers._local import DigitTable, LocalSettings, MicroBatcher, expected_score
-from providers._tiny import QWEN_SPECIALS, byte_tokenizer
+from harness.testing.tiny_models import QWEN_SPECIALS, byte_tokenizer
+from harness.types import ChatRequest, ChatResponse
+from providers import Judge
+from providers._local import DigitTable, LocalOptions, LocalSettings, MicroBatcher, expected_score
 from tests.conftest import write_tiny_dataset
 
 
@@ -108,8 +109,9 @@ def test_micro_batcher_fails_every_request_of_a_failed_batch() -> None:
 
 
 def test_settings_defaults_and_identity() -> None:
-    config = ProviderConfig(name="qwen-omni", model="x", batch_size=2, device="cpu")
-    settings = LocalSettings.from_config(config, "x")
+    config = provider_config(name="qwen-omni", model="x", batch_size=2, device="cpu")
+    assert isinstance(config, LocalOptions)
+    settings = LocalSettings.from_options(config, "x")
     assert (settings.batch_size, settings.max_new_tokens, settings.expected_score) == (2, 64, False)
     assert settings.resolved_dtype() == "float32"
     assert "device_map" not in settings.model_kwargs()
@@ -130,7 +132,7 @@ class ScriptedJudge(Judge):
 def test_a_run_reports_metrics_for_the_expected_score(tmp_path: Path) -> None:
     dataset = write_tiny_dataset(tmp_path / "data", n_items=2, seconds=0.2)
     config = ExperimentConfig(
-        name="expected", dataset=dataset, provider=ProviderConfig(name="mock")
+        name="expected", dataset=dataset, provider=provider_config(name="mock")
     )
     runner = Runner(
         config,

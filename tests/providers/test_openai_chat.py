@@ -14,13 +14,14 @@ from typing import Any
 
 import pytest
 
-from harness.config import ExperimentConfig, load_experiments
-from harness.errors import ConfigError, ProviderError
-from harness.fake_server import FakeServer, FakeSettings
+from harness.config import ExperimentConfig, load_experiments, provider_config
+from harness.errors import ConfigError
 from harness.records import Record
 from harness.runner import RunResult
+from harness.testing.fake_api import FakeServer, FakeSettings
+from harness.types import ChatRequest, ProviderError
 from harness.variants import POINTWISE_SCHEMA
-from providers import ChatRequest, ProviderConfig, create_provider
+from providers import create_provider, provider_options
 from providers.openai_chat import OpenAIAudioJudge, OpenAICompatibleJudge
 from tests.conftest import run_config
 
@@ -161,7 +162,7 @@ def test_server_rpm_limit_is_waited_out(tmp_path: Path, tiny_dataset: Path) -> N
 
 def test_rate_limit_error_carries_retry_after(server: FakeServer) -> None:
     server.configure(fail_first=1, faults=("429",), retry_after_s=3)
-    judge = create_provider(ProviderConfig(name="openai-audio", base_url=server.openai_base_url))
+    judge = create_provider(provider_config(name="openai-audio", base_url=server.openai_base_url))
 
     async def ask() -> ProviderError:
         try:
@@ -285,7 +286,7 @@ def test_compatible_server_without_a_key(
 
 def test_openai_audio_needs_a_key_for_the_real_api(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY")
-    judge = OpenAIAudioJudge(ProviderConfig(name="openai-audio"))
+    judge = OpenAIAudioJudge(provider_config(name="openai-audio"))
     with pytest.raises(ProviderError, match="OPENAI_API_KEY") as caught:
         asyncio.run(judge.generate(ChatRequest("s", ("u",))))
     assert caught.value.kind == "auth" and not caught.value.transient
@@ -293,20 +294,20 @@ def test_openai_audio_needs_a_key_for_the_real_api(monkeypatch: pytest.MonkeyPat
 
 def test_openai_compatible_needs_a_url_and_a_model(server: FakeServer) -> None:
     with pytest.raises(ConfigError, match="OPENAI_BASE_URL"):
-        OpenAICompatibleJudge(ProviderConfig(name="openai-compatible", model="m"))
+        OpenAICompatibleJudge(provider_config(name="openai-compatible", model="m"))
     with pytest.raises(ConfigError, match=r"provider\.model"):
         OpenAICompatibleJudge(
-            ProviderConfig(name="openai-compatible", base_url=server.openai_base_url)
+            provider_config(name="openai-compatible", base_url=server.openai_base_url)
         )
     with pytest.raises(ConfigError, match="http"):
         OpenAICompatibleJudge(
-            ProviderConfig(name="openai-compatible", model="m", base_url="localhost:8000")
+            provider_config(name="openai-compatible", model="m", base_url="localhost:8000")
         )
 
 
 def test_identity(server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
     one = OpenAICompatibleJudge(
-        ProviderConfig(
+        provider_config(
             name="openai-compatible",
             model="m",
             base_url=[server.url + "/b/v1", server.url + "/a/v1"],
@@ -315,11 +316,13 @@ def test_identity(server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
     assert one["base_url"] == sorted([server.url + "/b/v1", server.url + "/a/v1"])
     assert one["json_mode"] == "schema" and one["audio_format"] == "input_audio"
     monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
-    from_env = OpenAICompatibleJudge(ProviderConfig(name="openai-compatible", model="m")).identity()
+    from_env = OpenAICompatibleJudge(
+        provider_config(name="openai-compatible", model="m")
+    ).identity()
     assert from_env["base_url"] == server.openai_base_url
     grouped = [
         OpenAICompatibleJudge(
-            ProviderConfig.model_validate(
+            provider_options(
                 {"name": "openai-compatible", "model": "m", "base_url": urls, "endpoint_id": "pool"}
             )
         ).identity()

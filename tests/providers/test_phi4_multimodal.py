@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.audio import AudioRef
-from providers import ProviderConfig, create_provider
-from providers._tiny import judge_request, tiny_phi4_multimodal, write_tone
+from harness.config import provider_config
+from harness.testing.tiny_models import judge_request, tiny_phi4_multimodal, write_tone
+from harness.types import AudioRef
+from providers import create_provider
 from providers.phi4_multimodal import Phi4MultimodalJudge
 
 SYSTEM = "You rate background music for conversations."
@@ -34,7 +35,7 @@ def clips(tmp_path_factory: pytest.TempPathFactory) -> dict[str, AudioRef]:
 
 def judge(checkpoint: Path, **extra: object) -> Phi4MultimodalJudge:
     provider = create_provider(
-        ProviderConfig(name="phi4-multimodal", model=str(checkpoint), max_tokens=5, **extra)
+        provider_config(name="phi4-multimodal", model=str(checkpoint), max_tokens=5, **extra)
     )
     assert isinstance(provider, Phi4MultimodalJudge)
     return provider

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.audio import AudioRef
 from harness.cache import ResponseCache
-from harness.config import ExperimentConfig
+from harness.config import ExperimentConfig, provider_config
 from harness.runner import Runner
-from providers import ProviderConfig, create_provider
-from providers._tiny import judge_request, tiny_qwen_omni, write_tone
+from harness.testing.tiny_models import judge_request, tiny_qwen_omni, write_tone
+from harness.types import AudioRef
+from providers import create_provider
 from providers.qwen_omni import QwenOmniJudge
 from tests.conftest import write_tiny_dataset
 
@@ -39,7 +39,7 @@ def clips(tmp_path_factory: pytest.TempPathFactory) -> dict[str, AudioRef]:
 
 def judge(checkpoint: Path, **extra: object) -> QwenOmniJudge:
     provider = create_provider(
-        ProviderConfig(name="qwen-omni", model=str(checkpoint), max_tokens=6, **extra)
+        provider_config(name="qwen-omni", model=str(checkpoint), max_tokens=6, **extra)
     )
     assert isinstance(provider, QwenOmniJudge)
     return provider
@@ -119,7 +119,7 @@ def test_a_run_records_random_output_as_parse_failures(checkpoint: Path, tmp_pat
     config = ExperimentConfig(
         name="qwen_tiny",
         dataset=dataset,
-        provider=ProviderConfig(
+        provider=provider_config(
             name="qwen-omni",
             model=str(checkpoint),
             max_tokens=6,

@@ -2,11 +2,13 @@ from __future__ import annotations
 
 import asyncio
 
-from providers import ProviderConfig, ScoreCandidate, ScoreRequest, create_provider
+from harness.config import provider_config
+from harness.types import ScoreCandidate, ScoreRequest
+from providers import create_provider
 
 
 def scores(seed: int, item: str, repeat: int) -> list[float]:
-    scorer = create_provider(ProviderConfig(name="random", seed=seed))
+    scorer = create_provider(provider_config(name="random", seed=seed))
     candidates = tuple(ScoreCandidate(f"c{i}", "", None) for i in range(4))
     return asyncio.run(scorer.score(ScoreRequest("q", candidates, "caption", item, repeat)))  # type: ignore[attr-defined]
 

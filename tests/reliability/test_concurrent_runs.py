@@ -14,10 +14,9 @@ from pathlib import Path
 import pytest
 
 from harness.cache import ResponseCache
-from harness.config import ExperimentConfig
-from harness.fake_server import FakeServer
+from harness.config import ExperimentConfig, provider_config
 from harness.runner import Runner, run_experiment
-from providers import ProviderConfig
+from harness.testing.fake_api import FakeServer
 from tests.reliability.conftest import (
     MakeDataset,
     answered_per_body,
@@ -91,7 +90,7 @@ def test_runner_waits_for_the_process_holding_a_claim(
     then: str, make_dataset: MakeDataset, tmp_path: Path
 ) -> None:
     config = ExperimentConfig(
-        name="c", dataset=make_dataset(n_items=1), provider=ProviderConfig(name="mock")
+        name="c", dataset=make_dataset(n_items=1), provider=provider_config(name="mock")
     )
     cache_dir = tmp_path / "cache"
     cache = ResponseCache(cache_dir)

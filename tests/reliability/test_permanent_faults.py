@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.fake_server import FakeServer
+from harness.testing.fake_api import FakeServer
 from tests.reliability.conftest import MakeDataset, read_jsonl, write_experiment
 
 N_ITEMS = 10  # 40 calls

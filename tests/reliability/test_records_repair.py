@@ -13,16 +13,15 @@ import pytest
 from rich.console import Console
 
 from harness.cache import ResponseCache
-from harness.config import ExperimentConfig
+from harness.config import ExperimentConfig, provider_config
 from harness.records import read_records, scan_partial
 from harness.runner import Runner, run_experiment
-from providers import ProviderConfig
 from tests.reliability.conftest import MakeDataset
 
 
 def _config(dataset: Path) -> ExperimentConfig:
     return ExperimentConfig(
-        name="r", dataset=dataset, provider=ProviderConfig(name="mock"), n_bootstrap=50
+        name="r", dataset=dataset, provider=provider_config(name="mock"), n_bootstrap=50
     )
 
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.fake_server import FakeServer
 from harness.secrets import REDACTED, scrub
+from harness.testing.fake_api import FakeServer
 from tests.reliability.conftest import FAST, MakeDataset, fast_settings, harness_command, read_jsonl
 
 # Distinctive keys, one not shaped like any known key format (caught only because it is in

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from harness.cache import ResponseCache
 from harness.config import load_experiments
-from harness.fake_server import FakeServer
 from harness.runner import RunResult, run_experiment
+from harness.testing.fake_api import FakeServer
 from tests.reliability.conftest import (
     TRANSIENT,
     MakeDataset,

@@ -9,9 +9,9 @@ import soundfile
 import yaml
 from typer.testing import CliRunner
 
+from harness.cli import app
 from harness.construct.config import load_build_config
 from harness.construct.stage1 import MUSICCAPS_COLUMNS
-from harness.cli import app
 from harness.dataset import load_dataset
 
 CLIPS = {

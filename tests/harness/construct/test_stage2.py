@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from harness.config import provider_config
 from harness.construct.captions import caption_dialogues
 from harness.construct.stage2 import (
     Stage2Config,
@@ -18,7 +19,7 @@ from harness.construct.stage2 import (
     seeded_sample,
 )
 from harness.errors import DatasetError, HarnessError
-from providers import ProviderConfig
+from harness.types import ProviderConfig
 
 LONG = " __eou__ ".join(f"Turn number {i} says a few more words here ." for i in range(14))
 TEXT = [
@@ -120,7 +121,7 @@ CAPTION = "Two old friends catch up calmly over coffee, warm and nostalgic; gent
 
 
 def mock(answers: object, **kwargs: object) -> ProviderConfig:
-    return ProviderConfig(name="mock", answers={"*": answers}, **kwargs)
+    return provider_config(name="mock", answers={"*": answers}, **kwargs)
 
 
 def test_run_stage2_captions_through_the_cache(tmp_path: Path) -> None:
@@ -165,7 +166,7 @@ def test_captions_share_the_summariser_cache(tmp_path: Path) -> None:
         cache=cache,
         show_progress=False,
     )
-    line = asyncio.run(summarize(runner, item))
+    line = asyncio.run(summarize(runner.answerer, item))
     cache.close()
     assert line.summary == CAPTION and line.cache_hit and runner.stats.model_calls == 0
 
@@ -189,7 +190,7 @@ def test_caption_failures_are_reported_not_invented(tmp_path: Path) -> None:
 
 def test_captioning_needs_a_judge(tmp_path: Path) -> None:
     with pytest.raises(HarnessError, match="not a chat model"):
-        caption_dialogues([], ProviderConfig(name="random"), cache_dir=tmp_path / "c")
+        caption_dialogues([], provider_config(name="random"), cache_dir=tmp_path / "c")
 
 
 def test_run_stage2_without_provider_leaves_summaries_empty(tmp_path: Path) -> None:

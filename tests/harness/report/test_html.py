@@ -9,9 +9,11 @@ from urllib.parse import unquote
 
 import pytest
 
-from harness.report import analyse, load_runs, write_report
+from harness.report.analysis import analyse
+from harness.report.loading import load_runs
+from harness.report.writing import write_report
 from tests.conftest import write_tiny_dataset
-from tests.harness._report_runs import pointwise_records, tiny_scores, write_run
+from tests.harness.report._runs import pointwise_records, tiny_scores, write_run
 
 N_ITEMS = 12
 SCRIPT = '<script>alert("raw")</script>'

@@ -1,22 +1,19 @@
-"""The one small interface every provider implements.
-
-A provider is either a Judge (a chat model: prompt in, text out) or a Scorer (an embedding
-model: one similarity per candidate). Providers only translate between the harness and a
-model; retries, rate limits, caching, parsing and records live in the runner.
+"""The contract between the harness and its providers: the `provider:` block's common settings,
+what a provider is asked (a chat request or a score request) and answers, the audio reference
+a request carries, and the one error a provider raises. Both `harness` and `providers` import
+these types; this module imports nothing of either.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.audio import AudioRef
-
-# Settings that change how a run behaves but never what a model answers.
+# Settings of every provider that change how a run behaves but never what a model answers.
 NON_IDENTITY_FIELDS = frozenset(
     {
         "max_concurrency",
@@ -33,15 +30,17 @@ NON_IDENTITY_FIELDS = frozenset(
 
 
 class ProviderConfig(BaseModel):
-    """`provider:` block of an experiment file; provider-specific keys are allowed."""
+    """The settings every provider takes (`provider:` block of an experiment file).
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    Each provider declares its own keys in a subclass (its `Options`); a key neither
+    declares is refused, so a typo never silently keeps a default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
     name: str
     model: str | None = None
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int | None = Field(default=None, gt=0)
     seed: int | None = None
-    base_url: str | list[str] | None = None
     max_concurrency: int = Field(default=8, gt=0)
     rpm: float | None = Field(default=None, gt=0)
     # 8 attempts: at a 20% transient fault rate, 0.2**8 * 4,800 calls ~ 0.01 calls lost per run.
@@ -53,8 +52,35 @@ class ProviderConfig(BaseModel):
     reask: int = Field(default=1, ge=0)
     prices: dict[str, float] | None = None
 
-    def extra(self, key: str, default: Any = None) -> Any:
-        return (self.model_extra or {}).get(key, default)
+
+BASE_FIELDS = frozenset(ProviderConfig.model_fields)
+
+
+class ProviderError(Exception):
+    """A model call failed. `transient` errors may be retried; the message never holds a key."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        transient: bool,
+        kind: str = "error",
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.transient = transient
+        self.kind = kind
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True, slots=True)
+class AudioRef:
+    """A clip as a prompt sees it: its id, where it lives, and the hash of its bytes
+    (`harness.audio` decodes and encodes it)."""
+
+    clip_id: str
+    path: Path
+    sha256: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +99,15 @@ class ChatRequest:
     def user_text(self) -> str:
         """The user turn with each clip shown as `<audio>` (paths and ids never matter)."""
         return "".join(p if isinstance(p, str) else "<audio>" for p in self.parts)
+
+    def key_fields(self) -> dict[str, Any]:
+        """What of the request can change the answer (see `harness.cache.request_key`)."""
+        return {
+            "system": self.system,
+            "user": self.user_text,
+            "audio": [a.sha256 for a in self.audio],
+            "schema": self.response_schema,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +135,13 @@ class ScoreRequest:
     item_id: str
     repeat: int
 
+    def key_fields(self) -> dict[str, Any]:
+        """What of the request can change the answer (see `harness.cache.request_key`)."""
+        return {
+            "query": self.query,
+            "clips": [c.audio.sha256 if c.audio else c.caption for c in self.candidates],
+        }
+
 
 class Scores(list[float]):
     """A scorer's answer with notes for the run's record (e.g. that the query was
@@ -110,41 +152,4 @@ class Scores(list[float]):
         self.extra: dict[str, Any] = dict(extra or {})
 
 
-class Provider(ABC):
-    kind: ClassVar[Literal["judge", "scorer"]]
-    default_model: ClassVar[str | None] = None
-
-    def __init__(self, config: ProviderConfig) -> None:
-        self.config = config
-
-    @property
-    def model(self) -> str:
-        return self.config.model or self.default_model or self.config.name
-
-    @property
-    def deterministic(self) -> bool:
-        """Whether a repeat of the same request gives the same answer (greedy decoding)."""
-        return self.config.temperature == 0.0
-
-    def identity(self) -> dict[str, Any]:
-        """Everything about this provider that can change an answer (part of the cache key)."""
-        fields = self.config.model_dump(exclude=set(NON_IDENTITY_FIELDS), exclude_none=True)
-        return {**fields, "model": self.model}
-
-    async def aclose(self) -> None:
-        """Release clients or model weights at the end of a run."""
-        return None
-
-
-class Judge(Provider):
-    kind = "judge"
-
-    @abstractmethod
-    async def generate(self, request: ChatRequest) -> ChatResponse: ...
-
-
-class Scorer(Provider):
-    kind = "scorer"
-
-    @abstractmethod
-    async def score(self, request: ScoreRequest) -> list[float]: ...
+Request = ChatRequest | ScoreRequest

@@ -14,9 +14,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.audio import AudioRef, audio_ref
-from providers._base import ChatRequest
-from providers._local import hf
+from harness.audio import audio_ref
+from harness.types import AudioRef, ChatRequest
+
+
+def hf() -> Any:
+    """The transformers module, imported on first use (typed loosely: its classes are)."""
+    import transformers
+
+    return transformers
+
 
 BYTE_VOCAB = 256
 

@@ -17,12 +17,12 @@ import numpy as np
 
 from harness.dataset import Clip, Item
 from harness.records import Record
-from harness.report import (
+from harness.report.analysis import Analysis
+from harness.report.loading import RunData
+from harness.report.tables import (
     COMPARISON_HEADER,
     PAIRED_HEADER,
     POSITION_HEADER,
-    Analysis,
-    RunData,
     agreement_rows,
     comparison_rows,
     paired_rows,
@@ -168,7 +168,7 @@ def render_html(
     embed_audio: bool = False,
 ) -> str:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("harness", "templates"),
+        loader=jinja2.PackageLoader("harness.report", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 import soundfile
 
-from harness.fake_server import ANSWER_MODES, FakeServer, FakeSettings, _parse_args
 from harness.parsing import parse_pointwise
+from harness.testing.fake_api import ANSWER_MODES, FakeServer, FakeSettings, parse_args
 from tests.conftest import run_config
 
 KEY = "sk-fake-test-key-0123456789"
@@ -294,7 +294,7 @@ def test_unknown_paths_are_404(server: FakeServer, http: httpx.Client) -> None:
 
 
 def test_command_line_arguments() -> None:
-    args, settings = _parse_args(
+    args, settings = parse_args(
         [
             "--port",
             "9",
@@ -312,7 +312,7 @@ def test_command_line_arguments() -> None:
     assert (settings.latency_s, settings.fault_rate, settings.rpm) == (0.2, 0.2, 600)
     assert settings.faults == ("429", "drop")
     with pytest.raises(ValueError, match="unknown fault"):
-        _parse_args(["--faults", "explode"])
+        parse_args(["--faults", "explode"])
 
 
 def _free_port() -> int:
@@ -324,7 +324,7 @@ def _free_port() -> int:
 def test_runs_as_a_process(http: httpx.Client) -> None:
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.fake_server", "--port", str(port)],
+        [sys.executable, "-m", "harness.testing.fake_api", "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},

@@ -1,0 +1,135 @@
+"""Finished runs read back from their folders, with metrics recomputed from records.jsonl
+through the one evaluation path (so per-item values are there for paired statistics)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.dataset import Dataset, load_dataset
+from harness.errors import HarnessError
+from harness.evaluate import evaluate_records
+from harness.metrics import Aggregate, FloatArray
+from harness.records import Record, read_records
+from providers import REGISTRY
+
+
+@dataclass
+class RunData:
+    """A finished run folder, with its metrics recomputed from records.jsonl by the metric
+    layer (so per-item values are available for paired statistics)."""
+
+    path: Path
+    label: str
+    config: dict[str, Any]
+    stats: dict[str, Any]
+    records: list[Record]
+    dataset: Dataset
+    aggregate: Aggregate
+    scores: dict[str, FloatArray]  # item id -> mean score over repeats, candidate order
+
+    @property
+    def provider(self) -> dict[str, Any]:
+        provider: dict[str, Any] = self.config.get("provider") or {}
+        return provider
+
+    @property
+    def prompt(self) -> str:
+        """The prompt variant; "n/a" for scorers, which take no prompt."""
+        entry = REGISTRY.get(str(self.provider.get("name")))
+        return "n/a" if entry and entry.kind == "scorer" else str(self.config.get("prompt", "?"))
+
+    @property
+    def inputs(self) -> str:
+        inputs = self.config.get("inputs") or {}
+        return f"{inputs.get('dialogue', 'full')}/{inputs.get('music', 'audio')}"
+
+    @property
+    def parse_failures(self) -> int:
+        return sum(r.parse_error is not None for r in self.records)
+
+    @property
+    def parse_failure_rate(self) -> float | None:
+        return self.parse_failures / len(self.records) if self.records else None
+
+    def per_item(self) -> dict[str, dict[str, float]]:
+        """metric -> {item id: value (mean over repeats)}, as the metric layer computes it."""
+        agg = self.aggregate
+        return {
+            name: dict(zip(agg.item_ids, map(float, values), strict=True))
+            for name, values in agg.per_item.items()
+        }
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise HarnessError(f"{path}: not valid JSON ({exc.msg})") from None
+    return value if isinstance(value, dict) else {}
+
+
+def load_run(
+    path: Path, *, dataset: Path | None = None, datasets: dict[Path, Dataset] | None = None
+) -> RunData:
+    """Read a run folder and recompute its aggregate from records.jsonl.
+
+    `dataset` overrides the dataset folder named in the run's config.yaml; `datasets` is a
+    cache shared across runs of the same dataset.
+    """
+    config_path = path / "config.yaml"
+    if not config_path.is_file():
+        raise HarnessError(f"{path}: no config.yaml (is this a finished run folder?)")
+    config = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
+    records_path = path / "records.jsonl"
+    if not records_path.is_file():
+        raise HarnessError(f"{path}: no records.jsonl")
+    records = list(read_records(records_path))
+    root = Path(dataset or config.get("dataset", ""))
+    if not root.is_dir():
+        raise HarnessError(
+            f"{path}: dataset folder {str(root)!r} of this run not found; run from the folder "
+            "the run was made in, or pass --dataset DIR"
+        )
+    cache = datasets if datasets is not None else {}
+    key = root.resolve()
+    if key not in cache:
+        cache[key] = load_dataset(root, check_audio=False)
+    data = cache[key]
+    if config.get("limit"):
+        data = data.subset([item.id for item in data.items[: int(config["limit"])]])
+    evaluation = evaluate_records(
+        data.items,
+        records,
+        repeats=int(config.get("repeats") or 1),
+        missing=config.get("missing", "worst"),
+        n_bootstrap=int(config.get("n_bootstrap") or 1000),
+        seed=int(config.get("seed") or 0),
+    )
+    return RunData(
+        path=path,
+        label=str(config.get("name") or path.name),
+        config=config,
+        stats=_read_json(path / "run.json"),
+        records=records,
+        dataset=data,
+        aggregate=evaluation.aggregate,
+        scores=evaluation.mean_scores(),
+    )
+
+
+def load_runs(paths: Sequence[Path], *, dataset: Path | None = None) -> list[RunData]:
+    datasets: dict[Path, Dataset] = {}
+    runs = [load_run(path, dataset=dataset, datasets=datasets) for path in paths]
+    labels = [run.label for run in runs]
+    for run in runs:  # two runs of the same name (different sweeps): label by folder
+        if labels.count(run.label) > 1:
+            run.label = str(run.path)
+    return runs

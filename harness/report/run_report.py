@@ -1,0 +1,47 @@
+"""A run's own `report.md`, and a sweep's `comparison.md` of the runs just made."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.pricing import cost_line
+from harness.report.formatting import HEADER, markdown_table, metric_rows
+
+
+def write_run_report(
+    path: Path, config: Any, metrics: Mapping[str, Any], stats: Mapping[str, Any]
+) -> None:
+    provider = config.provider
+    lines = [
+        f"# {config.name}",
+        "",
+        f"- provider: `{provider.name}`, model `{provider.model or 'default'}`",
+        f"- prompt: `{config.prompt}`; inputs: dialogue `{config.inputs.dialogue}`, music `{config.inputs.music}`",
+        f"- dataset: `{config.dataset}`; repeats: {config.repeats}; missing scores: `{metrics['missing_policy']}`",
+        "",
+        markdown_table(HEADER, metric_rows([(config.name, metrics)])),
+        "",
+        "Means with 95% percentile-bootstrap CIs over items"
+        + (" (± std across repeats)." if config.repeats > 1 else "."),
+        "",
+        f"Calls: {stats['calls']} ({stats['cache_hits']} from cache, {stats['model_calls']} to the model, "
+        f"{stats['retries']} retries); failed: {stats['errors']}; unparsable answers: "
+        f"{stats['parse_failures']}; tokens in/out: {stats['input_tokens']}/{stats['output_tokens']}.",
+    ]
+    if stats.get("error_kinds"):
+        kinds = ", ".join(f"{k}: {n}" for k, n in sorted(stats["error_kinds"].items()))
+        lines.append(f"Failures by kind: {kinds}.")
+    cost = cost_line(stats.get("cost"))
+    if cost:
+        lines.append(cost)
+    summaries = cost_line(stats.get("summaries_cost"))
+    if summaries:
+        lines.append("Summaries: " + summaries[0].lower() + summaries[1:])
+    path.write_text("\n".join(lines) + "\n")
+
+
+def write_comparison(path: Path, title: str, runs: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+    body = [f"# {title}", "", markdown_table(HEADER, metric_rows(runs)), ""]
+    path.write_text("\n".join(body))

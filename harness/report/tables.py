@@ -1,0 +1,295 @@
+"""The comparison across runs as table rows: markdown, CSV rows (plain numbers) and the
+terminal, for the comparison itself, the paired statistics, agreement and position bias."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from rich.table import Table
+
+from harness.metrics import METRIC_NAMES
+from harness.report.analysis import Analysis
+from harness.report.formatting import METRIC_LABELS, format_metric, markdown_table, percent
+from harness.report.loading import RunData
+from harness.stats import PairedDifference
+
+
+def estimated_cost(stats: Mapping[str, Any]) -> float | None:
+    """Estimated cost in USD of all the run's answers, generated summaries included (run.json
+    `cost.usd` and `summaries_cost.usd`, written by harness.pricing.run_cost); None when the
+    run has no price for its model."""
+    total = None
+    for block in ("cost", "summaries_cost"):
+        cost = stats.get(block)
+        usd = cost.get("usd") if isinstance(cost, dict) else None
+        if isinstance(usd, int | float) and not isinstance(usd, bool):
+            total = (total or 0.0) + float(usd)
+    return total
+
+
+def _tokens(stats: Mapping[str, Any]) -> str:
+    if "input_tokens" not in stats and "output_tokens" not in stats:
+        return "n/a"
+    return f"{stats.get('input_tokens', 0)}/{stats.get('output_tokens', 0)}"
+
+
+COMPARISON_HEADER = [
+    "run",
+    "provider",
+    "model",
+    "prompt",
+    "inputs",
+    *(METRIC_LABELS[m] for m in METRIC_NAMES),
+    "items",
+    "coverage",
+    "tie rate",
+    "parse failures",
+    "calls",
+    "tokens in/out",
+    "est. cost",
+]
+
+
+def comparison_rows(runs: Sequence[RunData]) -> list[list[str]]:
+    rows = []
+    for run in runs:
+        metrics = run.aggregate.to_json()
+        summaries: dict[str, Any] = metrics["metrics"]  # type: ignore[assignment]
+        cost = estimated_cost(run.stats)
+        rows.append(
+            [
+                run.label,
+                str(run.provider.get("name", "?")),
+                str(run.provider.get("model") or "default"),
+                run.prompt,
+                run.inputs,
+                *(format_metric(summaries.get(m)) for m in METRIC_NAMES),
+                str(run.aggregate.n_items),
+                percent(run.aggregate.coverage),
+                percent(run.aggregate.tie_rate),
+                percent(run.parse_failure_rate),
+                str(run.stats.get("calls", len(run.records))),
+                _tokens(run.stats),
+                "n/a" if cost is None else f"${cost:.4f}",
+            ]
+        )
+    return rows
+
+
+def comparison_csv_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
+    """The comparison table with plain numbers (for pandas, spreadsheets)."""
+    out = []
+    for run in runs:
+        row: dict[str, Any] = {
+            "run": run.label,
+            "path": str(run.path),
+            "provider": run.provider.get("name"),
+            "model": run.provider.get("model"),
+            "prompt": run.prompt,
+            "dialogue": (run.config.get("inputs") or {}).get("dialogue"),
+            "music": (run.config.get("inputs") or {}).get("music"),
+            "repeats": run.aggregate.n_repeats,
+            "n_items": run.aggregate.n_items,
+        }
+        for name in METRIC_NAMES:
+            summary = run.aggregate.metrics[name]
+            low, high = summary.ci95 or (None, None)
+            row |= {
+                f"{name}_mean": summary.mean,
+                f"{name}_ci_low": low,
+                f"{name}_ci_high": high,
+                f"{name}_std": summary.std,
+            }
+        row |= {
+            "coverage": round(run.aggregate.coverage, 6),
+            "tie_rate": None
+            if run.aggregate.tie_rate is None
+            else round(run.aggregate.tie_rate, 6),
+            "parse_failure_rate": run.parse_failure_rate,
+            "calls": run.stats.get("calls", len(run.records)),
+            "model_calls": run.stats.get("model_calls"),
+            "cache_hits": run.stats.get("cache_hits"),
+            "input_tokens": run.stats.get("input_tokens"),
+            "output_tokens": run.stats.get("output_tokens"),
+            "cost_usd": estimated_cost(run.stats),
+        }
+        out.append(row)
+    return out
+
+
+PAIRED_HEADER = ["run", "metric", "items", "run mean", "baseline mean", "difference", "95% CI", "p"]
+
+
+def _p_text(diff: PairedDifference) -> str:
+    return f"{diff.p_value:.4f}" + ("" if diff.exact else " (MC)")
+
+
+def paired_rows(analysis: Analysis) -> list[list[str]]:
+    rows = []
+    for label, metrics in analysis.paired.items():
+        for name, diff in metrics.items():
+            empty = diff.n_items == 0
+            rows.append(
+                [
+                    label,
+                    METRIC_LABELS[name],
+                    str(diff.n_items),
+                    "n/a" if empty else f"{diff.run_mean:.3f}",
+                    "n/a" if empty else f"{diff.baseline_mean:.3f}",
+                    "n/a" if empty else f"{diff.difference:+.3f}",
+                    "n/a" if empty else f"[{diff.ci95[0]:+.3f}, {diff.ci95[1]:+.3f}]",
+                    _p_text(diff),
+                ]
+            )
+    return rows
+
+
+def paired_csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
+    assert analysis.baseline is not None or not analysis.paired
+    base = analysis.baseline.label if analysis.baseline else None
+    return [
+        {"run": label, "baseline": base, "metric": name, **diff.to_json()}
+        for label, metrics in analysis.paired.items()
+        for name, diff in metrics.items()
+    ]
+
+
+def agreement_rows(analysis: Analysis) -> list[list[str]]:
+    agreement = analysis.agreement
+    return [
+        [label, *("n/a" if np.isnan(v) else f"{v:.3f}" for v in agreement.tau[i])]
+        for i, label in enumerate(agreement.labels)
+    ]
+
+
+def agreement_csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
+    agreement = analysis.agreement
+    return [
+        {
+            "": label,
+            **{
+                other: None if np.isnan(v) else round(float(v), 6)
+                for other, v in zip(agreement.labels, agreement.tau[i], strict=True)
+            },
+        }
+        for i, label in enumerate(agreement.labels)
+    ]
+
+
+def position_bias_rows(analysis: Analysis) -> list[list[str]]:
+    rows = []
+    for label, bias in analysis.position_bias.items():
+        rows.append(
+            [
+                label,
+                str(bias.n_calls),
+                " / ".join(f"{100 * r:.1f}%" for r in bias.rates),
+                " / ".join(f"{100 * r:.1f}%" for r in bias.human_rates),
+                f"{100 * bias.uniform:.1f}%",
+                f"{bias.p_value:.4f}",
+            ]
+        )
+    return rows
+
+
+POSITION_HEADER = [
+    "run",
+    "joint calls",
+    "model top-1 by position",
+    "human first by position",
+    "uniform",
+    "chi-square p",
+]
+
+
+def position_bias_csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
+    return [
+        {
+            "run": label,
+            "position": position + 1,
+            "top1_rate": round(float(rate), 6),
+            "human_top1_rate": round(float(human), 6),
+            "uniform": round(bias.uniform, 6),
+            "n_calls": bias.n_calls,
+            "p_value": round(bias.p_value, 6),
+        }
+        for label, bias in analysis.position_bias.items()
+        for position, (rate, human) in enumerate(zip(bias.rates, bias.human_rates, strict=True))
+    ]
+
+
+def comparison_markdown(analysis: Analysis, title: str = "comparison") -> str:
+    repeats = any(run.aggregate.n_repeats > 1 for run in analysis.runs)
+    lines = [
+        f"# {title}",
+        "",
+        markdown_table(COMPARISON_HEADER, comparison_rows(analysis.runs)),
+        "",
+        "Means with 95% percentile-bootstrap CIs over items"
+        + (" (± std across repeats where a run has several)." if repeats else ".")
+        + " Parse failures: share of calls whose final answer could not be parsed."
+        + " Tokens and cost as recorded in each run's run.json.",
+    ]
+    if analysis.baseline is not None:
+        lines += [
+            "",
+            f"## Paired comparison against `{analysis.baseline.label}`",
+            "",
+            markdown_table(PAIRED_HEADER, paired_rows(analysis)),
+            "",
+            "Difference = run - baseline on the items both runs scored; 95% paired-bootstrap "
+            "CI; two-sided sign-flip permutation p (exact, or Monte Carlo where marked MC).",
+        ]
+    agreement = analysis.agreement
+    lines += [
+        "",
+        "## Agreement (Kendall's tau-b, per item, averaged)",
+        "",
+        markdown_table(["", *agreement.labels], agreement_rows(analysis)),
+    ]
+    if analysis.position_bias:
+        lines += [
+            "",
+            "## Position bias of joint prompts",
+            "",
+            markdown_table(POSITION_HEADER, position_bias_rows(analysis)),
+            "",
+            "Share of joint calls whose top score sat at each presentation position (ties "
+            "split evenly), and where the human's first was shown; chi-square test of the "
+            "model's rates against the uniform rate.",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def comparison_rich_table(title: str, runs: Sequence[RunData]) -> Table:
+    table = Table(title=title, title_justify="left")
+    # The run name carries provider, model, prompt and inputs; comparison.md has every column.
+    skip = {"provider", "model", "prompt", "inputs", "tie rate", "calls", "tokens in/out"}
+    keep = [i for i, column in enumerate(COMPARISON_HEADER) if column not in skip]
+    for i in keep:
+        first = i == 0
+        table.add_column(
+            COMPARISON_HEADER[i],
+            justify="left" if first else "right",
+            no_wrap=not first,
+            overflow="fold" if first else "ellipsis",
+            min_width=24 if first else None,
+        )
+    for row in comparison_rows(runs):
+        # The CI goes under the mean so that run names keep their room.
+        table.add_row(*(row[i].replace(" [", "\n[") for i in keep))
+    return table
+
+
+def paired_rich_table(analysis: Analysis) -> Table:
+    assert analysis.baseline is not None
+    table = Table(
+        title=f"paired comparison against {analysis.baseline.label}", title_justify="left"
+    )
+    for column in PAIRED_HEADER:
+        table.add_column(column, justify="left" if column in ("run", "metric") else "right")
+    for row in paired_rows(analysis):
+        table.add_row(*row)
+    return table

@@ -1,0 +1,42 @@
+"""A local stand-in for the Gemini and OpenAI chat APIs, for tests and offline smoke checks.
+
+It speaks `POST /{version}/models/{model}:generateContent` (Gemini) and
+`POST [/prefix]/v1/chat/completions` (OpenAI and OpenAI-compatible servers such as vLLM)
+closely enough for the real SDKs, answers a deterministic score derived from the request
+(prompt text and audio bytes), and injects faults on demand:
+
+- transient faults (`--faults`): 429 with Retry-After, 500, 503, `timeout` (the answer is
+  held back for `--slow` seconds), `drop` (the connection is closed without an answer);
+  either for a share of requests (`--fault-rate`, decided per request body and arrival, so
+  a run is reproducible whatever the concurrency) or for the first N arrivals of every
+  distinct request body (`--fail-first`);
+- answer modes (`--answer`): score, malformed, out_of_range, fenced, prose, wrong_keys,
+  blocked, empty;
+- a fixed latency, and a requests-per-minute limit answered with 429 + Retry-After;
+- model names: one containing `error-<status>` (e.g. `error-404`) is always answered with
+  that status, one containing `answer-<mode>` (e.g. `fake-answer-malformed`) with that mode.
+
+Every request is recorded (model, arrival count of its body, audio present and decodable,
+JSON mode asked for, headers with keys redacted) and counted; `GET /_stats` and
+`GET /_requests` expose that, `POST /_settings` changes the settings, `POST /_reset` clears.
+
+In-process (tests): `with FakeServer(FakeSettings(fail_first=1)) as server: ...` runs it on
+a free port in a background thread. As a process:
+`python -m harness.testing.fake_api --port 8765 --latency 0.2 --fault-rate 0.2 --rpm 600`.
+"""
+
+from harness.testing.fake_api.answers import answer_text, deterministic_score
+from harness.testing.fake_api.server import FakeServer, main, parse_args
+from harness.testing.fake_api.state import ANSWER_MODES, FAULT_KINDS, FakeSettings, RequestLog
+
+__all__ = [
+    "ANSWER_MODES",
+    "FAULT_KINDS",
+    "FakeServer",
+    "FakeSettings",
+    "RequestLog",
+    "answer_text",
+    "deterministic_score",
+    "main",
+    "parse_args",
+]

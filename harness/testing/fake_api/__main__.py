@@ -1,0 +1,3 @@
+from harness.testing.fake_api.server import main
+
+main()

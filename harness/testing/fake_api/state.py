@@ -1,0 +1,184 @@
+"""The fake API's settings, its log of what arrived, and the counters tests read."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+FAULT_KINDS = ("429", "500", "503", "timeout", "drop")
+
+
+ANSWER_MODES = (
+    "score",
+    "malformed",
+    "out_of_range",
+    "fenced",
+    "prose",
+    "wrong_keys",
+    "blocked",
+    "empty",
+)
+
+
+KEY_HEADERS = frozenset({"x-goog-api-key", "authorization", "api-key", "x-api-key"})
+
+
+REDACTED = "[REDACTED]"
+
+
+@dataclass
+class FakeSettings:
+    latency_s: float = 0.0
+    fault_rate: float = 0.0
+    faults: tuple[str, ...] = FAULT_KINDS
+    fail_first: int = 0
+    retry_after_s: float = 1.0
+    slow_s: float = 30.0
+    rpm: float | None = None
+    rpm_window_s: float = 60.0  # tests shrink the minute to keep the rpm limit fast
+    answer: str = "score"
+    api_key: str | None = None  # when set, requests with another key get 401
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        self.faults = tuple(self.faults)
+        unknown = set(self.faults) - set(FAULT_KINDS)
+        if unknown:
+            raise ValueError(f"unknown fault kinds {sorted(unknown)} (known: {FAULT_KINDS})")
+        if self.answer not in ANSWER_MODES:
+            raise ValueError(f"unknown answer mode {self.answer!r} (known: {ANSWER_MODES})")
+        if not 0.0 <= self.fault_rate <= 1.0:
+            raise ValueError("fault_rate must be in [0, 1]")
+
+    def public(self) -> dict[str, Any]:
+        values = dataclasses.asdict(self)
+        values["api_key"] = REDACTED if self.api_key else None
+        return values
+
+
+@dataclass
+class RequestLog:
+    """What arrived at the server for one request, and what it was answered."""
+
+    api: str  # "gemini" or "openai"
+    path: str
+    model: str
+    body_sha256: str
+    arrival: int  # how many times this exact body has arrived, this one included
+    headers: dict[str, str]
+    key_present: bool
+    system: str = ""
+    user_text: str = ""
+    audio_parts: int = 0
+    audio_formats: list[str] = field(default_factory=list)
+    audio_decodable: bool = True
+    audio_seconds: float = 0.0
+    audio_sample_rates: list[int] = field(default_factory=list)
+    json_mode: str | None = None  # "schema", "object" or None (JSON asked for in the prompt)
+    response_schema: dict[str, Any] | None = None
+    temperature: float | None = None
+    fields: list[str] = field(default_factory=list)  # top-level keys of the request body
+    status: int = 200
+    outcome: str = "answered"
+    answer: str | None = None
+
+
+@dataclass
+class ParsedRequest:
+    model: str
+    system: str
+    user_text: str
+    audio: list[tuple[str, str]]  # (base64 data, format or mime type)
+    json_mode: str | None
+    schema: dict[str, Any] | None
+    temperature: float | None
+
+
+class Reply(Exception):
+    """An error answer, raised from anywhere in request handling."""
+
+    def __init__(self, status: int, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.retry_after = status, message, retry_after
+
+
+class FakeState:
+    """Settings, request log and counters; shared between the server loop and test threads."""
+
+    def __init__(self, settings: FakeSettings, max_log: int = 20_000) -> None:
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._arrivals: collections.Counter[str] = collections.Counter()
+        self._log: collections.deque[RequestLog] = collections.deque(maxlen=max_log)
+        self._counts: collections.Counter[str] = collections.Counter()
+        self._window: collections.deque[float] = collections.deque()
+
+    def arrive(self, body_sha: str) -> int:
+        with self._lock:
+            self._arrivals[body_sha] += 1
+            return self._arrivals[body_sha]
+
+    def admit(self, now: float) -> float | None:
+        """None if the request fits the rpm limit, else the seconds until it would."""
+        rpm, window = self.settings.rpm, self.settings.rpm_window_s
+        if not rpm:
+            return None
+        with self._lock:
+            while self._window and now - self._window[0] >= window:
+                self._window.popleft()
+            if len(self._window) >= rpm:
+                return max(0.01, window - (now - self._window[0]))
+            self._window.append(now)
+            return None
+
+    def record(self, entry: RequestLog) -> None:
+        with self._lock:
+            self._log.append(entry)
+            c = self._counts
+            c["requests"] += 1
+            c[f"api:{entry.api}"] += 1
+            c[f"status:{entry.status}"] += 1
+            c[f"outcome:{entry.outcome}"] += 1
+            c[f"model:{entry.model}"] += 1
+            c[f"json_mode:{entry.json_mode}"] += 1
+            c["audio_parts"] += entry.audio_parts
+            c["audio_undecodable"] += not entry.audio_decodable
+            c["answered"] += entry.status == 200
+
+    def requests(self) -> list[RequestLog]:
+        with self._lock:
+            return list(self._log)
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            counts = dict(self._counts)
+            arrivals = list(self._arrivals.values())
+        grouped: dict[str, dict[str, int]] = collections.defaultdict(dict)
+        flat: dict[str, Any] = {}
+        for name, value in counts.items():
+            group, sep, key = name.partition(":")
+            if sep:
+                grouped[group][key] = value
+            else:
+                flat[name] = value
+        return {
+            "requests": flat.get("requests", 0),
+            "answered": flat.get("answered", 0),
+            "audio_parts": flat.get("audio_parts", 0),
+            "audio_undecodable": flat.get("audio_undecodable", 0),
+            "distinct_bodies": len(arrivals),
+            "repeated_bodies": sum(1 for n in arrivals if n > 1),
+            "max_arrivals": max(arrivals, default=0),
+            **{group: dict(values) for group, values in grouped.items()},
+            "settings": self.settings.public(),
+        }
+
+    def reset(self) -> None:
+        with self._lock:
+            self._arrivals.clear()
+            self._log.clear()
+            self._counts.clear()
+            self._window.clear()

@@ -1,0 +1,97 @@
+"""The one small interface every provider implements.
+
+A provider is either a Judge (a chat model: prompt in, text out) or a Scorer (a similarity
+model: one score per candidate). Providers only translate between the harness and a model;
+retries, rate limits, caching, parsing and records live in the harness's call path, which
+asks every provider the same way: `await provider.answer(request)`.
+
+Each provider declares its `provider:` keys as a pydantic model (`Options`, a subclass of
+`ProviderConfig`); unknown keys are refused when the experiment file loads.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Literal
+
+from harness.types import (
+    BASE_FIELDS,
+    NON_IDENTITY_FIELDS,
+    ChatRequest,
+    ChatResponse,
+    ProviderConfig,
+    Request,
+    ScoreRequest,
+)
+
+
+class Provider(ABC):
+    kind: ClassVar[Literal["judge", "scorer"]]
+    default_model: ClassVar[str | None] = None
+    Options: ClassVar[type[ProviderConfig]] = ProviderConfig
+    # The provider's own keys that change how it runs but never what it answers.
+    non_identity: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, config: ProviderConfig) -> None:
+        if not isinstance(config, self.Options):
+            config = self.Options.model_validate(config.model_dump(exclude_unset=True))
+        self.config = config
+
+    @property
+    def model(self) -> str:
+        return self.config.model or self.default_model or self.config.name
+
+    @property
+    def deterministic(self) -> bool:
+        """Whether a repeat of the same request gives the same answer (greedy decoding)."""
+        return self.config.temperature == 0.0
+
+    def identity(self) -> dict[str, Any]:
+        """Everything about this provider that can change an answer (part of the cache key):
+        the common settings, the provider's own keys where they differ from their defaults."""
+        common = self.config.model_dump(
+            include=set(BASE_FIELDS), exclude=set(NON_IDENTITY_FIELDS), exclude_none=True
+        )
+        own = self.config.model_dump(
+            exclude=set(BASE_FIELDS | self.non_identity), exclude_none=True, exclude_defaults=True
+        )
+        return {**common, **own, "model": self.model}
+
+    @abstractmethod
+    async def answer(self, request: Request) -> dict[str, Any]:
+        """The provider's answer to one request, in the form the response cache stores."""
+
+    async def aclose(self) -> None:
+        """Release clients or model weights at the end of a run."""
+        return None
+
+
+class Judge(Provider):
+    kind = "judge"
+
+    @abstractmethod
+    async def generate(self, request: ChatRequest) -> ChatResponse: ...
+
+    async def answer(self, request: Request) -> dict[str, Any]:
+        if not isinstance(request, ChatRequest):
+            raise TypeError(f"{type(self).__name__} answers chat requests, not {request!r}")
+        response = await self.generate(request)
+        return {
+            "text": response.text,
+            "input_tokens": response.input_tokens,
+            "output_tokens": response.output_tokens,
+            "extra": response.extra,
+        }
+
+
+class Scorer(Provider):
+    kind = "scorer"
+
+    @abstractmethod
+    async def score(self, request: ScoreRequest) -> list[float]: ...
+
+    async def answer(self, request: Request) -> dict[str, Any]:
+        if not isinstance(request, ScoreRequest):
+            raise TypeError(f"{type(self).__name__} answers score requests, not {request!r}")
+        scores = await self.score(request)
+        return {"scores": list(scores), "extra": getattr(scores, "extra", {})}
