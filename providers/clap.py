@@ -24,11 +24,11 @@ from pydantic import Field
 
 from harness.audio import read_mono
 from harness.types import AudioRef, ProviderConfig, ScoreRequest, Scores
-from providers._local import (
+from providers._batching import MicroBatcher
+from providers._local_settings import (
     LOCAL_NON_IDENTITY,
     LocalOptions,
     LocalSettings,
-    MicroBatcher,
     as_provider_error,
     free_memory,
     hf,

@@ -16,7 +16,8 @@ from numpy.typing import NDArray
 from pydantic import Field
 
 from harness.types import ProviderConfig
-from providers._local import EncodedAudio, Loaded, LocalJudge, LocalOptions, tensor_list
+from providers._local import EncodedAudio, Loaded, LocalJudge, tensor_list
+from providers._local_settings import LocalOptions
 
 DEFAULT_LORA = "speech-lora"
 

@@ -17,7 +17,9 @@ from harness.runner import Runner
 from harness.testing.tiny_models import QWEN_SPECIALS, byte_tokenizer
 from harness.types import ChatRequest, ChatResponse
 from providers import Judge
-from providers._local import DigitTable, LocalOptions, LocalSettings, MicroBatcher, expected_score
+from providers._batching import MicroBatcher
+from providers._expected_score import DigitTable, expected_score
+from providers._local_settings import LocalOptions, LocalSettings
 from tests.conftest import write_tiny_dataset
 
 
