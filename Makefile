@@ -30,17 +30,19 @@ sample-audio: install
 experiment: sample-audio
 	$(BIN)/harness run experiments/$(EXP).yaml
 
-## Lint, type-check and run the offline test suite.
+## Lint, type-check, check the import layers and run the offline test suite.
 test: install-dev sample-audio
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/pytest
 
 lint: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 ## Tables, plots and the HTML report (report.html) of the runs under results/$(EXP).
 report: install

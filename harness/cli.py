@@ -144,7 +144,7 @@ def evaluate(
     """Compute Hit@1, MRR, nDCG and Kendall's tau-b (tie-aware, with bootstrap CIs) from a
     predictions file against the dataset's human rankings."""
     from harness.dataset import load_dataset
-    from harness.evaluate import evaluate_predictions
+    from harness.evaluation import evaluate_predictions
     from harness.records import read_predictions
     from harness.report.formatting import rich_table
 

@@ -191,10 +191,15 @@ def load_experiments(path: str | Path) -> list[ExperimentConfig]:
 
 
 def _check_prompts(path: Path, runs: list[ExperimentConfig]) -> None:
-    """Fail on an unknown prompt variant before anything runs."""
-    from harness.variants import VARIANTS
+    """Fail on an unknown prompt variant or `prompt_options` key before anything runs."""
+    from harness.errors import HarnessError
+    from harness.variants import VARIANTS, check_options
 
     for run in runs:
+        try:
+            check_options(run.prompt_options)
+        except HarnessError as exc:
+            raise ConfigError(path, "prompt_options", str(exc)) from None
         if run.prompt not in VARIANTS:
             field = "prompts" if run.sweep is not None else "prompt"
             reason = f"unknown prompt variant {run.prompt!r} (known: {', '.join(VARIANTS)})"

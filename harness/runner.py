@@ -23,7 +23,7 @@ from harness.calls import Call, CallPlan, call_plan
 from harness.config import ExperimentConfig
 from harness.console import terminal
 from harness.dataset import Dataset, Item, load_dataset
-from harness.evaluate import Evaluation, evaluate_records, expected_score_records
+from harness.evaluation import Evaluation, evaluate_records, expected_score_records
 from harness.joint import position_top1_rates
 from harness.metrics import Aggregate
 from harness.pricing import run_cost

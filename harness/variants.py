@@ -1,6 +1,8 @@
-"""Prompt variants: which template, pointwise or joint, how answers are parsed.
+"""Prompt variants: which template, pointwise or joint, how answers are parsed, and which
+`prompt_options` a variant takes.
 
-Adding a variant is a template in `prompts/` plus one entry in `VARIANTS`.
+Adding a variant is a template in `prompts/` plus one entry in `VARIANTS` (with its options
+model, if it takes any); the tests render every entry and compare it with its snapshot.
 """
 
 from __future__ import annotations
@@ -67,16 +69,23 @@ class JointOptions(BaseModel):
     answer: Literal["scores", "ranking"] = "scores"
 
 
-KNOWN_OPTIONS = frozenset(JointOptions.model_fields) | frozenset(FewShotOptions.model_fields)
+def known_options() -> frozenset[str]:
+    """Every `prompt_options` key some registered variant takes (a sweep's options are
+    shared by its variants, so each takes the keys it knows)."""
+    return frozenset(
+        name
+        for variant in VARIANTS.values()
+        if variant.options is not None
+        for name in variant.options.model_fields
+    )
 
 
 def check_options(options: Mapping[str, Any]) -> None:
     """Unknown `prompt_options` keys are refused (a typo would otherwise be ignored)."""
-    unknown = sorted(set(options) - KNOWN_OPTIONS)
+    known = known_options()
+    unknown = sorted(set(options) - known)
     if unknown:
-        raise HarnessError(
-            f"unknown prompt_options {unknown} (known: {', '.join(sorted(KNOWN_OPTIONS))})"
-        )
+        raise HarnessError(f"unknown prompt_options {unknown} (known: {', '.join(sorted(known))})")
 
 
 def joint_options(options: Mapping[str, Any]) -> JointOptions:
@@ -146,6 +155,7 @@ class PromptVariant:
     response_schema: dict[str, Any] | None = None  # None: no JSON mode (or built per call)
     sends_audio: bool = True
     uses_examples: bool = False
+    options: type[BaseModel] | None = None  # the `prompt_options` it takes
 
     def clip_views(
         self, ctx: PromptContext, order: list[str], first_audio: int = 0
@@ -218,9 +228,15 @@ VARIANTS: dict[str, PromptVariant] = {
     # Free-text reasoning before the JSON: no JSON mode.
     "cot": PromptVariant("cot", "cot.jinja", parse=parse_cot),
     "few_shot": PromptVariant(
-        "few_shot", "few_shot.jinja", response_schema=POINTWISE_SCHEMA, uses_examples=True
+        "few_shot",
+        "few_shot.jinja",
+        response_schema=POINTWISE_SCHEMA,
+        uses_examples=True,
+        options=FewShotOptions,
     ),
-    "joint": PromptVariant("joint", "joint.jinja", mode="joint", parse=parse_joint),
+    "joint": PromptVariant(
+        "joint", "joint.jinja", mode="joint", parse=parse_joint, options=JointOptions
+    ),
     "text_only": PromptVariant(
         "text_only", "text_only.jinja", response_schema=POINTWISE_SCHEMA, sends_audio=False
     ),

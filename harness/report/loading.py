@@ -13,7 +13,7 @@ import yaml
 
 from harness.dataset import Dataset, load_dataset
 from harness.errors import HarnessError
-from harness.evaluate import evaluate_records
+from harness.evaluation import evaluate_records
 from harness.metrics import Aggregate, FloatArray
 from harness.records import Record, read_records
 from providers import REGISTRY

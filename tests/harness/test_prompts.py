@@ -76,13 +76,13 @@ def show(request: ChatRequest) -> str:
     return f"### system\n{request.system}\n\n### user\n{user}\n\n### response schema\n{schema}\n"
 
 
+# Every registered variant, in every input mode it accepts (a new variant is picked up here;
+# record its snapshots with `pytest tests/harness/test_prompts.py --update-snapshots`).
 CASES: dict[str, tuple[str, str, str, dict[str, Any]]] = {}
-for _variant in ("zero_shot", "cot", "few_shot", "rubric", "joint"):
+for _variant, _entry in VARIANTS.items():
     for _dialogue in ("full", "summary"):
-        for _music in ("audio", "caption"):
+        for _music in ("audio", "caption") if _entry.sends_audio else ("caption",):
             CASES[f"{_variant}__{_dialogue}__{_music}"] = (_variant, _dialogue, _music, {})
-for _dialogue in ("full", "summary"):
-    CASES[f"text_only__{_dialogue}__caption"] = ("text_only", _dialogue, "caption", {})
 CASES["joint__full__audio__ranking_permuted"] = (
     "joint",
     "full",

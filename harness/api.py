@@ -1,0 +1,120 @@
+"""The Python API behind `harness.run`, `harness.evaluate` and `harness.load_run` (see
+`harness/__init__.py`, which imports this module only when one of them is called)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.cache import ResponseCache
+from harness.config import ExperimentConfig, load_experiments
+from harness.dataset import Dataset, load_dataset
+from harness.errors import HarnessError
+from harness.evaluation import evaluate_predictions
+from harness.experiment import run_all
+from harness.metrics import Aggregate, MissingPolicy
+from harness.records import Predictions, read_predictions, read_records
+from harness.runner import RunResult
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+Experiment = str | Path | ExperimentConfig | Mapping[str, Any]
+Scores = Mapping[str, float | None]
+
+
+def _configs(experiment: Experiment, overrides: Mapping[str, Any]) -> list[ExperimentConfig]:
+    if isinstance(experiment, ExperimentConfig):
+        configs = [experiment]
+    elif isinstance(experiment, Mapping):
+        configs = [ExperimentConfig.model_validate(dict(experiment))]
+    else:
+        configs = load_experiments(experiment)
+    if not overrides:
+        return configs
+    return [
+        ExperimentConfig.model_validate({**config.model_dump(), **overrides}) for config in configs
+    ]
+
+
+def run(
+    experiment: Experiment,
+    *,
+    results_dir: str | Path = "results",
+    cache_dir: str | Path | None = None,
+    show_progress: bool = True,
+    **overrides: Any,
+) -> list[RunResult]:
+    """Run an experiment file (or sweep), an `ExperimentConfig`, or a mapping of its fields;
+    `overrides` replace fields of every run (`limit=5`, `dataset="data/other"`). Returns one
+    result per run (`.aggregate.to_json()` holds the metrics; `.out_dir` the run folder).
+    Works from inside a running event loop (a Jupyter cell) as well."""
+    configs = _configs(experiment, overrides)
+    cache = ResponseCache(cache_dir)
+    try:
+        return run_all(
+            configs, cache=cache, results_dir=Path(results_dir), show_progress=show_progress
+        )
+    finally:
+        cache.close()
+
+
+def _as_predictions(predictions: Any, dataset: Dataset) -> Predictions:
+    if isinstance(predictions, str | Path):
+        return read_predictions(Path(predictions), list(dataset.items))
+    if isinstance(predictions, Mapping):
+        return {0: {str(k): dict(v) for k, v in predictions.items()}}
+    if isinstance(predictions, Iterable):
+        out: Predictions = {}
+        for line in predictions:
+            if not isinstance(line, Mapping) or "item_id" not in line:
+                raise HarnessError("each prediction must be a mapping with item_id and scores")
+            out.setdefault(int(line.get("repeat", 0)), {})[line["item_id"]] = dict(line["scores"])
+        return out
+    raise HarnessError(f"predictions must be a file, a mapping or a list, not {predictions!r}")
+
+
+def evaluate(
+    dataset: str | Path | Dataset,
+    predictions: str | Path | Mapping[str, Scores] | Iterable[Mapping[str, Any]],
+    *,
+    missing: MissingPolicy = "worst",
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+) -> Aggregate:
+    """Metrics of your own predictions against a dataset, through the same code as a run:
+    `predictions` is a predictions JSONL file, `{item_id: {candidate_id: score}}`, or a list
+    of `{"item_id": ..., "scores": {...}, "repeat": 0}` lines. `.to_json()` gives the
+    metrics.json form; `.per_item` the per-item values."""
+    data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset, check_audio=False)
+    given = _as_predictions(predictions, data)
+    return evaluate_predictions(
+        data.items, given, missing=missing, n_bootstrap=n_bootstrap, seed=seed
+    ).aggregate
+
+
+def load_run(folder: str | Path) -> pd.DataFrame:
+    """A run's records.jsonl as a pandas DataFrame, one row per model call (item_id,
+    candidates, repeat, raw, scores, error, parse_error, cache_hit, latency_s, tokens,
+    extra); `.attrs` holds the run's metrics.json and config.yaml."""
+    try:
+        import pandas as pd
+    except ImportError as exc:
+        raise ImportError("load_run needs pandas: pip install 'bgm-judge[report]'") from exc
+    import json
+
+    import yaml
+
+    folder = Path(folder)
+    path = folder / "records.jsonl"
+    if not path.is_file():
+        raise HarnessError(f"{folder}: no records.jsonl (is this a finished run folder?)")
+    rows = [record.model_dump() for record in read_records(path)]
+    frame = pd.DataFrame(rows)
+    metrics, config = folder / "metrics.json", folder / "config.yaml"
+    if metrics.is_file():
+        frame.attrs["metrics"] = json.loads(metrics.read_text(encoding="utf-8"))
+    if config.is_file():
+        frame.attrs["config"] = yaml.safe_load(config.read_text(encoding="utf-8"))
+    return frame

@@ -1,0 +1,91 @@
+"""The public Python API: `harness.run`, `harness.evaluate`, `harness.load_run`, also from
+inside a running event loop as in a Jupyter cell."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import harness
+from harness.errors import HarnessError
+from harness.records import read_records
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def experiment(tmp_path: Path, dataset: Path) -> Path:
+    path = tmp_path / "exp.yaml"
+    path.write_text(
+        f"name: api\ndataset: {dataset}\nprovider: {{name: random, seed: 1}}\n"
+        "inputs: {music: caption}\nrepeats: 2\nn_bootstrap: 50\n"
+    )
+    return path
+
+
+def test_run_evaluate_and_load_run_agree(tmp_path: Path, tiny_dataset: Path) -> None:
+    (result,) = harness.run(
+        experiment(tmp_path, tiny_dataset),
+        results_dir=tmp_path / "results",
+        cache_dir=tmp_path / "cache",
+        show_progress=False,
+    )
+    metrics = json.loads((result.out_dir / "metrics.json").read_text())
+    assert result.aggregate.n_items == 3 and metrics["n_repeats"] == 2
+    again = harness.evaluate(tiny_dataset, result.out_dir / "predictions.jsonl", n_bootstrap=50)
+    assert again.to_json()["metrics"] == metrics["metrics"]
+    frame = harness.load_run(result.out_dir)
+    assert len(frame) == 6 and set(frame["repeat"]) == {0, 1}
+    assert frame.attrs["metrics"]["n_items"] == 3 and frame.attrs["config"]["name"] == "api"
+    records = list(read_records(result.out_dir / "records.jsonl"))
+    assert list(frame["scores"]) == [r.scores for r in records]
+
+
+def test_run_takes_overrides_and_validates_them(tmp_path: Path, tiny_dataset: Path) -> None:
+    (result,) = harness.run(
+        experiment(tmp_path, tiny_dataset),
+        results_dir=tmp_path / "results",
+        cache_dir=tmp_path / "cache",
+        show_progress=False,
+        limit=1,
+        repeats=1,
+    )
+    assert result.aggregate.n_items == 1 and result.aggregate.n_repeats == 1
+    with pytest.raises(ValueError, match="limit"):
+        harness.run(experiment(tmp_path, tiny_dataset), limit=-1)
+
+
+def test_run_works_inside_a_running_event_loop(tmp_path: Path, tiny_dataset: Path) -> None:
+    async def notebook_cell() -> float | None:
+        (result,) = harness.run(
+            experiment(tmp_path, tiny_dataset),
+            results_dir=tmp_path / "results",
+            cache_dir=tmp_path / "cache",
+            show_progress=False,
+        )
+        return result.aggregate.metrics["mrr"].mean
+
+    assert asyncio.run(notebook_cell()) is not None
+
+
+def test_evaluate_takes_mappings_and_lines(tiny_dataset: Path) -> None:
+    best_first = {f"d{i}": {f"c{i}_{j}": 4.0 - j for j in range(4)} for i in range(3)}
+    perfect = harness.evaluate(tiny_dataset, best_first, n_bootstrap=20)
+    assert perfect.metrics["hit@1"].mean == 1.0 and perfect.metrics["kendall_tau_b"].mean == 1.0
+    lines = [{"item_id": k, "scores": v} for k, v in best_first.items()]
+    assert harness.evaluate(tiny_dataset, lines, n_bootstrap=20).to_json() == perfect.to_json()
+    with pytest.raises(HarnessError, match="item_id"):
+        harness.evaluate(tiny_dataset, [{"scores": {}}])
+
+
+def test_load_run_names_a_folder_that_is_not_a_run(tmp_path: Path) -> None:
+    with pytest.raises(HarnessError, match="no records.jsonl"):
+        harness.load_run(tmp_path)
+
+
+def test_version_matches_the_package_metadata() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert harness.__version__ == project["version"]

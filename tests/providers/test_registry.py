@@ -1,0 +1,38 @@
+"""Every registry entry loads, derives from the base its declared kind names, and declares
+options that refuse unknown keys; adding a provider is its module plus one registry line."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.errors import ConfigError
+from harness.types import ProviderConfig
+from providers import REGISTRY, Judge, Scorer, provider_class, provider_options
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_entry_class_matches_its_declared_kind(name: str) -> None:
+    entry = REGISTRY[name]
+    cls = provider_class(name)
+    base = {"judge": Judge, "scorer": Scorer}[entry.kind]
+    assert issubclass(cls, base), f"{name} is declared a {entry.kind}"
+    assert cls.kind == entry.kind
+    assert issubclass(cls.Options, ProviderConfig)
+    assert cls.Options.model_config.get("extra") == "forbid"
+    assert entry.summary and (entry.extra is None or entry.extra in {"api", "embed", "local"})
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_unknown_option_is_refused_naming_the_key(name: str) -> None:
+    with pytest.raises(ConfigError, match=rf"provider\.temprature: provider '{name}' has no"):
+        provider_options({"name": name, "temprature": 0.5})
+
+
+def test_provider_specific_options_validate() -> None:
+    assert provider_options({"name": "mock", "delay_s": 0.5}).model_dump()["delay_s"] == 0.5
+    with pytest.raises(ConfigError, match=r"provider\.batch_size: Input should be greater"):
+        provider_options({"name": "qwen-omni", "batch_size": 0})
+    with pytest.raises(ConfigError, match=r"provider\.json_mode"):
+        provider_options({"name": "gemini", "json_mode": "yaml"})
+    with pytest.raises(ConfigError, match=r"provider\.name: unknown provider 'nope'"):
+        provider_options({"name": "nope"})
