@@ -82,7 +82,7 @@ def test_evaluate_takes_mappings_and_lines(tiny_dataset: Path) -> None:
 
 
 def test_load_run_names_a_folder_that_is_not_a_run(tmp_path: Path) -> None:
-    with pytest.raises(HarnessError, match="no records.jsonl"):
+    with pytest.raises(HarnessError, match=r"no records\.jsonl"):
         harness.load_run(tmp_path)
 
 
