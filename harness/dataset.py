@@ -1,20 +1,44 @@
 """Dataset folder format of DESIGN.md: `items.jsonl` + `clips.jsonl` + audio files.
 
+An item (one line of `items.jsonl`) has an `id`, its `candidates` (clip ids, at least two) and
+what the candidates are chosen for: a `dialogue` (turns), a text `query`, `context_audio`
+(audio files relative to the dataset folder, e.g. songs the user played), or several of these;
+at least one must be given (a MusiCRS-style item may have a query and no turns). Optional:
+`summary`, `group` (a label for per-group breakdowns) and `annotations` (per-annotator
+rankings, each a permutation of the candidates).
+
+Relevance comes in exactly one of three forms:
+- `human_ranking`: a permutation of the candidates, best first; graded gain N-1-position.
+- `relevant`: candidate ids that are all equally relevant (gain 1; the others 0). May be empty:
+  the item then scores 0 on every metric.
+- `relevance`: {candidate id: gain}, gains finite and >= 0; candidates not listed have gain 0.
+An item with none of them loads (datasets are built before they are annotated: stage 3,
+`harness annotate`) but cannot be evaluated (`harness.metrics.build_matrix` refuses it).
+
+A clip (one line of `clips.jsonl`) has an `id` and at least one of `audio` (a file relative to
+the dataset folder), `caption` and `title`: a text-only candidate (a song title) has no audio.
+
 Every validation failure raises `DatasetError` naming the file, the line and the reason.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Self
+from typing import Annotated, Any, Literal, Self
 
+import numpy as np
 import soundfile
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from numpy.typing import NDArray
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
 
-from harness.errors import DatasetError
+from harness.errors import DatasetError, HarnessError
+
+RelevanceForm = Literal["human_ranking", "relevant", "relevance"]
+NonEmpty = Annotated[str, Field(min_length=1)]
 
 
 class Turn(BaseModel):
@@ -24,21 +48,40 @@ class Turn(BaseModel):
 
 
 class Item(BaseModel):
-    """One dialogue with its candidate clips and the human ranking (best first)."""
+    """One dialogue (or query) with its candidate clips and their relevance."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
     id: str = Field(min_length=1)
-    dialogue: tuple[Turn, ...] = Field(min_length=1)
+    dialogue: tuple[Turn, ...] = ()
+    query: str | None = Field(default=None, min_length=1)
+    context_audio: tuple[NonEmpty, ...] | None = None
     summary: str | None = None
+    group: str | None = Field(default=None, min_length=1)
     candidates: tuple[str, ...] = Field(min_length=2)
     human_ranking: tuple[str, ...] | None = None
     annotations: tuple[tuple[str, ...], ...] | None = None
+    relevant: tuple[str, ...] | None = None
+    # `relevance` in the file; the attribute name is taken by the gain map of any form.
+    graded: dict[str, Annotated[float, Strict()]] | None = Field(default=None, alias="relevance")
 
     @model_validator(mode="after")
-    def _rankings_are_permutations(self) -> Self:
+    def _check(self) -> Self:
+        if not (self.dialogue or self.query or self.context_audio):
+            raise ValueError("an item needs a dialogue, a query or context_audio")
         if len(set(self.candidates)) != len(self.candidates):
             raise ValueError(f"candidates contain duplicates: {list(self.candidates)}")
-        rankings = [("human_ranking", self.human_ranking)] if self.human_ranking else []
+        forms = [
+            name
+            for name, value in (
+                ("human_ranking", self.human_ranking),
+                ("relevant", self.relevant),
+                ("relevance", self.graded),
+            )
+            if value is not None
+        ]
+        if len(forms) > 1:
+            raise ValueError(f"an item carries one relevance form, not {' and '.join(forms)}")
+        rankings = [] if self.human_ranking is None else [("human_ranking", self.human_ranking)]
         rankings += [(f"annotations[{i}]", r) for i, r in enumerate(self.annotations or ())]
         for field, ranking in rankings:
             if sorted(ranking) != sorted(self.candidates):
@@ -46,30 +89,92 @@ class Item(BaseModel):
                     f"{field} {list(ranking)} is not a permutation of candidates "
                     f"{list(self.candidates)}"
                 )
+        named = list(self.relevant or ()) + list(self.graded or {})
+        unknown = [cid for cid in named if cid not in self.candidates]
+        if unknown:
+            raise ValueError(f"{forms[0]} names id(s) not among the candidates: {unknown}")
+        if self.relevant is not None and len(set(self.relevant)) != len(self.relevant):
+            raise ValueError(f"relevant contains duplicates: {list(self.relevant)}")
+        for cid, gain in (self.graded or {}).items():
+            if not (math.isfinite(gain) and gain >= 0):
+                raise ValueError(f"relevance of {cid!r} must be a finite number >= 0, not {gain}")
         return self
 
     @property
-    def relevance(self) -> dict[str, int]:
-        """N - position in the human ranking: with N=4 the ranks 1..4 map to 3, 2, 1, 0."""
-        if self.human_ranking is None:
-            raise ValueError(f"item {self.id} has no human_ranking")
-        n = len(self.human_ranking)
-        return {cid: n - 1 - pos for pos, cid in enumerate(self.human_ranking)}
+    def relevance_form(self) -> RelevanceForm | None:
+        if self.human_ranking is not None:
+            return "human_ranking"
+        if self.relevant is not None:
+            return "relevant"
+        return "relevance" if self.graded is not None else None
+
+    @cached_property
+    def relevance(self) -> dict[str, float]:
+        """The gain of every candidate, whatever the form: N - 1 - position in the human
+        ranking (with N=4 the ranks 1..4 map to 3, 2, 1, 0), 1 or 0 for `relevant`, the
+        given gains (0 where not listed) for `relevance`."""
+        if self.human_ranking is not None:
+            n = len(self.human_ranking)
+            return {cid: n - 1 - pos for pos, cid in enumerate(self.human_ranking)}
+        if self.relevant is not None:
+            chosen = set(self.relevant)
+            return {cid: int(cid in chosen) for cid in self.candidates}
+        if self.graded is not None:
+            return {cid: self.graded.get(cid, 0.0) for cid in self.candidates}
+        raise ValueError(f"item {self.id} has no relevance judgement")
+
+    @cached_property
+    def gains(self) -> NDArray[np.float64]:
+        """`relevance` in candidate order (read-only)."""
+        n = len(self.candidates)
+        given: dict[str, float]
+        if self.human_ranking is not None:
+            given = dict(zip(self.human_ranking, range(n - 1, -1, -1), strict=True))
+        elif self.relevant is not None or self.graded is not None:
+            given = dict.fromkeys(self.relevant or (), 1.0) | (self.graded or {})
+        else:
+            raise ValueError(f"item {self.id} has no relevance judgement")
+        if len(given) > 8:  # a lookup table beats tuple.index
+            position = {cid: i for i, cid in enumerate(self.candidates)}
+            where = [position[cid] for cid in given]
+        else:
+            where = [self.candidates.index(cid) for cid in given]
+        gains = np.zeros(n)
+        gains[where] = list(given.values())
+        gains.flags.writeable = False
+        return gains
 
     def dialogue_text(self) -> str:
         return "\n".join(f"{turn.speaker}: {turn.text}" for turn in self.dialogue)
 
 
 class Clip(BaseModel):
+    """A candidate: audio, or text only (a caption or a title)."""
+
     model_config = ConfigDict(extra="allow", frozen=True)
     id: str = Field(min_length=1)
-    audio: str = Field(min_length=1)
+    audio: str | None = Field(default=None, min_length=1)
+    title: str | None = Field(default=None, min_length=1)
     caption: str = ""
     aspects: tuple[str, ...] = ()
     root: Path = Field(default=Path("."), exclude=True)
 
+    @model_validator(mode="after")
+    def _has_content(self) -> Self:
+        if self.audio is None and not self.caption and self.title is None:
+            raise ValueError("a clip needs audio, a caption or a title")
+        return self
+
+    @property
+    def has_audio(self) -> bool:
+        return self.audio is not None
+
     @property
     def path(self) -> Path:
+        if self.audio is None:
+            raise HarnessError(
+                f"clip {self.id} has no audio (a text-only candidate): use its caption instead"
+            )
         return self.root / self.audio
 
 
@@ -134,24 +239,26 @@ def load_clips(root: Path, *, check_audio: bool = True) -> dict[str, Clip]:
             raise DatasetError(path, line_no, _pydantic_reason(exc)) from None
         if clip.id in clips:
             raise DatasetError(path, line_no, f"duplicate clip id {clip.id!r}")
-        if check_audio:
-            _check_audio(clip, path, line_no)
+        if check_audio and clip.audio is not None:
+            _check_audio(root, clip.audio, path, line_no)
         clips[clip.id] = clip
     return clips
 
 
-def _check_audio(clip: Clip, path: Path, line_no: int) -> None:
-    if not clip.path.is_file():
-        raise DatasetError(path, line_no, f"audio file not found: {clip.audio}")
+def _check_audio(root: Path, audio: str, path: Path, line_no: int, what: str = "audio") -> None:
+    """`audio` (relative to `root`) exists, decodes and has samples."""
+    file = root / audio
+    if not file.is_file():
+        raise DatasetError(path, line_no, f"{what} file not found: {audio}")
     try:
-        info = soundfile.info(str(clip.path))
+        info = soundfile.info(str(file))
     except (RuntimeError, soundfile.LibsndfileError) as exc:
-        raise DatasetError(path, line_no, f"unreadable audio {clip.audio}: {exc}") from None
+        raise DatasetError(path, line_no, f"unreadable {what} {audio}: {exc}") from None
     if info.frames == 0:
-        raise DatasetError(path, line_no, f"audio file has no samples: {clip.audio}")
+        raise DatasetError(path, line_no, f"{what} file has no samples: {audio}")
 
 
-def load_items(root: Path, clips: dict[str, Clip]) -> tuple[Item, ...]:
+def load_items(root: Path, clips: dict[str, Clip], *, check_audio: bool = True) -> tuple[Item, ...]:
     path = root / "items.jsonl"
     items: list[Item] = []
     seen: set[str] = set()
@@ -165,6 +272,9 @@ def load_items(root: Path, clips: dict[str, Clip]) -> tuple[Item, ...]:
         unknown = [cid for cid in item.candidates if cid not in clips]
         if unknown:
             raise DatasetError(path, line_no, f"unknown candidate id(s) {unknown}")
+        if check_audio:
+            for audio in item.context_audio or ():
+                _check_audio(root, audio, path, line_no, "context audio")
         seen.add(item.id)
         items.append(item)
     if not items:
@@ -178,4 +288,5 @@ def load_dataset(root: str | Path, *, check_audio: bool = True) -> Dataset:
     if not root.is_dir():
         raise DatasetError(root, None, "dataset folder not found")
     clips = load_clips(root, check_audio=check_audio)
-    return Dataset(root=root, items=load_items(root, clips), clips=clips)
+    items = load_items(root, clips, check_audio=check_audio)
+    return Dataset(root=root, items=items, clips=clips)

@@ -8,7 +8,7 @@ import pytest
 import soundfile
 
 from harness.dataset import load_dataset
-from harness.errors import DatasetError
+from harness.errors import DatasetError, HarnessError
 
 
 def _rewrite(path: Path, line_no: int, change: dict[str, object] | str) -> None:
@@ -94,3 +94,162 @@ def test_any_sample_rate_and_channel_count(tiny_dataset: Path) -> None:
     _rewrite(tiny_dataset / "clips.jsonl", 3, {"audio": "audio/c0_2.flac"})
     data = load_dataset(tiny_dataset)
     assert data.clips["c0_2"].path.suffix == ".flac"
+
+
+# ------------------------------------------------------------------------ relevance forms
+def _edit(path: Path, line_no: int, set_: dict[str, object], drop: tuple[str, ...] = ()) -> None:
+    lines = path.read_text().splitlines()
+    obj = {k: v for k, v in json.loads(lines[line_no - 1]).items() if k not in drop}
+    lines[line_no - 1] = json.dumps({**obj, **set_})
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_binary_relevant_form(tiny_dataset: Path) -> None:
+    _edit(tiny_dataset / "items.jsonl", 1, {"relevant": ["c0_2", "c0_0"]}, ("human_ranking",))
+    _edit(tiny_dataset / "items.jsonl", 2, {"relevant": []}, ("human_ranking",))
+    items = load_dataset(tiny_dataset).items
+    assert items[0].relevance_form == "relevant"
+    assert items[0].relevance == {"c0_3": 0, "c0_2": 1, "c0_1": 0, "c0_0": 1}
+    assert list(items[0].gains) == [0.0, 1.0, 0.0, 1.0]  # candidates are listed c0_3 .. c0_0
+    assert items[1].relevance_form == "relevant" and not items[1].gains.any()
+    assert items[2].relevance_form == "human_ranking"
+
+
+def test_graded_relevance_form_unlisted_candidates_are_zero(tiny_dataset: Path) -> None:
+    _edit(
+        tiny_dataset / "items.jsonl", 1, {"relevance": {"c0_1": 2.5, "c0_2": 1}}, ("human_ranking",)
+    )
+    item = load_dataset(tiny_dataset).items[0]
+    assert item.relevance_form == "relevance"
+    assert item.relevance == {"c0_3": 0.0, "c0_2": 1.0, "c0_1": 2.5, "c0_0": 0.0}
+    assert list(item.gains) == [0.0, 1.0, 2.5, 0.0]
+
+
+def test_query_context_audio_and_group_without_dialogue(tiny_dataset: Path) -> None:
+    soundfile.write(tiny_dataset / "audio" / "played.wav", np.zeros(800), 16000)
+    change = {"query": "songs like these", "context_audio": ["audio/played.wav"], "group": "pop"}
+    _edit(tiny_dataset / "items.jsonl", 1, change, ("dialogue",))
+    item = load_dataset(tiny_dataset).items[0]
+    assert item.dialogue == () and item.query == "songs like these"
+    assert item.context_audio == ("audio/played.wav",) and item.group == "pop"
+
+
+def test_text_only_candidates(tiny_dataset: Path) -> None:
+    _edit(tiny_dataset / "clips.jsonl", 1, {"title": "Clair de lune", "caption": ""}, ("audio",))
+    clip = load_dataset(tiny_dataset).clips["c0_0"]
+    assert not clip.has_audio and clip.title == "Clair de lune"
+    with pytest.raises(HarnessError, match="clip c0_0 has no audio"):
+        _ = clip.path
+
+
+@pytest.mark.parametrize(
+    ("line", "set_", "drop", "reason"),
+    [
+        (1, {"relevant": ["c0_0"]}, (), "one relevance form, not human_ranking and relevant"),
+        (
+            1,
+            {"relevant": ["c0_0"], "relevance": {"c0_0": 1}},
+            ("human_ranking",),
+            "one relevance form, not relevant and relevance",
+        ),
+        (
+            1,
+            {"relevant": ["c0_0", "zz"]},
+            ("human_ranking",),
+            "relevant names id(s) not among the candidates: ['zz']",
+        ),
+        (
+            1,
+            {"relevance": {"zz": 1}},
+            ("human_ranking",),
+            "relevance names id(s) not among the candidates: ['zz']",
+        ),
+        (1, {"relevant": ["c0_1", "c0_1"]}, ("human_ranking",), "relevant contains duplicates"),
+        (
+            1,
+            {"relevance": {"c0_1": -1}},
+            ("human_ranking",),
+            "relevance of 'c0_1' must be a finite number >= 0, not -1",
+        ),
+        (
+            1,
+            {"relevance": {"c0_1": float("nan")}},
+            ("human_ranking",),
+            "must be a finite number >= 0, not nan",
+        ),
+        (
+            1,
+            {"relevance": {"c0_1": float("inf")}},
+            ("human_ranking",),
+            "must be a finite number >= 0, not inf",
+        ),
+        (
+            1,
+            {"relevance": {"c0_1": True}},
+            ("human_ranking",),
+            "relevance.c0_1: Input should be a valid number",
+        ),
+        (
+            1,
+            {"relevance": {"c0_1": "2"}},
+            ("human_ranking",),
+            "relevance.c0_1: Input should be a valid number",
+        ),
+        (
+            1,
+            {"relevance": [1, 2]},
+            ("human_ranking",),
+            "relevance: Input should be a valid dictionary",
+        ),
+        (1, {"relevant": "c0_1"}, ("human_ranking",), "relevant: Input should be a valid"),
+        (1, {"human_ranking": []}, (), "human_ranking [] is not a permutation"),
+        (2, {}, ("dialogue",), "an item needs a dialogue, a query or context_audio"),
+        (2, {"dialogue": []}, (), "an item needs a dialogue, a query or context_audio"),
+        (2, {"query": ""}, ("dialogue",), "query: String should have at least 1 character"),
+        (2, {"group": 3}, (), "group: Input should be a valid string"),
+        (
+            3,
+            {"context_audio": ["audio/gone.wav"]},
+            (),
+            "context audio file not found: audio/gone.wav",
+        ),
+        (
+            3,
+            {"annotations": [["c2_0", "c2_1"]]},
+            (),
+            "annotations[0] ['c2_0', 'c2_1'] is not a permutation",
+        ),
+    ],
+)
+def test_malformed_relevance_and_inputs(
+    tiny_dataset: Path, line: int, set_: dict[str, object], drop: tuple[str, ...], reason: str
+) -> None:
+    path = tiny_dataset / "items.jsonl"
+    _edit(path, line, set_, drop)
+    with pytest.raises(DatasetError) as info:
+        load_dataset(tiny_dataset)
+    message = str(info.value)
+    assert message.startswith(f"{path}:{line}: ") and "\n" not in message
+    assert reason in message
+
+
+def test_unreadable_context_audio(tiny_dataset: Path) -> None:
+    (tiny_dataset / "audio" / "bad.wav").write_bytes(b"RIFF not really a wav")
+    _edit(tiny_dataset / "items.jsonl", 2, {"context_audio": ["audio/bad.wav"]})
+    with pytest.raises(
+        DatasetError, match=r"items.jsonl:2: unreadable context audio audio/bad.wav"
+    ):
+        load_dataset(tiny_dataset)
+    assert load_dataset(tiny_dataset, check_audio=False).items[1].context_audio == (
+        "audio/bad.wav",
+    )
+
+
+def test_clip_with_nothing_to_show(tiny_dataset: Path) -> None:
+    _edit(tiny_dataset / "clips.jsonl", 2, {"caption": ""}, ("audio",))
+    with pytest.raises(DatasetError) as info:
+        load_dataset(tiny_dataset)
+    assert (
+        str(info.value)
+        == f"{tiny_dataset / 'clips.jsonl'}:2: a clip needs audio, a caption or a title"
+    )
