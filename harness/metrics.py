@@ -1,10 +1,12 @@
-"""Tie-aware ranking metrics of DESIGN.md, vectorised over items with numpy.
+"""Aggregation of the tie-aware ranking metrics of DESIGN.md over items and repeats.
 
-Scores come as an (items x candidates) float matrix with NaN for a missing score, and
-relevance as a matching matrix (N - human position). Every metric is the expectation over
-uniformly random tie-breaking, computed in closed form from each candidate's tie group:
-`p` = 1 + number of strictly better candidates, `g` = size of its tie group, so the group
-occupies positions p .. p+g-1.
+Scores come per item in the item's candidate order, NaN for a missing score; relevance as
+the matching gains (`Item.relevance`). Per-item values come from `harness.ranking` (closed-form
+expectations over uniformly random tie-breaking, one sort per item), computed on padded
+(items x max N) blocks. Reported: `hit@1`, `mrr`, `ndcg`, `kendall_tau_b` always;
+`hit@K`, `recall@K`, `precision@K`, `ndcg@K` for each K of `at`; `median_rank` and `mean_rank`
+(expected rank of the gold candidate) when every evaluated item has exactly one relevant
+candidate. An item without any relevant candidate scores 0 on every metric.
 """
 
 from __future__ import annotations
@@ -17,62 +19,60 @@ import numpy as np
 from numpy.typing import NDArray
 
 from harness.dataset import Item
+from harness.errors import HarnessError
+from harness.ranking import (
+    CORE_NAMES,
+    FloatArray,
+    block_metrics,
+    cutoff_names,
+    kendall_tau_b,
+)
+
+__all__ = [
+    "METRIC_NAMES",
+    "RANK_NAMES",
+    "Aggregate",
+    "FloatArray",
+    "MetricSummary",
+    "MissingPolicy",
+    "ScoreMatrix",
+    "aggregate",
+    "build_matrix",
+    "kendall_tau_b",
+    "metric_names",
+    "per_item_metrics",
+    "top_is_tied",
+]
 
 MissingPolicy = Literal["worst", "exclude"]
-METRIC_NAMES = ("hit@1", "mrr", "ndcg", "kendall_tau_b")
-FloatArray = NDArray[np.float64]
+METRIC_NAMES = CORE_NAMES
+RANK_NAMES = ("median_rank", "mean_rank")
+BLOCK_ELEMENTS = 1 << 18  # rows x columns per block: bounds memory on large runs
 
 
-def _tie_groups(scores: FloatArray) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    better = (scores[:, None, :] > scores[:, :, None]).sum(axis=2)
-    equal = (scores[:, None, :] == scores[:, :, None]).sum(axis=2)
-    return better + 1, equal
+def metric_names(at: Sequence[int] = (), *, single_gold: bool = False) -> tuple[str, ...]:
+    """The names reported, in order, for cut-offs `at` (sorted, deduplicated)."""
+    cutoffs = tuple(n for n in cutoff_names(_cutoffs(at)) if n not in METRIC_NAMES)
+    return METRIC_NAMES + cutoffs + (RANK_NAMES if single_gold else ())
 
 
-def _pairwise_sign(values: FloatArray) -> NDArray[np.int64]:
-    # Comparisons instead of subtraction so that -inf (missing, policy worst) ties with -inf.
-    a, b = values[:, :, None], values[:, None, :]
-    return (a > b).astype(np.int64) - (a < b).astype(np.int64)
+def _cutoffs(at: Sequence[int]) -> tuple[int, ...]:
+    for k in at:
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+            raise HarnessError(f"metric cut-offs must be integers >= 1, not {k!r}")
+    return tuple(sorted({int(k) for k in at}))
 
 
-def per_item_metrics(scores: FloatArray, relevance: FloatArray) -> dict[str, FloatArray]:
+def per_item_metrics(
+    scores: FloatArray, relevance: FloatArray, *, at: Sequence[int] = ()
+) -> dict[str, FloatArray]:
     """Metric values per item for one block of items with the same candidate count N.
 
     `scores` must already have missing values replaced (policy `worst` uses -inf).
     """
-    m, n = scores.shape
-    positions, group = _tie_groups(scores)
-    ranks = np.arange(1, n + 1)
-    harmonic = np.concatenate([[0.0], np.cumsum(1.0 / ranks)])
-    discount = np.concatenate([[0.0], np.cumsum(1.0 / np.log2(ranks + 1))])
-    last = positions + group - 1
-
-    rows = np.arange(m)
-    best = relevance.argmax(axis=1)
-    best_pos, best_group = positions[rows, best], group[rows, best]
-    hit = np.where(best_pos == 1, 1.0 / best_group, 0.0)
-    mrr = (harmonic[best_pos + best_group - 1] - harmonic[best_pos - 1]) / best_group
-
-    mean_discount = (discount[last] - discount[positions - 1]) / group
-    dcg = (relevance * mean_discount).sum(axis=1)
-    ideal = (-np.sort(-relevance, axis=1) / np.log2(ranks + 1)).sum(axis=1)
-    ndcg = np.divide(dcg, ideal, out=np.zeros(m), where=ideal > 0)
-
-    tau = kendall_tau_b(scores, relevance)
-    return {"hit@1": hit, "mrr": mrr, "ndcg": ndcg, "kendall_tau_b": tau}
-
-
-def kendall_tau_b(x: FloatArray, y: FloatArray) -> FloatArray:
-    """Row-wise Kendall's tau-b between two (items x N) matrices; 0 where a row is all tied."""
-    m, n = x.shape
-    x_sign, y_sign = _pairwise_sign(x), _pairwise_sign(y)
-    concordance = (x_sign * y_sign).sum(axis=(1, 2)) / 2
-    n_pairs = n * (n - 1) / 2
-    untied_x = n_pairs - ((x_sign == 0).sum(axis=(1, 2)) - n) / 2
-    untied_y = n_pairs - ((y_sign == 0).sum(axis=(1, 2)) - n) / 2
-    denominator = np.sqrt(untied_x * untied_y)
-    tau: FloatArray = np.divide(concordance, denominator, out=np.zeros(m), where=denominator > 0)
-    return tau
+    lengths = np.full(scores.shape[0], scores.shape[1], dtype=np.int64)
+    metrics = block_metrics(scores, relevance, lengths, _cutoffs(at)).metrics
+    return {name: metrics[name] for name in metric_names(at)}
 
 
 def top_is_tied(scores: FloatArray) -> NDArray[np.bool_]:
@@ -107,6 +107,7 @@ class Aggregate:
     per_item: dict[str, FloatArray] = field(repr=False, default_factory=dict)
     item_ids: list[str] = field(repr=False, default_factory=list)
     n_repeats: int = 1
+    n_items_without_relevant: int = 0
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -116,6 +117,7 @@ class Aggregate:
             "tie_rate": _round(self.tie_rate),
             "missing_policy": self.missing_policy,
             "n_repeats": self.n_repeats,
+            "n_items_without_relevant": self.n_items_without_relevant,
             "metrics": {name: summary.to_json() for name, summary in self.metrics.items()},
         }
 
@@ -126,7 +128,8 @@ def _round(value: float | None) -> float | None:
 
 @dataclass
 class ScoreMatrix:
-    """Scores of one repeat: one row per item (in `item_ids` order), NaN where missing."""
+    """Scores of one repeat: one row per item (in `item_ids` order), NaN where missing, and
+    the items' gains in the same candidate order."""
 
     item_ids: list[str]
     scores: list[FloatArray]
@@ -138,40 +141,139 @@ def build_matrix(
 ) -> ScoreMatrix:
     """Align predictions ({item_id: {candidate: score}}) to the items' candidate order.
 
-    An item without a prediction, or a candidate without a score, counts as missing.
+    An item without a prediction, or a candidate without a score, counts as missing. An item
+    without a relevance judgement cannot be evaluated (HarnessError).
     """
     scores, relevance = [], []
     for item in items:
+        if item.relevance_form is None:
+            raise HarnessError(
+                f"item {item.id} has no relevance judgement (human_ranking, relevant or "
+                "relevance): annotate the dataset before evaluating"
+            )
         given = predictions.get(item.id, {})
-        row = [given.get(cid) for cid in item.candidates]
-        scores.append(np.array([np.nan if s is None else s for s in row], dtype=np.float64))
-        rel = item.relevance
-        relevance.append(np.array([rel[cid] for cid in item.candidates], dtype=np.float64))
+        # None (no usable score) and absent candidates both become NaN.
+        scores.append(np.array(list(map(given.get, item.candidates)), dtype=np.float64))
+        relevance.append(item.gains)
     return ScoreMatrix([item.id for item in items], scores, relevance)
 
 
-def _per_item(
-    matrix: ScoreMatrix, missing: MissingPolicy
-) -> tuple[dict[str, FloatArray], FloatArray]:
+@dataclass(frozen=True)
+class _Repeat:
+    values: dict[str, FloatArray]  # NaN for excluded items
+    gold_rank: FloatArray
+    n_relevant: NDArray[np.int64]  # -1 for excluded items
+    tied: FloatArray
+
+
+def _padded(rows: Sequence[FloatArray], width: int) -> FloatArray:
+    if all(len(row) == width for row in rows):
+        return np.array(rows, dtype=np.float64).reshape(len(rows), width)
+    out = np.zeros((len(rows), width))
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = row
+    return out
+
+
+def _blocks(lengths: NDArray[np.int64]) -> list[NDArray[np.int64]]:
+    """Row indices in blocks of similar candidate counts, each block at most BLOCK_ELEMENTS
+    once padded to its longest row (short rows are not padded to the longest of all)."""
+    by_length = np.argsort(lengths, kind="stable")
+    sorted_lengths = lengths[by_length]
+    blocks, first = [], 0
+    while first < len(by_length):
+        most = min(BLOCK_ELEMENTS // max(int(sorted_lengths[first]), 1), len(by_length) - first)
+        padded_size = np.arange(1, most + 1) * sorted_lengths[first : first + most]
+        rows = max(1, int(np.searchsorted(padded_size, BLOCK_ELEMENTS, side="right")))
+        blocks.append(by_length[first : first + rows])
+        first += rows
+    return blocks
+
+
+def _per_item(matrix: ScoreMatrix, missing: MissingPolicy, at: tuple[int, ...]) -> _Repeat:
     """Per-item metrics (NaN for excluded items) and a per-item tied-top indicator."""
     m = len(matrix.item_ids)
-    values = {name: np.full(m, np.nan) for name in METRIC_NAMES}
-    tied = np.full(m, np.nan)
-    sizes = np.array([len(row) for row in matrix.scores])
-    for n in np.unique(sizes):
-        (index,) = np.nonzero(sizes == n)
-        scores = np.stack([matrix.scores[i] for i in index])
-        relevance = np.stack([matrix.relevance[i] for i in index])
-        if missing == "exclude":
-            keep = ~np.isnan(scores).any(axis=1)
-            index, scores, relevance = index[keep], scores[keep], relevance[keep]
+    names = (*METRIC_NAMES, *cutoff_names(at))
+    values = {name: np.full(m, np.nan) for name in names}
+    gold_rank, tied = np.full(m, np.nan), np.full(m, np.nan)
+    n_relevant = np.full(m, -1, dtype=np.int64)
+    lengths = np.array([len(row) for row in matrix.scores], dtype=np.int64)
+    keep = np.arange(m)
+    if missing == "exclude":
+        keep = np.array([i for i in keep if not np.isnan(matrix.scores[i]).any()], dtype=np.int64)
+    for block in _blocks(lengths[keep]):
+        index = keep[block]
+        width = int(lengths[index].max())
+        scores = _padded([matrix.scores[i] for i in index], width)
+        gains = _padded([matrix.relevance[i] for i in index], width)
         scores = np.where(np.isnan(scores), -np.inf, scores)
-        if len(index) == 0:
-            continue
-        for name, vals in per_item_metrics(scores, relevance).items():
-            values[name][index] = vals
-        tied[index] = top_is_tied(scores)
-    return values, tied
+        result = block_metrics(scores, gains, lengths[index], at)
+        for name in names:
+            values[name][index] = result.metrics[name]
+        gold_rank[index] = result.gold_rank
+        n_relevant[index] = result.n_relevant
+        tied[index] = result.top_tied
+    return _Repeat(values, gold_rank, n_relevant, tied)
+
+
+def _bootstrap(
+    reported: Sequence[str], per_item: Mapping[str, FloatArray], resample: NDArray[np.int64]
+) -> dict[str, FloatArray]:
+    """Each metric's statistic (mean; median for `median_rank`) on every bootstrap resample,
+    a block of resamples at a time (bounded memory).
+
+    The four DialBGM metrics average the resampled values as earlier releases did, so their
+    CIs reproduce bit for bit; the other means go through resample counts (a matrix product).
+    """
+    n_boot, n = resample.shape
+    out = {name: np.empty(n_boot) for name in reported}
+    others = [name for name in reported if name not in METRIC_NAMES and name != "median_rank"]
+    table = np.stack([per_item[name] for name in others], axis=1) if others else None
+    step = max(1, BLOCK_ELEMENTS // max(n, 1))
+    for first in range(0, n_boot, step):
+        drawn = resample[first : first + step]
+        rows = slice(first, first + len(drawn))
+        for name in reported:
+            if name in METRIC_NAMES:
+                out[name][rows] = per_item[name][drawn].mean(axis=1)
+            elif name == "median_rank":
+                out[name][rows] = _resampled_medians(per_item[name], drawn)
+        if table is not None:
+            offsets = n * np.arange(len(drawn))[:, None]
+            counts = np.bincount((drawn + offsets).ravel(), minlength=drawn.size)
+            means = counts.reshape(len(drawn), n) @ table / n
+            for column, name in enumerate(others):
+                out[name][rows] = means[:, column]
+    return out
+
+
+def _resampled_medians(values: FloatArray, drawn: NDArray[np.int64]) -> FloatArray:
+    """np.median of values[drawn] per row, from a histogram of each resample over the distinct
+    values (cheaper than sorting every resample)."""
+    distinct, codes = np.unique(values, return_inverse=True)
+    n_rows, n = drawn.shape
+    offsets = len(distinct) * np.arange(n_rows)[:, None]
+    histogram = np.bincount((codes[drawn] + offsets).ravel(), minlength=n_rows * len(distinct))
+    cumulative = np.cumsum(histogram.reshape(n_rows, len(distinct)), axis=1)
+    low = distinct[(cumulative > (n - 1) // 2).argmax(axis=1)]
+    high = distinct[(cumulative > n // 2).argmax(axis=1)]
+    medians: FloatArray = (low + high) / 2
+    return medians
+
+
+def _summary(name: str, boot: FloatArray, per_repeat: FloatArray) -> MetricSummary:
+    """Mean (median for `median_rank`) over items, its percentile-bootstrap CI, and with
+    several repeats the per-repeat statistics and their standard deviation."""
+    statistic = np.nanmedian if name == "median_rank" else np.nanmean
+    repeat_stats = [float(statistic(v)) for v in per_repeat if np.isfinite(v).any()]
+    low, high = np.percentile(boot, [2.5, 97.5])
+    multi = len(per_repeat) > 1
+    return MetricSummary(
+        mean=round(float(np.mean(repeat_stats)), 6),
+        ci95=(round(float(low), 6), round(float(high), 6)),
+        repeats=[round(x, 6) for x in repeat_stats] if multi else None,
+        std=round(float(np.std(repeat_stats, ddof=1)), 6) if multi else None,
+    )
 
 
 def aggregate(
@@ -180,41 +282,41 @@ def aggregate(
     missing: MissingPolicy = "worst",
     n_bootstrap: int = 1000,
     seed: int = 0,
+    at: Sequence[int] = (),
 ) -> Aggregate:
     """Mean metrics with seeded percentile-bootstrap 95% CIs over items; with several
-    repeats also the per-repeat means and their standard deviation."""
+    repeats also the per-repeat means and their standard deviation. `at`: the cut-offs K
+    of hit@K, recall@K, precision@K and ndcg@K."""
     if not repeats:
         raise ValueError("no predictions to aggregate")
+    cutoffs = _cutoffs(at)
     item_ids = repeats[0].item_ids
-    per_repeat = [_per_item(matrix, missing) for matrix in repeats]
+    per_repeat = [_per_item(matrix, missing, cutoffs) for matrix in repeats]
     all_scores = np.concatenate([np.concatenate(m.scores) for m in repeats])
     coverage = float(np.mean(~np.isnan(all_scores))) if all_scores.size else 0.0
-    tied = np.stack([t for _, t in per_repeat])
+    tied = np.stack([r.tied for r in per_repeat])
     tie_rate = float(np.nanmean(tied)) if np.isfinite(tied).any() else None
 
-    stacked = {name: np.stack([vals[name] for vals, _ in per_repeat]) for name in METRIC_NAMES}
+    names = (*METRIC_NAMES, *cutoff_names(cutoffs))
+    stacked = {name: np.stack([r.values[name] for r in per_repeat]) for name in names}
     present = np.isfinite(stacked["hit@1"]).any(axis=0)
-    per_item = {name: np.nanmean(v[:, present], axis=0) for name, v in stacked.items()}
     n_items = int(present.sum())
-    rng = np.random.default_rng(seed)
-    resample = rng.integers(0, n_items, size=(n_bootstrap, n_items)) if n_items else None
-
+    n_relevant = np.max(np.stack([r.n_relevant for r in per_repeat]), axis=0)[present]
+    single_gold = n_items > 0 and bool((n_relevant == 1).all())
+    if single_gold:
+        ranks = np.stack([r.gold_rank for r in per_repeat])
+        stacked.update({name: ranks for name in RANK_NAMES})
+    reported = metric_names(cutoffs, single_gold=single_gold)
+    per_item = {name: np.nanmean(stacked[name][:, present], axis=0) for name in reported}
     summaries: dict[str, MetricSummary] = {}
-    for name in METRIC_NAMES:
-        values = per_item[name]
-        if n_items == 0 or resample is None:
-            summaries[name] = MetricSummary(mean=None, ci95=None)
-            continue
-        boot = values[resample].mean(axis=1)
-        low, high = np.percentile(boot, [2.5, 97.5])
-        repeat_means = [float(np.nanmean(v)) for v in stacked[name] if np.isfinite(v).any()]
-        multi = len(repeats) > 1
-        summaries[name] = MetricSummary(
-            mean=round(float(np.mean(repeat_means)), 6),
-            ci95=(round(float(low), 6), round(float(high), 6)),
-            repeats=[round(x, 6) for x in repeat_means] if multi else None,
-            std=round(float(np.std(repeat_means, ddof=1)), 6) if multi else None,
-        )
+    if n_items:
+        rng = np.random.default_rng(seed)
+        resample = rng.integers(0, n_items, size=(n_bootstrap, n_items))
+        boot = _bootstrap(reported, per_item, resample)
+        for name in reported:
+            summaries[name] = _summary(name, boot[name], stacked[name])
+    else:
+        summaries = {name: MetricSummary(mean=None, ci95=None) for name in reported}
     n_candidates = max((len(row) for row in repeats[0].scores), default=0)
     return Aggregate(
         n_items=n_items,
@@ -226,4 +328,5 @@ def aggregate(
         per_item=per_item,
         item_ids=[item_ids[i] for i in np.flatnonzero(present)],
         n_repeats=len(repeats),
+        n_items_without_relevant=int((n_relevant == 0).sum()),
     )

@@ -134,7 +134,7 @@ def paired_rows(analysis: Analysis) -> list[list[str]]:
             rows.append(
                 [
                     label,
-                    METRIC_LABELS[name],
+                    METRIC_LABELS.get(name, name),
                     str(diff.n_items),
                     "n/a" if empty else f"{diff.run_mean:.3f}",
                     "n/a" if empty else f"{diff.baseline_mean:.3f}",

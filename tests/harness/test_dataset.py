@@ -9,6 +9,7 @@ import soundfile
 
 from harness.dataset import load_dataset
 from harness.errors import DatasetError, HarnessError
+from harness.metrics import build_matrix
 
 
 def _rewrite(path: Path, line_no: int, change: dict[str, object] | str) -> None:
@@ -123,6 +124,15 @@ def test_graded_relevance_form_unlisted_candidates_are_zero(tiny_dataset: Path) 
     assert item.relevance_form == "relevance"
     assert item.relevance == {"c0_3": 0.0, "c0_2": 1.0, "c0_1": 2.5, "c0_0": 0.0}
     assert list(item.gains) == [0.0, 1.0, 2.5, 0.0]
+
+
+def test_item_without_relevance_loads_but_cannot_be_evaluated(tiny_dataset: Path) -> None:
+    """Stage 3 and `harness annotate` work on items not ranked yet."""
+    _edit(tiny_dataset / "items.jsonl", 2, {}, ("human_ranking",))
+    data = load_dataset(tiny_dataset)
+    assert data.items[1].relevance_form is None
+    with pytest.raises(HarnessError, match=r"^item d1 has no relevance judgement"):
+        build_matrix(data.items, {})
 
 
 def test_query_context_audio_and_group_without_dialogue(tiny_dataset: Path) -> None:

@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 from scipy.stats import kendalltau
 from sklearn.metrics import ndcg_score
 
+from harness import metrics as metrics_module
 from harness.dataset import Item, Turn
+from harness.errors import HarnessError
 from harness.metrics import ScoreMatrix, aggregate, build_matrix, per_item_metrics
 
 REL4 = np.array([[3.0, 2.0, 1.0, 0.0]])  # candidate 0 is the human first
@@ -251,3 +253,131 @@ def test_missing_worst_equals_scoring_missing_below_everything(
     expected = metrics_of(lowered, relevance)
     for name, value in expected.items():
         assert result.per_item[name][0] == pytest.approx(value, abs=1e-9)
+
+
+# ---------------------------------------------------------------- several gold, graded, cut-offs
+def one_item(scores: list[float], gains: list[float], at: tuple[int, ...]) -> dict[str, float]:
+    values = per_item_metrics(np.array([scores], dtype=float), np.array([gains]), at=at)
+    return {name: float(v[0]) for name, v in values.items()}
+
+
+def test_two_gold_in_a_four_way_tie_at_the_top() -> None:
+    m = one_item([5, 5, 5, 5, 1], [1, 1, 0, 0, 0], at=(1, 2, 3))
+    # Hit@K = 1 - C(g-c, m)/C(g, m), g=4 tied, c=2 gold, m=K places of the tie in the top K.
+    assert m["hit@1"] == pytest.approx(1 - 2 / 4)
+    assert m["hit@2"] == pytest.approx(1 - 1 / 6)
+    assert m["hit@3"] == 1.0
+    # First gold at offset 0, 1, 2 with probability 2/4, (2/4)(2/3), (2/4)(1/3): 1/2+1/6+1/18.
+    assert m["mrr"] == pytest.approx(13 / 18)
+    # Each tied candidate lies in the top 2 with probability 2/4: expected gold found 2 * 1/2.
+    assert m["recall@2"] == pytest.approx(0.5)
+    assert m["precision@2"] == pytest.approx(0.5)
+    assert m["recall@3"] == pytest.approx(2 * 3 / 4 / 2)
+    assert m["precision@3"] == pytest.approx(2 * 3 / 4 / 3)
+    # Mean gain of the tie is 2/4 at places 1 and 2; the ideal puts both gold there.
+    assert m["ndcg@2"] == pytest.approx(0.5)
+    # 10 pairs; 6 tied in score (untied 4), 1+3 tied in gain (untied 6); 2 concordant.
+    assert m["kendall_tau_b"] == pytest.approx(2 / math.sqrt(4 * 6))
+
+
+def test_graded_relevance_with_a_tie_across_the_cutoff() -> None:
+    # Sorted: c0 (gain 0), then c1 (3) and c2 (1) tied at places 2-3 (mean gain 2), c3 (2).
+    m = one_item([9, 4, 4, 1], [0, 3, 1, 2], at=(1, 2, 3))
+    ideal = [3, 3 + 2 / math.log2(3), 3 + 2 / math.log2(3) + 1 / 2]
+    assert m["ndcg@1"] == 0.0
+    assert m["ndcg@2"] == pytest.approx((2 / math.log2(3)) / ideal[1])
+    assert m["ndcg@3"] == pytest.approx((2 / math.log2(3) + 2 / 2) / ideal[2])
+    assert m["hit@2"] == pytest.approx(1 / 2)  # the most relevant c1 takes place 2 half the time
+    assert m["mrr"] == pytest.approx((1 / 2 + 1 / 3) / 2)
+    # Relevant (gain > 0): c1, c2, c3. In the top 2: c1 or c2, one of them: 1 of 3.
+    assert m["recall@2"] == pytest.approx(1 / 3)
+    assert m["precision@2"] == pytest.approx(1 / 2)
+
+
+def test_cutoff_beyond_the_candidates() -> None:
+    m = one_item([1, 4, 3, 2], [1, 0, 1, 0], at=(10,))
+    assert m["hit@10"] == 1.0 and m["recall@10"] == 1.0
+    assert m["precision@10"] == pytest.approx(2 / 10)
+    assert m["ndcg@10"] == pytest.approx(m["ndcg"])
+
+
+def test_no_relevant_candidate_scores_zero_everywhere() -> None:
+    m = one_item([3, 2, 1], [0, 0, 0], at=(1, 2))
+    assert all(value == 0.0 for value in m.values())
+
+
+def _query_item(item_id: str, candidates: str, relevant: str) -> Item:
+    return Item(
+        id=item_id, query="calm piano", candidates=tuple(candidates), relevant=tuple(relevant)
+    )
+
+
+def test_single_gold_items_report_median_and_mean_rank() -> None:
+    items = [
+        _query_item("a", "vwxyz", "x"),
+        _query_item("b", "vwxyz", "v"),
+        _query_item("c", "vwxyz", "y"),
+    ]
+    predictions = {
+        "a": {"v": 3, "w": 7, "x": 7, "y": 7, "z": 1},  # x tied at places 1-3: rank 2
+        "b": {"v": 9, "w": 7, "x": 6, "y": 5, "z": 1},  # rank 1
+        "c": {"v": 9, "w": 7, "x": 6, "y": 5, "z": 1},  # rank 4
+    }
+    result = aggregate([build_matrix(items, predictions)], n_bootstrap=200, at=(3,))
+    assert list(result.per_item["mean_rank"]) == [2.0, 1.0, 4.0]
+    assert result.metrics["median_rank"].mean == 2.0
+    assert result.metrics["mean_rank"].mean == pytest.approx(7 / 3, abs=1e-6)
+    names = list(result.to_json()["metrics"])  # type: ignore[arg-type]
+    assert names == [
+        *("hit@1", "mrr", "ndcg", "kendall_tau_b", "hit@3", "recall@3", "precision@3", "ndcg@3"),
+        *("median_rank", "mean_rank"),
+    ]
+    assert set(result.per_item) == set(names)
+
+
+def test_items_without_relevant_are_counted_and_rank_is_not_reported() -> None:
+    items = [
+        _query_item("a", "xyz", "x"),
+        _query_item("b", "xyz", ""),
+        _query_item("c", "xyz", "xy"),
+    ]
+    predictions = {k: {"x": 3.0, "y": 2.0, "z": 1.0} for k in "abc"}
+    result = aggregate([build_matrix(items, predictions)], n_bootstrap=50, at=(1,))
+    out = result.to_json()
+    assert out["n_items_without_relevant"] == 1 and out["n_items"] == 3
+    assert "median_rank" not in out["metrics"]  # type: ignore[operator]
+    assert list(result.per_item["hit@1"]) == [1.0, 0.0, 1.0]
+    assert list(result.per_item["recall@1"]) == [1.0, 0.0, 0.5]
+    assert list(out["metrics"])[:5] == ["hit@1", "mrr", "ndcg", "kendall_tau_b", "recall@1"]  # type: ignore[call-overload]
+
+
+def test_median_rank_over_repeats() -> None:
+    items = [_query_item(k, "xyz", "x") for k in "abc"]
+    first = {k: {"x": 3.0, "y": 2.0, "z": 1.0} for k in "abc"}  # ranks 1, 1, 1
+    second = {k: {"x": 1.0, "y": 2.0, "z": 3.0} for k in "abc"}  # ranks 3, 3, 3
+    result = aggregate([build_matrix(items, first), build_matrix(items, second)], n_bootstrap=50)
+    median = result.metrics["median_rank"]
+    assert median.repeats == [1.0, 3.0] and median.mean == 2.0
+    assert list(result.per_item["median_rank"]) == [2.0, 2.0, 2.0]
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "5"])
+def test_cutoffs_must_be_positive_integers(bad: object) -> None:
+    with pytest.raises(HarnessError, match="cut-offs must be integers >= 1"):
+        aggregate([build_matrix(ITEMS, {})], at=[bad])  # type: ignore[list-item]
+
+
+def test_blocking_does_not_change_results(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Items are evaluated in blocks of similar candidate counts; any blocking gives the same."""
+    rng = np.random.default_rng(3)
+    sizes = rng.integers(2, 40, 60)
+    scores = [np.round(rng.uniform(0, 4, n)) for n in sizes]
+    for row in scores[::7]:
+        row[0] = np.nan
+    gains = [rng.integers(0, 3, n).astype(float) for n in sizes]
+    matrix = ScoreMatrix([f"i{k}" for k in range(len(sizes))], scores, gains)
+    whole = aggregate([matrix], n_bootstrap=50, at=(1, 5, 50)).per_item
+    monkeypatch.setattr(metrics_module, "BLOCK_ELEMENTS", 40)
+    blocked = aggregate([matrix], n_bootstrap=50, at=(1, 5, 50)).per_item
+    for name, values in whole.items():
+        np.testing.assert_allclose(blocked[name], values, rtol=0, atol=1e-12, err_msg=name)

@@ -1,0 +1,370 @@
+"""Tie-aware ranking metrics per item, from one sort per item (O(N log N), no N x N arrays).
+
+A block of items is an (items x N) matrix of scores and a matching matrix of gains (relevance),
+padded on the right: `lengths` holds each row's candidate count. Scores must already have
+missing values replaced (policy `worst` uses -inf); gains of padding must be 0.
+
+Each row is sorted by score, best first, and within a tie by gain, highest first. A tie group
+then occupies the sorted positions start .. end (0-based); a candidate in it has `p` = start + 1
+and `g` = end - start + 1. Every metric is the expectation over uniformly random tie-breaking,
+in closed form:
+
+- Hit@K, MRR: only the first tie group holding a candidate of maximal gain matters. With `c`
+  such candidates among its `g`, their positions are a uniform random c-subset of the group,
+  so P(none in its first m positions) = C(g-m, c) / C(g, c) (hypergeometric).
+- Recall@K, Precision@K: a candidate of a group straddling K is in the top K with
+  probability (K - start) / g.
+- nDCG@K: each position of a group gets the group's mean gain (McSherry & Najork 2008).
+- Kendall's tau-b: Knight's algorithm. Discordant pairs are counted per gain level with
+  cumulative sums when the gains take few distinct values, else with a Fenwick tree over the
+  levels (one step per column, vectorised across rows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.special import gammaln
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+BoolArray = NDArray[np.bool_]
+
+CORE_NAMES = ("hit@1", "mrr", "ndcg", "kendall_tau_b")
+CUTOFF_KINDS = ("hit", "recall", "precision", "ndcg")
+
+
+def cutoff_names(at: Sequence[int]) -> tuple[str, ...]:
+    """`hit@K`, `recall@K`, `precision@K`, `ndcg@K` for each K, grouped by kind."""
+    return tuple(f"{kind}@{k}" for kind in CUTOFF_KINDS for k in at)
+
+
+FEW_LEVELS = 8  # up to this many distinct gains in a block, count pairs level by level
+
+
+@dataclass(frozen=True)
+class SortedBlock:
+    """A block of rows sorted by score (best first), padding last. Within a score tie the order
+    is by gain (highest first) only when `knight_order` (more than FEW_LEVELS distinct gains,
+    where Kendall's tau-b needs it); nothing else depends on the order within a tie.
+
+    Every (rows x N) array is in sorted order except `order`, which maps back.
+    """
+
+    order: IntArray  # candidate index at each sorted position
+    valid: BoolArray  # a real candidate, not padding
+    gains: FloatArray
+    start: IntArray  # first position of the score tie group
+    end: IntArray  # last position of the score tie group
+    level: IntArray  # dense rank of the gain within the row, 1 = lowest; 0 for padding
+    n_levels: int  # distinct gains, at most, in a row of the block
+    knight_order: bool
+    gains_desc: FloatArray  # the row's gains sorted high to low (the ideal ranking)
+    score_tied_pairs: IntArray  # per row
+    gain_tied_pairs: IntArray  # per row
+    lengths: IntArray
+
+    @property
+    def size(self) -> IntArray:
+        size: IntArray = self.end - self.start + 1
+        return size
+
+
+def _new_runs(values: FloatArray, valid: BoolArray) -> BoolArray:
+    new = np.ones(values.shape, dtype=bool)
+    new[:, 1:] = values[:, 1:] != values[:, :-1]
+    result: BoolArray = new | ~valid
+    return result
+
+
+def _fill_forward(values: IntArray, at: BoolArray) -> IntArray:
+    """Each position takes the value at the last marked position up to it; `values` must be
+    non-decreasing along the row (so a running maximum carries it)."""
+    filled: IntArray = np.maximum.accumulate(np.where(at, values, 0), axis=1)
+    return filled
+
+
+def _fill_backward(values: IntArray, at: BoolArray, beyond: int) -> IntArray:
+    """Each position takes the value at the next marked position from it (non-decreasing
+    `values`, `beyond` larger than all of them)."""
+    reverse = np.where(at, values, beyond)[:, ::-1]
+    filled: IntArray = np.minimum.accumulate(reverse, axis=1)[:, ::-1]
+    return filled
+
+
+def sort_block(scores: FloatArray, gains: FloatArray, lengths: IntArray) -> SortedBlock:
+    """Sort each row; NaN sort keys put the padding last in both sorts."""
+    m, n = scores.shape
+    columns = np.broadcast_to(np.arange(n), (m, n))
+    valid = columns < lengths[:, None]
+    by_gain = np.argsort(np.where(valid, -gains, np.nan), axis=1)
+    gains_desc = np.take_along_axis(gains, by_gain, axis=1)
+    new_gain = _new_runs(gains_desc, valid)
+    gain_tied = (columns - _fill_forward(columns, new_gain)).sum(axis=1)
+    dense = np.cumsum(new_gain & valid, axis=1)
+    n_levels = int(dense[:, -1].max()) if m and n else 0
+    level_by_gain = np.where(valid, dense[:, -1:] - dense + 1, 0)
+
+    keys = np.take_along_axis(np.where(valid, -scores, np.nan), by_gain, axis=1)
+    knight_order = n_levels > FEW_LEVELS
+    within = np.argsort(keys, axis=1, kind="stable" if knight_order else "quicksort")
+    keys = np.take_along_axis(keys, within, axis=1)
+    new_score = _new_runs(keys, valid)
+    start = _fill_forward(columns, new_score)
+    last = np.ones((m, n), dtype=bool)
+    last[:, :-1] = new_score[:, 1:]
+    return SortedBlock(
+        order=np.take_along_axis(by_gain, within, axis=1),
+        valid=valid,
+        gains=np.take_along_axis(gains_desc, within, axis=1),
+        start=start,
+        end=_fill_backward(columns, last, n),
+        level=np.take_along_axis(level_by_gain, within, axis=1),
+        n_levels=n_levels,
+        knight_order=knight_order,
+        gains_desc=gains_desc,
+        score_tied_pairs=(columns - start).sum(axis=1),
+        gain_tied_pairs=gain_tied,
+        lengths=lengths,
+    )
+
+
+# ------------------------------------------------------------------------ Kendall's tau-b
+def pair_counts(block: SortedBlock) -> tuple[IntArray, IntArray]:
+    """Per row: pairs ranked strictly above-below by score and below-above by gain
+    (discordant), and pairs tied in both score and gain."""
+    if block.knight_order:
+        return discordant_by_tree(block.level, block.n_levels), _tied_in_runs(block)
+    return counts_by_level(block)
+
+
+def counts_by_level(block: SortedBlock) -> tuple[IntArray, IntArray]:
+    """Level by level, from running counts filled across score tie groups: a candidate of
+    level l is discordant with the lower-level candidates before its group, and tied in both
+    with the other level-l candidates of its group. Any order within a tie will do."""
+    m, n = block.level.shape
+    columns = np.arange(n)
+    first = block.start == columns
+    last = block.end == columns
+    lower_before_group = np.zeros((m, n), dtype=np.int64)
+    discordant = np.zeros(m, dtype=np.int64)
+    tied_twice = np.zeros(m, dtype=np.int64)  # ordered pairs: each unordered one twice
+    for current in range(1, block.n_levels + 1):
+        here = block.level == current
+        up_to = np.cumsum(here, axis=1)
+        before = up_to - here
+        before_group = _fill_forward(before, first)
+        in_group = _fill_backward(up_to, last, n + 1) - before_group
+        discordant += np.where(here, lower_before_group, 0).sum(axis=1)
+        tied_twice += np.where(here, in_group - 1, 0).sum(axis=1)
+        lower_before_group += before_group
+    return discordant, tied_twice // 2
+
+
+def _tied_in_runs(block: SortedBlock) -> IntArray:
+    """Pairs tied in score and gain, when ties are ordered by gain (runs of equal pairs)."""
+    columns = np.broadcast_to(np.arange(block.level.shape[1]), block.level.shape)
+    new = (block.start == columns) | _new_runs(block.gains, block.valid)
+    tied: IntArray = (columns - _fill_forward(columns, new)).sum(axis=1)
+    return tied
+
+
+def discordant_by_tree(level: IntArray, n_levels: int) -> IntArray:
+    """Pairs (i before j) with level_i < level_j: a Fenwick tree over the levels per row,
+    one query and one insertion per column (Knight's algorithm: ties are ordered by gain,
+    so no pair tied in score is counted). Level 0 (padding) is never counted."""
+    m = level.shape[0]
+    rows = np.arange(m)
+    tree = np.zeros((m, n_levels + 2), dtype=np.int64)  # column 0 stays 0; the last is a sink
+    sink = n_levels + 1
+    steps = max(n_levels, 1).bit_length()
+    total = np.zeros(m, dtype=np.int64)
+    for current in np.ascontiguousarray(level.T):
+        index = np.maximum(current - 1, 0)
+        for _ in range(steps):
+            total += tree[rows, index]
+            index &= index - 1
+        index = np.where(current > 0, current, sink)
+        for _ in range(steps):
+            tree[rows, index] += 1
+            index = np.minimum(index + (index & -index), sink)
+    return total
+
+
+def tau_b_of(block: SortedBlock) -> FloatArray:
+    """Kendall's tau-b of scores against gains per row; 0 where either side is all tied."""
+    rows = block.level.shape[0]
+    if rows == 0:
+        return np.zeros(0)
+    discordant, both_tied = pair_counts(block)
+    pairs = block.lengths * (block.lengths - 1) // 2
+    difference = pairs - block.score_tied_pairs - block.gain_tied_pairs + both_tied - 2 * discordant
+    untied_x = (pairs - block.score_tied_pairs).astype(np.float64)
+    untied_y = (pairs - block.gain_tied_pairs).astype(np.float64)
+    denominator = np.sqrt(untied_x * untied_y)
+    tau: FloatArray = np.divide(
+        difference.astype(np.float64), denominator, out=np.zeros(rows), where=denominator > 0
+    )
+    return tau
+
+
+def kendall_tau_b(x: FloatArray, y: FloatArray) -> FloatArray:
+    """Row-wise Kendall's tau-b between two (items x N) matrices; 0 where a row is all tied."""
+    lengths = np.full(x.shape[0], x.shape[1], dtype=np.int64)
+    return tau_b_of(sort_block(x, y, lengths))
+
+
+# ------------------------------------------------------------------------ the other metrics
+def none_in_first(m: IntArray, g: IntArray, c: IntArray) -> FloatArray:
+    """P(none of c marked members of a uniformly shuffled group of g lands in its first m
+    positions) = C(g-m, c) / C(g, c); 0 where g - m < c."""
+    free = g - m
+    possible = free >= c
+    safe_free = np.where(possible, free, c)
+    log_p = (
+        gammaln(safe_free + 1) - gammaln(safe_free - c + 1) - gammaln(g + 1) + gammaln(g - c + 1)
+    )
+    result: FloatArray = np.where(possible, np.exp(log_p), 0.0)
+    return result
+
+
+def _expected_reciprocal_rank(p: IntArray, g: IntArray, c: IntArray) -> FloatArray:
+    """E[1 / (p + J)], J the first offset of c marked members in a shuffled group of g."""
+    span = int((g - c).max()) + 1
+    offsets = np.arange(span + 1)
+    survival = none_in_first(offsets[None, :], g[:, None], c[:, None])
+    first_at = survival[:, :-1] - survival[:, 1:]
+    result: FloatArray = (first_at / (p[:, None] + offsets[None, :-1])).sum(axis=1)
+    return result
+
+
+def _prefix_sums(values: NDArray[np.float64] | BoolArray) -> FloatArray:
+    """Per row, the sum of the first j values at column j (one column more than `values`)."""
+    out = np.zeros((values.shape[0], values.shape[1] + 1))
+    np.cumsum(values, axis=1, out=out[:, 1:])
+    return out
+
+
+def _discounts(n: int) -> tuple[FloatArray, FloatArray]:
+    """Cumulative sums (from 0 places) of 1/r and of the DCG discount 1/log2(r+1)."""
+    ranks = np.arange(1, n + 1)
+    harmonic = np.concatenate([[0.0], np.cumsum(1.0 / ranks)])
+    discount = np.concatenate([[0.0], np.cumsum(1.0 / np.log2(ranks + 1))])
+    return harmonic, discount
+
+
+@dataclass(frozen=True)
+class BestGroup:
+    """Per row, the first tie group holding a candidate of maximal gain: it starts at place
+    p, has g members, c of them of maximal gain. Rows without a relevant candidate are off."""
+
+    p: IntArray
+    g: IntArray
+    c: IntArray
+    has_relevant: BoolArray
+
+    @classmethod
+    def of(cls, block: SortedBlock) -> BestGroup:
+        rows = np.arange(block.gains.shape[0])
+        top = block.gains_desc[:, 0]
+        has_relevant = top > 0
+        is_best = block.valid & (block.gains == top[:, None]) & has_relevant[:, None]
+        first = np.argmax(is_best, axis=1)
+        start, end = block.start[rows, first], block.end[rows, first]
+        c = (is_best & (block.start == start[:, None])).sum(axis=1)
+        return cls(start + 1, end - start + 1, c, has_relevant)
+
+    def hit(self, k: int) -> FloatArray:
+        """P(a candidate of maximal gain in the top k)."""
+        slots = np.clip(k - self.p + 1, 0, self.g)
+        value = np.where(self.c == 1, slots / self.g, 1.0 - none_in_first(slots, self.g, self.c))
+        result: FloatArray = np.where(self.has_relevant, value, 0.0)
+        return result
+
+    def reciprocal_rank(self, harmonic: FloatArray) -> FloatArray:
+        p, g, c = self.p, self.g, self.c
+        mrr = (harmonic[p + g - 1] - harmonic[p - 1]) / g
+        multi = np.flatnonzero(self.has_relevant & (c > 1))
+        if multi.size:
+            mrr[multi] = _expected_reciprocal_rank(p[multi], g[multi], c[multi])
+        result: FloatArray = np.where(self.has_relevant, mrr, 0.0)
+        return result
+
+
+@dataclass(frozen=True)
+class BlockResult:
+    metrics: dict[str, FloatArray]
+    gold_rank: FloatArray  # expected rank of the single relevant candidate; NaN otherwise
+    n_relevant: IntArray
+    top_tied: BoolArray
+
+
+def block_metrics(
+    scores: FloatArray, gains: FloatArray, lengths: IntArray, at: Sequence[int] = ()
+) -> BlockResult:
+    """Every metric per row of one padded block (see the module docstring)."""
+    m, n = scores.shape
+    block = sort_block(scores, gains, lengths)
+    harmonic, discount = _discounts(n)
+    best = BestGroup.of(block)
+
+    mean_discount = (discount[block.end + 1] - discount[block.start]) / block.size
+    in_candidate_order = np.empty_like(mean_discount)
+    np.put_along_axis(in_candidate_order, block.order, mean_discount, axis=1)
+    dcg = (gains * in_candidate_order).sum(axis=1)
+    ideal_gains = block.gains_desc / np.log2(np.arange(1, n + 1) + 1)
+    ideal = ideal_gains.sum(axis=1)
+
+    metrics = {
+        "hit@1": best.hit(1),
+        "mrr": best.reciprocal_rank(harmonic),
+        "ndcg": np.divide(dcg, ideal, out=np.zeros(m), where=ideal > 0),
+        "kendall_tau_b": tau_b_of(block),
+    }
+    relevant = block.valid & (block.gains > 0)
+    n_relevant = relevant.sum(axis=1)
+    if at:
+        metrics |= _cutoff_metrics(block, best, at, relevant, mean_discount, ideal_gains)
+    ordered = {name: metrics[name] for name in (*CORE_NAMES, *cutoff_names(at))}
+    gold_rank = np.where(n_relevant == 1, best.p + (best.g - 1) / 2, np.nan)
+    top_tied = block.end[:, 0] > 0 if n else np.zeros(m, dtype=bool)
+    return BlockResult(ordered, gold_rank, n_relevant, top_tied)
+
+
+def _cutoff_metrics(
+    block: SortedBlock,
+    best: BestGroup,
+    at: Sequence[int],
+    relevant: BoolArray,
+    mean_discount: FloatArray,
+    ideal_gains: FloatArray,
+) -> dict[str, FloatArray]:
+    """hit/recall/precision/nDCG at each K from prefix sums in sorted order: groups wholly
+    in the top K count fully, the group holding the K-th place by its share of the top K."""
+    m, n = block.gains.shape
+    rows = np.arange(m)
+    _, discount = _discounts(n)
+    n_relevant = relevant.sum(axis=1)
+    relevant_before = _prefix_sums(relevant)
+    gain_before = _prefix_sums(block.gains)
+    dcg_before = _prefix_sums(block.gains * mean_discount)
+    ideal_before = _prefix_sums(ideal_gains)
+    out = {}
+    for k in at:
+        places = np.minimum(k, block.lengths)
+        s, e = block.start[rows, places - 1], block.end[rows, places - 1] + 1
+        share = (places - s) / (e - s)
+        hits = relevant_before[rows, s] + share * (
+            relevant_before[rows, e] - relevant_before[rows, s]
+        )
+        group_mean_gain = (gain_before[rows, e] - gain_before[rows, s]) / (e - s)
+        dcg = dcg_before[rows, s] + group_mean_gain * (discount[places] - discount[s])
+        ideal = ideal_before[rows, places]
+        out[f"hit@{k}"] = best.hit(k)
+        out[f"recall@{k}"] = np.divide(hits, n_relevant, out=np.zeros(m), where=n_relevant > 0)
+        out[f"precision@{k}"] = hits / k
+        out[f"ndcg@{k}"] = np.divide(dcg, ideal, out=np.zeros(m), where=ideal > 0)
+    return out
