@@ -47,7 +47,8 @@ __all__ = [
 MissingPolicy = Literal["worst", "exclude"]
 METRIC_NAMES = CORE_NAMES
 RANK_NAMES = ("median_rank", "mean_rank")
-BLOCK_ELEMENTS = 1 << 18  # rows x columns per block: bounds memory on large runs
+BLOCK_ELEMENTS = 1 << 15  # rows x columns per block of items: small enough to stay in cache
+BOOTSTRAP_ELEMENTS = 1 << 22  # resamples x items per block of bootstrap resamples
 
 
 def metric_names(at: Sequence[int] = (), *, single_gold: bool = False) -> tuple[str, ...]:
@@ -229,7 +230,7 @@ def _bootstrap(
     out = {name: np.empty(n_boot) for name in reported}
     others = [name for name in reported if name not in METRIC_NAMES and name != "median_rank"]
     table = np.stack([per_item[name] for name in others], axis=1) if others else None
-    step = max(1, BLOCK_ELEMENTS // max(n, 1))
+    step = max(1, BOOTSTRAP_ELEMENTS // max(n, 1))
     for first in range(0, n_boot, step):
         drawn = resample[first : first + step]
         rows = slice(first, first + len(drawn))

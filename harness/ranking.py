@@ -96,33 +96,43 @@ def _fill_backward(values: IntArray, at: BoolArray, beyond: int) -> IntArray:
 
 
 def sort_block(scores: FloatArray, gains: FloatArray, lengths: IntArray) -> SortedBlock:
-    """Sort each row; NaN sort keys put the padding last in both sorts."""
+    """Sort each row by score; NaN sort keys put the padding last."""
     m, n = scores.shape
     columns = np.broadcast_to(np.arange(n), (m, n))
     valid = columns < lengths[:, None]
-    by_gain = np.argsort(np.where(valid, -gains, np.nan), axis=1)
-    gains_desc = np.take_along_axis(gains, by_gain, axis=1)
+    gains_desc = np.where(valid, -np.sort(np.where(valid, -gains, np.inf), axis=1), 0.0)
     new_gain = _new_runs(gains_desc, valid)
     gain_tied = (columns - _fill_forward(columns, new_gain)).sum(axis=1)
-    dense = np.cumsum(new_gain & valid, axis=1)
+    dense = np.cumsum(new_gain & valid, axis=1, dtype=np.int64)  # 1: the highest gain
     n_levels = int(dense[:, -1].max()) if m and n else 0
-    level_by_gain = np.where(valid, dense[:, -1:] - dense + 1, 0)
-
-    keys = np.take_along_axis(np.where(valid, -scores, np.nan), by_gain, axis=1)
+    keys = np.where(valid, -scores, np.nan)
     knight_order = n_levels > FEW_LEVELS
-    within = np.argsort(keys, axis=1, kind="stable" if knight_order else "quicksort")
-    keys = np.take_along_axis(keys, within, axis=1)
+    if knight_order:  # score ties ordered by gain: sort by gain, then stably by score
+        by_gain = np.argsort(np.where(valid, -gains, np.nan), axis=1)
+        level_by_gain = np.where(valid, dense[:, -1:] - dense + 1, 0)
+        keys = np.take_along_axis(keys, by_gain, axis=1)
+        within = np.argsort(keys, axis=1, kind="stable")
+        order = np.take_along_axis(by_gain, within, axis=1)
+        sorted_gains = np.take_along_axis(gains_desc, within, axis=1)
+        level = np.take_along_axis(level_by_gain, within, axis=1)
+        keys = np.take_along_axis(keys, within, axis=1)
+    else:
+        order = np.argsort(keys, axis=1)
+        sorted_gains = np.take_along_axis(gains, order, axis=1)
+        levels = _few_levels(gains, gains_desc, dense, new_gain & valid, valid)
+        level = np.take_along_axis(levels, order, axis=1)
+        keys = np.take_along_axis(keys, order, axis=1)
     new_score = _new_runs(keys, valid)
     start = _fill_forward(columns, new_score)
     last = np.ones((m, n), dtype=bool)
     last[:, :-1] = new_score[:, 1:]
     return SortedBlock(
-        order=np.take_along_axis(by_gain, within, axis=1),
+        order=order,
         valid=valid,
-        gains=np.take_along_axis(gains_desc, within, axis=1),
+        gains=sorted_gains,
         start=start,
         end=_fill_backward(columns, last, n),
-        level=np.take_along_axis(level_by_gain, within, axis=1),
+        level=level,
         n_levels=n_levels,
         knight_order=knight_order,
         gains_desc=gains_desc,
@@ -130,6 +140,25 @@ def sort_block(scores: FloatArray, gains: FloatArray, lengths: IntArray) -> Sort
         gain_tied_pairs=gain_tied,
         lengths=lengths,
     )
+
+
+def _few_levels(
+    gains: FloatArray,
+    gains_desc: FloatArray,
+    dense: IntArray,
+    distinct_at: BoolArray,
+    valid: BoolArray,
+) -> IntArray:
+    """Each candidate's gain level (1 = the row's lowest gain, 0 for padding), in candidate
+    order, by comparing with each of the row's few distinct gains."""
+    rows, columns = np.nonzero(distinct_at)
+    distinct = np.full((gains.shape[0], int(dense[:, -1].max())), np.inf)  # highest first
+    distinct[rows, dense[rows, columns] - 1] = gains_desc[rows, columns]
+    level = np.zeros(gains.shape, dtype=np.int64)
+    for value in distinct.T:
+        level += gains >= value[:, None]
+    result: IntArray = np.where(valid, level, 0)
+    return result
 
 
 # ------------------------------------------------------------------------ Kendall's tau-b
@@ -142,25 +171,30 @@ def pair_counts(block: SortedBlock) -> tuple[IntArray, IntArray]:
 
 
 def counts_by_level(block: SortedBlock) -> tuple[IntArray, IntArray]:
-    """Level by level, from running counts filled across score tie groups: a candidate of
-    level l is discordant with the lower-level candidates before its group, and tied in both
-    with the other level-l candidates of its group. Any order within a tie will do."""
+    """From the highest gain level down, with running counts filled across score tie groups:
+    a candidate of level l is discordant with the lower-level candidates before its group
+    (its group's start minus those of level >= l), and tied in both with the other level-l
+    candidates of its group (for the lowest level: the rest of its group). Any order within
+    a tie will do."""
     m, n = block.level.shape
     columns = np.arange(n)
     first = block.start == columns
     last = block.end == columns
-    lower_before_group = np.zeros((m, n), dtype=np.int64)
+    higher_before_group = np.zeros((m, n), dtype=np.int64)
+    higher_in_group = np.zeros((m, n), dtype=np.int64)
     discordant = np.zeros(m, dtype=np.int64)
     tied_twice = np.zeros(m, dtype=np.int64)  # ordered pairs: each unordered one twice
-    for current in range(1, block.n_levels + 1):
+    for current in range(block.n_levels, 1, -1):
         here = block.level == current
         up_to = np.cumsum(here, axis=1)
-        before = up_to - here
-        before_group = _fill_forward(before, first)
+        before_group = _fill_forward(up_to - here, first)
         in_group = _fill_backward(up_to, last, n + 1) - before_group
-        discordant += np.where(here, lower_before_group, 0).sum(axis=1)
+        higher_before_group += before_group
+        higher_in_group += in_group
+        discordant += np.where(here, block.start - higher_before_group, 0).sum(axis=1)
         tied_twice += np.where(here, in_group - 1, 0).sum(axis=1)
-        lower_before_group += before_group
+    lowest = block.level == 1
+    tied_twice += np.where(lowest, block.size - higher_in_group - 1, 0).sum(axis=1)
     return discordant, tied_twice // 2
 
 
