@@ -4,10 +4,10 @@ A block of items is an (items x N) matrix of scores and a matching matrix of gai
 padded on the right: `lengths` holds each row's candidate count. Scores must already have
 missing values replaced (policy `worst` uses -inf); gains of padding must be 0.
 
-Each row is sorted by score, best first, and within a tie by gain, highest first. A tie group
-then occupies the sorted positions start .. end (0-based); a candidate in it has `p` = start + 1
-and `g` = end - start + 1. Every metric is the expectation over uniformly random tie-breaking,
-in closed form:
+Each row is sorted by score, best first. A tie group then occupies the sorted positions
+start .. end (0-based); a candidate in it has `p` = start + 1 and `g` = end - start + 1. Every
+metric is the expectation over uniformly random tie-breaking, in closed form, and none depends
+on the order the sort leaves within a tie:
 
 - Hit@K, MRR: only the first tie group holding a candidate of maximal gain matters. With `c`
   such candidates among its `g`, their positions are a uniform random c-subset of the group,
@@ -15,9 +15,9 @@ in closed form:
 - Recall@K, Precision@K: a candidate of a group straddling K is in the top K with
   probability (K - start) / g.
 - nDCG@K: each position of a group gets the group's mean gain (McSherry & Najork 2008).
-- Kendall's tau-b: Knight's algorithm. Discordant pairs are counted per gain level with
-  cumulative sums when the gains take few distinct values, else with a Fenwick tree over the
-  levels (one step per column, vectorised across rows).
+- Kendall's tau-b (no tie-breaking): with few distinct gains, pairs are counted level by level
+  from running counts across tie groups; with many, by Knight's algorithm (ties ordered by
+  gain, discordant pairs from a Fenwick tree over the levels, one step per column).
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def sort_block(scores: FloatArray, gains: FloatArray, lengths: IntArray) -> Sort
     else:
         order = np.argsort(keys, axis=1)
         sorted_gains = np.take_along_axis(gains, order, axis=1)
-        levels = _few_levels(gains, gains_desc, dense, new_gain & valid, valid)
+        levels = _few_levels(gains, gains_desc, dense, new_gain & valid, valid, n_levels)
         level = np.take_along_axis(levels, order, axis=1)
         keys = np.take_along_axis(keys, order, axis=1)
     new_score = _new_runs(keys, valid)
@@ -148,11 +148,12 @@ def _few_levels(
     dense: IntArray,
     distinct_at: BoolArray,
     valid: BoolArray,
+    n_levels: int,
 ) -> IntArray:
     """Each candidate's gain level (1 = the row's lowest gain, 0 for padding), in candidate
     order, by comparing with each of the row's few distinct gains."""
     rows, columns = np.nonzero(distinct_at)
-    distinct = np.full((gains.shape[0], int(dense[:, -1].max())), np.inf)  # highest first
+    distinct = np.full((gains.shape[0], n_levels), np.inf)  # highest first
     distinct[rows, dense[rows, columns] - 1] = gains_desc[rows, columns]
     level = np.zeros(gains.shape, dtype=np.int64)
     for value in distinct.T:
