@@ -173,7 +173,7 @@ class Clip(BaseModel):
     def path(self) -> Path:
         if self.audio is None:
             raise HarnessError(
-                f"clip {self.id} has no audio (a text-only candidate): use its caption instead"
+                f"clip {self.id} has no audio (a text-only candidate): use inputs music: caption"
             )
         return self.root / self.audio
 
