@@ -111,6 +111,7 @@ REGISTRY: dict[str, Entry] = {
         "CLAP cosine of dialogue text and clip audio, local (transformers)",
         "local",
     ),
+    "musicnn": Entry("providers.musicnn:MusicnnScorer", "scorer", "musicnn tags as text", "embed"),
 }
 
 
