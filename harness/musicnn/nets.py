@@ -36,6 +36,23 @@ def _pad_time(x: torch.Tensor, before: int, after: int) -> torch.Tensor:
     return F.pad(x, (0, 0, before, after) if x.dim() == 4 else (before, after))
 
 
+def _freq_max_of_bn_relu(bn: nn.Module, h: torch.Tensor) -> torch.Tensor:
+    """max over frequency of bn(relu(h)) for (B, C, T, F) maps, as (B, C, T), from the
+    pooled maps: per channel, bn(relu(.)) is monotone (increasing where the batch-norm
+    scale is positive, decreasing where negative), so the max is bn(relu(max h)) or
+    bn(relu(min h)). The same floats as the direct order, with a fraction of the work."""
+    assert isinstance(bn, nn.modules.batchnorm._BatchNorm) and bn.running_var is not None
+    low, high = torch.aminmax(h, dim=3)
+
+    def norm(x: torch.Tensor) -> torch.Tensor:
+        return F.batch_norm(
+            F.relu(x), bn.running_mean, bn.running_var, bn.weight, bn.bias, False, 0.0, bn.eps
+        )
+
+    increasing = (bn.weight >= 0)[None, :, None]
+    return torch.where(increasing, norm(high), norm(low))
+
+
 class MusiCNN(nn.Module):
     """Front-end of timbral (7 x 38, 7 x 67) and temporal (128/64/32 x 1) filters, a
     densely connected 1-D mid-end, and max+mean pooled dense back-end."""
@@ -61,14 +78,16 @@ class MusiCNN(nn.Module):
         """(B, 187, 96) log-mel windows -> (B, classes) logits."""
         x = self.input_bn(x.unsqueeze(1))
         padded = _pad_time(x, 3, 3)
-        maps = [conv(padded) for conv in self.timbral]
         # TensorFlow's "same" padding: the odd pad of an even kernel goes after.
-        maps += [
-            conv(_pad_time(x, (k - 1) // 2, k // 2))
-            for conv, k in zip(self.temporal, TEMPORAL_KERNELS, strict=True)
-        ]
+        inputs = [padded, padded] + [_pad_time(x, (k - 1) // 2, k // 2) for k in TEMPORAL_KERNELS]
+        convs = [*self.timbral, *self.temporal]
+        # Each (B, C, T, F) map is pooled as soon as it is made: one is held at a time.
         front = torch.cat(
-            [bn(F.relu(m)).amax(dim=3) for bn, m in zip(self.front_bn, maps, strict=True)], 1
+            [
+                _freq_max_of_bn_relu(bn, conv(inp))
+                for conv, bn, inp in zip(convs, self.front_bn, inputs, strict=True)
+            ],
+            1,
         )
         features = [front]
         h = front

@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 
 # A clip is a file path or 1-D samples (at the `sample_rate` given to `Tagger.tag`).
 Clip = str | os.PathLike[str] | NDArray[np.floating]
-DEFAULT_BATCH_WINDOWS = 64
+# Windows per forward pass: each costs ~9 MiB of front-end maps (MusiCNN), and on CPU larger
+# batches are no faster.
+DEFAULT_BATCH_WINDOWS = 16
 
 
 @dataclass

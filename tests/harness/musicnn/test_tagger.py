@@ -13,7 +13,7 @@ import torch
 
 from harness.musicnn import INSTALL_HINT, Tagger
 from harness.musicnn.features import SAMPLE_RATE
-from harness.musicnn.nets import VGG, MusiCNN, build
+from harness.musicnn.nets import VGG, MusiCNN, _freq_max_of_bn_relu, build
 
 
 @pytest.mark.parametrize("model", ["MTT_musicnn", "MSD_vgg"])
@@ -22,6 +22,20 @@ def test_networks_map_windows_to_logits(model: str) -> None:
     with torch.inference_mode():
         out = net(torch.zeros(3, 187, 96))
     assert out.shape == (3, 50)
+
+
+def test_pooling_before_batch_norm_gives_the_same_floats() -> None:
+    generator = torch.Generator().manual_seed(0)
+    bn = torch.nn.BatchNorm2d(6, eps=1e-3).eval()
+    with torch.no_grad():
+        bn.weight.copy_(torch.tensor([1.5, -0.7, 0.0, 2.0, -3.0, 0.1]))
+        bn.bias.normal_(generator=generator)
+        bn.running_mean.normal_(generator=generator)
+        bn.running_var.uniform_(0.1, 2.0, generator=generator)
+    maps = torch.randn(3, 6, 20, 11, generator=generator)
+    with torch.inference_mode():
+        direct = bn(torch.relu(maps)).amax(dim=3)
+        torch.testing.assert_close(_freq_max_of_bn_relu(bn, maps), direct, rtol=0, atol=0)
 
 
 def test_musicnn_accepts_other_window_lengths_vgg_does_not() -> None:
