@@ -28,6 +28,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "metrics": ("bench.metrics_speed", "(4) metrics + bootstrap + agreement matrix"),
     "memory": ("bench.memory", "(5) peak RSS, 4,800 calls over 1,000 10-second clips"),
     "inspect": ("bench.vs_inspect", "(6) the 4,800-call workload through inspect_ai and bgm-judge"),
+    "musicnn": ("bench.musicnn_speed", "(7) musicnn tags/s on CPU, port vs TensorFlow"),
 }
 
 
