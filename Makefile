@@ -14,6 +14,7 @@ $(BIN)/python:
 $(VENV)/.installed-run: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet $(TORCH)
 	$(BIN)/pip install --quiet -e '.[all]'
+	$(BIN)/pip install --quiet --no-deps musicnn==0.1.0
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed-run
