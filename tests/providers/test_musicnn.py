@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 import soundfile
 
-from harness.audio import AudioRef, audio_ref
-from harness.errors import HarnessError
+from harness.audio import audio_ref
+from harness.config import provider_config
+from harness.errors import ConfigError, HarnessError
 from harness.musicnn import weights
-from providers import ProviderConfig, ScoreCandidate, ScoreRequest, create_provider
+from harness.types import AudioRef, ScoreCandidate, ScoreRequest
+from providers import create_provider
 from providers.musicnn import MusicnnScorer
 
 RATE = 16000
@@ -48,7 +50,7 @@ def fake_wheel_scorer(tmp_path: Path, **extra: object) -> MusicnnScorer:
     """A scorer whose weights are never loaded (set-up and description logic only)."""
     wheel = tmp_path / "musicnn-0.1.0-py3-none-any.whl"
     wheel.write_bytes(b"not loaded")
-    return MusicnnScorer(ProviderConfig(name="musicnn", wheel=str(wheel), **extra))  # type: ignore[arg-type]
+    return MusicnnScorer(provider_config("musicnn", wheel=str(wheel), **extra))
 
 
 def test_description_top_k_threshold_and_fallback(tmp_path: Path) -> None:
@@ -70,7 +72,7 @@ def test_identity_holds_what_changes_answers(tmp_path: Path) -> None:
 def test_bad_settings(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown musicnn model"):
         fake_wheel_scorer(tmp_path, model="MSD_musicnn_big")
-    with pytest.raises(ValueError, match="top_k"):
+    with pytest.raises(ConfigError, match=r"provider\.top_k: Input should be greater"):
         fake_wheel_scorer(tmp_path, top_k=0)
 
 
@@ -83,7 +85,7 @@ def test_missing_weights_fail_at_set_up_in_one_line(monkeypatch: pytest.MonkeyPa
         lambda name, *a: None if name == "musicnn" else real_find_spec(name, *a),
     )
     with pytest.raises(HarnessError) as caught:
-        create_provider(ProviderConfig(name="musicnn"))
+        create_provider(provider_config("musicnn"))
     assert "pip install --no-deps musicnn==0.1.0" in str(caught.value)
     assert "\n" not in str(caught.value)
 
@@ -101,7 +103,7 @@ def test_refuses_captions_and_clips_without_audio(tmp_path: Path) -> None:
 )
 @pytest.mark.skipif(not HAVE_TEXT_MODEL, reason="the packaged text model is not installed")
 def test_scores_synthesized_clips(tmp_path: Path) -> None:
-    scorer = create_provider(ProviderConfig(name="musicnn", top_k=4))
+    scorer = create_provider(provider_config("musicnn", top_k=4))
     assert isinstance(scorer, MusicnnScorer)
     chord = audio_ref("chord", write_clip(tmp_path / "chord.wav", "chord"))
     noise = audio_ref("noise", write_clip(tmp_path / "noise.wav", "noise"))
