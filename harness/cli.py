@@ -167,6 +167,57 @@ def evaluate(
 
 
 @app.command()
+@user_errors
+def tag(
+    files: Annotated[list[Path], typer.Argument(help="Audio files (any format librosa reads).")],
+    model: Annotated[
+        str, typer.Option(help="mtt (MagnaTagATune) or msd (Million Song Dataset), or a full name.")
+    ] = "mtt",
+) -> None:
+    """Tag audio files with a pretrained musicnn model (offline, CPU): one JSON line per file,
+    `{"file", "model", "tags": {tag: probability}}` with all 50 tags. A file that cannot be
+    read gets one error line; the others are still tagged (exit code 1 if any failed)."""
+    from harness.musicnn import MODELS, Tagger
+    from harness.musicnn.features import load_audio
+
+    names = {"mtt": "MTT_musicnn", "msd": "MSD_musicnn"}
+    name = names.get(model.lower(), model)
+    if name not in MODELS:
+        raise HarnessError(f"--model must be mtt, msd or one of {', '.join(MODELS)}, not {model!r}")
+    tagger = Tagger.load(name)
+    failed = 0
+    for path in files:
+        try:
+            samples = load_audio(path)
+            if samples.size == 0:
+                raise ValueError("no samples")
+            (scores,) = tagger.tag([samples])
+        except Exception as exc:  # one bad file never stops the others
+            failed += 1
+            if isinstance(exc, FileNotFoundError):
+                reason = "file not found"
+            else:
+                reason = (
+                    str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                )
+            err_console.print(
+                f"[bold red]error:[/] {escape(str(path))}: {escape(reason)}",
+                highlight=False,
+                soft_wrap=True,
+            )
+            continue
+        line = {
+            "file": str(path),
+            "model": name,
+            "tags": {k: round(v, 6) for k, v in scores.items()},
+        }
+        sys.stdout.write(json.dumps(line) + "\n")
+        sys.stdout.flush()
+    if failed:
+        raise typer.Exit(EXIT_INCOMPLETE)
+
+
+@app.command()
 def providers() -> None:
     """List the registered providers (judges and scorers)."""
     from rich.table import Table

@@ -16,8 +16,9 @@ Provider keys:
   installed (`pip install --no-deps musicnn==0.1.0`);
 - `batch_windows`: 3-second windows per forward pass (speed only).
 
-Tags are computed once per clip content (sha256) per process; each record's
-`extra.descriptions` holds the description of every candidate.
+Tags are computed once per clip content (sha256) and model per process, shared by the
+runs of a sweep; each record's `extra.descriptions` holds the description of every
+candidate.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 from pydantic import Field
 
-from harness.musicnn import MODELS, ModelName, Tagger, locate
+from harness.musicnn import MODELS, ModelName, Tagger, describe, locate
 from harness.musicnn.tagger import DEFAULT_BATCH_WINDOWS
 from harness.musicnn.weights import VERSION
 from harness.types import AudioRef, ProviderConfig, ScoreRequest, Scores
@@ -43,6 +44,9 @@ if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
 Vector = np.ndarray[Any, np.dtype[np.float64]]
+# (model, clip sha256) -> tag probabilities: tagging costs ~0.4 s of CPU per 10 s clip, and
+# the runs of a sweep meet the same clips again.
+_TAGS: dict[tuple[str, str], dict[str, float]] = {}
 
 
 @dataclass(frozen=True)
@@ -81,7 +85,6 @@ class MusicnnScorer(Scorer):
         locate(self._wheel)  # fails now, in one line, when the weights are missing
         self._loaded: _Loaded | None = None
         self._lock = asyncio.Lock()
-        self._tags: dict[str, dict[str, float]] = {}  # by the clip's sha256
         self._vectors: dict[str, Vector] = {}  # by description
 
     @property
@@ -115,9 +118,7 @@ class MusicnnScorer(Scorer):
 
     def describe(self, scores: dict[str, float]) -> str:
         """The clip's description: its top tags, most probable first, lower case."""
-        ranked = sorted(scores, key=lambda tag: -scores[tag])
-        kept = [t for t in ranked[: self.top_k] if scores[t] >= self.threshold] or ranked[:1]
-        return ", ".join(tag.lower() for tag in kept)
+        return describe(scores, self.top_k, self.threshold)
 
     async def score(self, request: ScoreRequest) -> Scores:
         if request.music != "audio":
@@ -132,7 +133,7 @@ class MusicnnScorer(Scorer):
                 query = await asyncio.to_thread(self._prepare, request.query, clips)
             except Exception as exc:
                 raise as_provider_error(exc, f"musicnn ({self.model})") from exc
-        descriptions = [self.describe(self._tags[clip.sha256]) for clip in clips]
+        descriptions = [self.describe(_TAGS[self.model, clip.sha256]) for clip in clips]
         values = [round(float(self._vectors[d] @ query), 6) for d in descriptions]
         ids = [c.clip_id for c in request.candidates]
         return Scores(values, {"descriptions": dict(zip(ids, descriptions, strict=True))})
@@ -140,11 +141,11 @@ class MusicnnScorer(Scorer):
     def _prepare(self, query: str, clips: list[AudioRef]) -> Vector:
         """Tag the clips not seen yet, embed the new descriptions; the query's vector."""
         loaded = self.load()
-        new = list({c.sha256: c for c in clips if c.sha256 not in self._tags}.values())
+        new = list({c.sha256: c for c in clips if (self.model, c.sha256) not in _TAGS}.values())
         if new:
             tagged = loaded.tagger.tag([c.path for c in new])
-            self._tags.update(zip([c.sha256 for c in new], tagged, strict=True))
-        descriptions = {self.describe(self._tags[c.sha256]) for c in clips}
+            _TAGS.update(zip([(self.model, c.sha256) for c in new], tagged, strict=True))
+        descriptions = {self.describe(_TAGS[self.model, c.sha256]) for c in clips}
         missing = sorted(d for d in descriptions if d not in self._vectors)
         vectors = loaded.encoder.encode(
             [query, *missing], normalize_embeddings=True, convert_to_numpy=True
@@ -155,5 +156,4 @@ class MusicnnScorer(Scorer):
 
     async def aclose(self) -> None:
         self._loaded = None
-        self._tags.clear()
         self._vectors.clear()

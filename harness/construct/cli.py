@@ -50,6 +50,11 @@ def _stage1(csv_path: Path, out: Path, config: Any) -> None:
             "removed by rule": report["removed_by_rule"],
             "removed (first rule)": report["removed_first_rule"],
             "kept thanks to negation": report["kept_thanks_to_negation"],
+            **(
+                {"heard vocals (audio)": report["audio_vocals"]["removed"]}
+                if "audio_vocals" in report
+                else {}
+            ),
         },
         out / "report.json",
     )
@@ -134,14 +139,30 @@ def stage1(
     check_caption: Annotated[
         bool | None, typer.Option(help="Also apply the rules to captions.")
     ] = None,
+    vocals_audio_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also remove clips the musicnn tagger hears a voice in (folder of <id>.wav)."
+        ),
+    ] = None,
+    vocals_threshold: Annotated[
+        float | None, typer.Option(help="Least vocal-tag probability for --vocals-audio-dir.")
+    ] = None,
 ) -> None:
     """Keep the clips fit to play under talk: no vocals, speech, noise or sound effects."""
+    from harness.construct.audio_tags import AudioVocalsConfig
     from harness.construct.config import load_build_config
 
     settings = load_build_config(config).stage1
+    update: dict[str, Any] = {}
     if check_caption is not None:
-        settings = settings.model_copy(update={"check_caption": check_caption})
-    _stage1(musiccaps, out, settings)
+        update["check_caption"] = check_caption
+    if vocals_audio_dir is not None:
+        vocals = {"audio_dir": vocals_audio_dir}
+        if vocals_threshold is not None:
+            vocals["threshold"] = vocals_threshold  # type: ignore[assignment]
+        update["audio_vocals"] = AudioVocalsConfig.model_validate(vocals)
+    _stage1(musiccaps, out, settings.model_copy(update=update))
 
 
 @app.command()

@@ -1,7 +1,8 @@
 """Stage 1: keep the MusicCaps clips that can play under a conversation.
 
 A clip is removed when its aspect list (and, optionally, its caption) mentions vocals,
-speech, noise or prominent sound effects. Each rule is a list of terms matched at word
+speech, noise or prominent sound effects, and, with `audio_vocals` set, when the musicnn
+MagnaTagATune tagger hears a voice in its audio (`harness.construct.audio_tags`). Each rule is a list of terms matched at word
 boundaries (`*` at the end of a term matches any word ending). A mention does not count when
 it is negated in its own clause: "no voices", "no singer or backing vocals", "without
 vocals", "non-vocal", "vocal-free"; so an instrumental clip is not thrown out for saying it
@@ -21,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.cache import sha256_file
+from harness.construct.audio_tags import AudioVocalsConfig, find_audio, vocals_by_audio
 from harness.construct.files import write_json, write_jsonl
 from harness.errors import DatasetError
 
@@ -184,6 +186,10 @@ class Stage1Config(BaseModel):
     check_caption: bool = Field(
         default=False, description="also apply the rules to the caption, sentence by sentence"
     )
+    audio_vocals: AudioVocalsConfig | None = Field(
+        default=None,
+        description="also remove clips whose audio the musicnn tagger hears a voice in",
+    )
 
 
 def _term_pattern(term: str) -> str:
@@ -335,20 +341,64 @@ def filter_clips(rows: list[dict[str, Any]], config: Stage1Config) -> Stage1Resu
         for name in ordered:
             phrases[name].update(fired[name])
         removed.append({"id": row["id"], "rules": {name: fired[name] for name in ordered}})
+    if config.audio_vocals is not None:
+        kept, heard = _audio_vocals(kept, config.audio_vocals)
+        removed += heard["removed_rows"]
+        by_rule["vocals_audio"] = first_rule["vocals_audio"] = len(heard["removed_rows"])
     report = {
         "n_input": len(rows),
         "n_kept": len(kept),
         "n_removed": len(removed),
-        "removed_by_rule": {name: by_rule[name] for name in config.rules},
-        "removed_first_rule": {name: first_rule[name] for name in config.rules},
+        "removed_by_rule": {name: by_rule[name] for name in _rule_names(config)},
+        "removed_first_rule": {name: first_rule[name] for name in _rule_names(config)},
         "kept_thanks_to_negation": kept_by_negation,
         "top_phrases": {
             name: [[phrase, n] for phrase, n in counter.most_common(15)]
             for name, counter in phrases.items()
         },
-        "config": config.model_dump(),
+        "config": config.model_dump(mode="json"),
     }
+    if config.audio_vocals is not None:
+        report["audio_vocals"] = {k: v for k, v in heard.items() if k != "removed_rows"}
     return Stage1Result(kept, removed, report)
+
+
+def _rule_names(config: Stage1Config) -> list[str]:
+    return [*config.rules, *(["vocals_audio"] if config.audio_vocals else [])]
+
+
+def _audio_vocals(
+    kept: list[dict[str, Any]], config: AudioVocalsConfig
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The clips the text rules kept, less those whose audio has vocals; what was heard.
+    A clip without a readable audio file is kept and counted as not checked."""
+    paths: dict[str, Path] = {}
+    for row in kept:
+        path, _ = find_audio(config.audio_dir, row["id"], config.audio_extensions)
+        if path is not None:
+            paths[row["id"]] = path
+    evidence = vocals_by_audio(paths, config)
+    still, removed = [], []
+    for row in kept:
+        found = evidence.get(row["id"])
+        if found is None:
+            still.append(row)
+            continue
+        heard = {"tag": found.vocal_tag, "p": round(found.vocal, 4)}
+        row = {**row, "vocals_audio": {**heard, "no_vocals": round(found.voiceless, 4)}}
+        if found.has_vocals(config.threshold):
+            removed.append({"id": row["id"], "rules": {"vocals_audio": [found.describe()]}})
+        else:
+            still.append(row)
+    summary = {
+        "model": config.model,
+        "threshold": config.threshold,
+        "checked": len(evidence),
+        "not_checked_no_audio": len(kept) - len(evidence),
+        "removed": [r["id"] for r in removed],
+        "removed_rows": removed,
+    }
+    return still, summary
 
 
 def run_stage1(csv_path: Path, out_dir: Path, config: Stage1Config | None = None) -> dict[str, Any]:

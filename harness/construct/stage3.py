@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import soundfile
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.cache import sha256_file
+from harness.construct.audio_tags import AUDIO_EXTENSIONS, captions_from_tags, find_audio
 from harness.construct.embed import EmbedderConfig, embed_texts
 from harness.construct.files import MARKER, prepare_out_dir, write_json, write_jsonl
 from harness.construct.stage2 import load_dialogues, require_captions
@@ -36,7 +36,10 @@ class Stage3Config(BaseModel):
     query: Literal["summary", "dialogue"] = Field(
         default="summary", description="embed the stage-2 caption, or the dialogue text"
     )
-    audio_extensions: list[str] = Field(default_factory=lambda: ["wav", "flac", "ogg", "mp3"])
+    audio_extensions: list[str] = Field(default_factory=lambda: list(AUDIO_EXTENSIONS))
+    captions_from_tags: bool = Field(
+        default=True, description="caption a clip that has none from its musicnn tags"
+    )
     shuffle_candidates: bool = Field(
         default=True, description="present candidates in a seeded random order"
     )
@@ -44,28 +47,16 @@ class Stage3Config(BaseModel):
 
 
 def load_clips(path: Path) -> list[dict[str, Any]]:
+    """Stage-1 clips; a clip may come without a caption (it is then captioned from its tags)."""
     clips = []
     for line_no, obj in read_jsonl(path):
-        if not isinstance(obj.get("id"), str) or not isinstance(obj.get("caption"), str):
-            raise DatasetError(path, line_no, "expected a clip with 'id' and 'caption'")
+        caption = obj.get("caption")
+        if not isinstance(obj.get("id"), str) or not isinstance(caption, str | None):
+            raise DatasetError(path, line_no, "expected a clip with an 'id' (and a 'caption')")
         clips.append(obj)
     if not clips:
         raise DatasetError(path, None, "no clips")
     return clips
-
-
-def find_audio(audio_dir: Path, clip_id: str, extensions: list[str]) -> tuple[Path | None, str]:
-    """The clip's readable audio file, or None and why not."""
-    for ext in extensions:
-        path = audio_dir / f"{clip_id}.{ext.lstrip('.')}"
-        if not path.is_file():
-            continue
-        try:
-            info = soundfile.info(str(path))
-        except (RuntimeError, soundfile.LibsndfileError):
-            return None, "unreadable"
-        return (path, "ok") if info.frames > 0 else (None, "empty")
-    return None, "missing"
 
 
 def pool_size(n_eligible: int, config: Stage3Config) -> int:
@@ -111,6 +102,23 @@ def eligible_clips(clips: list[dict[str, Any]], audio_dir: Path, config: Stage3C
     return Eligible(keep, audio, excluded)
 
 
+def _caption_missing(pool: Eligible, config: Stage3Config) -> int:
+    """Give the clips without a caption one made of their musicnn tags; how many."""
+    missing = {c["id"]: pool.audio[c["id"]] for c in pool.clips if not c.get("caption")}
+    if missing and not config.captions_from_tags:
+        first = sorted(missing)[0]
+        raise HarnessError(
+            f"{len(missing)} clip(s) have no caption (first: {first}); set "
+            "stage3.captions_from_tags: true to caption them from their audio tags"
+        )
+    captions = captions_from_tags(missing)
+    for clip in pool.clips:
+        if clip["id"] in captions:
+            clip["caption"] = captions[clip["id"]]
+            clip["caption_source"] = "musicnn tags"
+    return len(captions)
+
+
 def run_stage3(
     clips_path: Path,
     dialogues_path: Path,
@@ -132,6 +140,7 @@ def run_stage3(
             f"only {len(pool.clips)} clip(s) of {clips_path} have audio in {audio_dir}; "
             f"{config.n_candidates} candidates are needed per dialogue"
         )
+    tagged = _caption_missing(pool, config)
     clip_ids = [c["id"] for c in pool.clips]
     clip_vectors = embed_texts(
         [c["caption"] for c in pool.clips], config.embedder, cache_dir=cache_dir
@@ -178,7 +187,8 @@ def run_stage3(
         source_path = pool.audio[clip["id"]]
         relative = f"audio/{clip['id']}{source_path.suffix.lower()}"
         shutil.copyfile(source_path, out_dir / relative)
-        extra: dict[str, Any] = {k: clip[k] for k in ("start_s", "end_s") if k in clip}
+        keys = ("start_s", "end_s", "caption_source")
+        extra: dict[str, Any] = {k: clip[k] for k in keys if k in clip}
         clip_rows.append(
             {
                 "id": clip["id"],
@@ -199,6 +209,7 @@ def run_stage3(
         "n_clips_in": len(pool.clips) + sum(pool.excluded.values()),
         "n_clips_eligible": len(pool.clips),
         "clips_excluded": pool.excluded,
+        "n_captions_from_tags": tagged,
         "pool_size": size,
         "n_clips_used": len(clip_rows),
         "mean_top1_cosine": round(float(np.mean(top1_cosines)), 6),

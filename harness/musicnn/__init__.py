@@ -8,7 +8,8 @@ The weights are read from the `musicnn` 0.1.0 wheel (`pip install --no-deps
 musicnn==0.1.0`) with no TensorFlow; torch and librosa are imported on first use.
 """
 
-from harness.musicnn.tagger import Clip, Tagger
+from harness.musicnn.tagger import Clip, Tagger, describe, top_tags
+from harness.musicnn.vocals import VOCAL_TAGS, VOICELESS_TAGS, VocalEvidence, vocal_evidence
 from harness.musicnn.weights import (
     INSTALL_HINT,
     MODELS,
@@ -22,11 +23,17 @@ from harness.musicnn.weights import (
 __all__ = [
     "INSTALL_HINT",
     "MODELS",
+    "VOCAL_TAGS",
+    "VOICELESS_TAGS",
     "WHEEL_ENV",
     "Clip",
     "ModelName",
     "MusicnnWeightsError",
     "Tagger",
+    "VocalEvidence",
+    "describe",
     "locate",
     "tag_names",
+    "top_tags",
+    "vocal_evidence",
 ]

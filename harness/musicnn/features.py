@@ -43,10 +43,22 @@ Float32Array = NDArray[np.float32]
 
 
 def load_audio(path: str | os.PathLike[str]) -> Float32Array:
-    """A file's samples at 16 kHz mono, decoded and resampled as musicnn does."""
+    """A file's samples at 16 kHz mono, decoded and resampled as musicnn does; a ValueError
+    for a file no decoder reads."""
+    import warnings
+
     import librosa
 
-    audio, _ = librosa.load(path, sr=SAMPLE_RATE, mono=True)
+    with warnings.catch_warnings():  # librosa's fallback decoder warns before it fails
+        warnings.simplefilter("ignore")
+        try:
+            audio, _ = librosa.load(path, sr=SAMPLE_RATE, mono=True)
+        except FileNotFoundError:
+            raise
+        except Exception as exc:
+            if type(exc).__name__ != "NoBackendError":
+                raise
+            raise ValueError("not an audio file any installed decoder reads") from None
     return np.asarray(audio, dtype=np.float32)
 
 

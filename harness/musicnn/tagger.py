@@ -95,8 +95,20 @@ class Tagger:
 
     def top_tags(self, scores: dict[str, float], k: int = 5, threshold: float = 0.0) -> list[str]:
         """The (at most) `k` most probable tags with a probability of at least `threshold`."""
-        ranked = sorted(scores.items(), key=lambda item: -item[1])
-        return [tag for tag, p in ranked[:k] if p >= threshold]
+        return top_tags(scores, k, threshold)
 
     def _named(self, values: NDArray[Any]) -> dict[str, float]:
         return {tag: float(v) for tag, v in zip(self.tags, values, strict=True)}
+
+
+def top_tags(scores: dict[str, float], k: int = 5, threshold: float = 0.0) -> list[str]:
+    """The (at most) `k` most probable tags with a probability of at least `threshold`."""
+    ranked = sorted(scores.items(), key=lambda item: -item[1])
+    return [tag for tag, p in ranked[:k] if p >= threshold]
+
+
+def describe(scores: dict[str, float], k: int = 5, threshold: float = 0.0) -> str:
+    """A clip's tags as a short description, most probable first, lower case ("slow, piano,
+    classical, quiet, no vocals"); never empty: the most probable tag stays."""
+    kept = top_tags(scores, k, threshold) or top_tags(scores, 1)
+    return ", ".join(tag.lower() for tag in kept)

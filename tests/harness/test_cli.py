@@ -6,6 +6,9 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
+import pytest
+import soundfile
 from typer.testing import CliRunner
 
 from harness.cli import app
@@ -212,3 +215,32 @@ def test_a_runs_predictions_evaluate_to_its_own_metrics(tiny_dataset: Path, tmp_
     assert evaluated["metrics"] == run_metrics["metrics"]
     assert evaluated["coverage"] == run_metrics["coverage"] == round(11 / 12, 6)
     assert evaluated["tie_rate"] == run_metrics["tie_rate"]
+
+
+def test_tag_prints_one_json_line_per_file_and_one_error_line_per_bad_file(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("librosa")
+    from harness.musicnn import MusicnnWeightsError, locate
+
+    try:
+        locate(None)
+    except MusicnnWeightsError:
+        pytest.skip("musicnn weights not installed (make install)")
+    t = np.arange(16000 * 4) / 16000
+    good = [tmp_path / "a.wav", tmp_path / "b.flac"]
+    for path, freq in zip(good, (220.0, 880.0), strict=True):
+        soundfile.write(path, 0.3 * np.sin(2 * np.pi * freq * t), 16000)
+    broken = tmp_path / "broken.wav"
+    broken.write_bytes(b"RIFF, but not audio")
+    result = CliRunner().invoke(
+        app, ["tag", "--model", "msd", str(good[0]), str(broken), str(good[1])]
+    )
+    assert result.exit_code == 1
+    lines = [json.loads(x) for x in result.stdout.splitlines() if x.startswith("{")]
+    assert [line["file"] for line in lines] == [str(p) for p in good]
+    assert all(line["model"] == "MSD_musicnn" and len(line["tags"]) == 50 for line in lines)
+    assert all(0.0 <= p <= 1.0 for line in lines for p in line["tags"].values())
+    assert f"{broken}: not an audio file" in result.stderr
+    bad_model = CliRunner().invoke(app, ["tag", "--model", "xyz", str(good[0])])
+    assert bad_model.exit_code == 2 and "--model must be mtt, msd" in bad_model.stderr

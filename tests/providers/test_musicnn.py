@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import soundfile
 
+import providers.musicnn as musicnn_provider
 from harness.audio import audio_ref
 from harness.config import provider_config
 from harness.errors import ConfigError, HarnessError
@@ -105,6 +106,8 @@ def test_refuses_captions_and_clips_without_audio(tmp_path: Path) -> None:
 def test_scores_synthesized_clips(tmp_path: Path) -> None:
     scorer = create_provider(provider_config("musicnn", top_k=4))
     assert isinstance(scorer, MusicnnScorer)
+    tagged = musicnn_provider._TAGS
+    tagged.clear()
     chord = audio_ref("chord", write_clip(tmp_path / "chord.wav", "chord"))
     noise = audio_ref("noise", write_clip(tmp_path / "noise.wav", "noise"))
     clicks = audio_ref("clicks", write_clip(tmp_path / "clicks.wav", "clicks"))
@@ -119,6 +122,9 @@ def test_scores_synthesized_clips(tmp_path: Path) -> None:
     for text in descriptions.values():
         tags = text.split(", ")
         assert 1 <= len(tags) <= 4 and set(tags) <= vocabulary
-    assert len(scorer._tags) == 3  # tagged once per distinct content (sha256)
+    assert len(tagged) == 3  # tagged once per distinct content (sha256)
     assert asyncio.run(scorer.score(request([chord, noise, clicks, same_as_chord]))) == scores
     asyncio.run(scorer.aclose())
+    again = create_provider(provider_config("musicnn", top_k=4))  # a sweep's next run
+    assert asyncio.run(again.score(request([chord, noise, clicks, same_as_chord]))) == scores
+    assert len(tagged) == 3  # the clips were not tagged again

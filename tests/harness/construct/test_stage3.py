@@ -102,3 +102,27 @@ def test_refuses_to_clobber_and_needs_enough_audio(stage3_inputs: Inputs, tmp_pa
     run_stage3(clips, dialogues, audio, tmp_path / "ds", overwrite=True)
     with pytest.raises(HarnessError, match="only 10 clip"):
         run_stage3(clips, dialogues, audio, tmp_path / "z", Stage3Config(n_candidates=11))
+
+
+def test_clips_without_a_caption_are_captioned_from_their_tags(
+    stage3_inputs: Inputs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clips, dialogues, audio = stage3_inputs
+    rows = [json.loads(line) for line in clips.read_text().splitlines()]
+    for row in rows:
+        if row["id"] in ("jazz", "nofile"):
+            del row["caption"]
+    clips.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tagged: list[list[str]] = []
+
+    def fake(paths: dict[str, Path]) -> dict[str, str]:
+        tagged.append(sorted(paths))
+        return {k: "jazz, slow, piano, quiet, no vocals; jazz, chillout, mellow" for k in paths}
+
+    monkeypatch.setattr("harness.construct.stage3.captions_from_tags", fake)
+    report = run_stage3(clips, dialogues, audio, tmp_path / "ds")
+    assert tagged == [["jazz"]]  # nofile has no audio: not eligible, not tagged
+    assert report["n_captions_from_tags"] == 1
+    refused = Stage3Config(captions_from_tags=False)
+    with pytest.raises(HarnessError, match=r"1 clip\(s\) have no caption \(first: jazz\)"):
+        run_stage3(clips, dialogues, audio, tmp_path / "ds2", refused)
