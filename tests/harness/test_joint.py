@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from harness.cache import ResponseCache
 from harness.config import ExperimentConfig, provider_config
-from harness.dataset import Item
+from harness.dataset import Item, load_dataset
 from harness.joint import clip_labels, position_top1_rates, presentation_order
 from harness.records import Record, read_records
 from harness.runner import Runner
@@ -29,6 +32,44 @@ def test_labels_and_orders() -> None:
         for r in range(10)
     }
     assert len(seen) > 10 and all(sorted(order) == cands for order in seen)
+
+
+def positions_per_candidate(orders: list[list[str]]) -> dict[str, list[int]]:
+    return {c: sorted(order.index(c) for order in orders) for c in orders[0]}
+
+
+def test_permuted_with_n_repeats_is_counterbalanced_on_every_sample_item() -> None:
+    dataset = load_dataset("data/sample", check_audio=False)
+    for item in dataset.items:
+        n = len(item.candidates)
+        orders = [
+            presentation_order(item.candidates, "permuted", seed=0, item_id=item.id, repeat=r)
+            for r in range(n)
+        ]
+        assert positions_per_candidate(orders) == {c: list(range(n)) for c in item.candidates}
+        assert len({tuple(o) for o in orders}) == n  # no repeated order, so no cache hit
+
+
+@given(
+    n=st.integers(min_value=2, max_value=6),
+    repeats=st.integers(min_value=1, max_value=18),
+    seed=st.integers(min_value=0, max_value=3),
+)
+def test_each_block_of_n_repeats_is_a_latin_square(n: int, repeats: int, seed: int) -> None:
+    cands = [f"c{i}" for i in range(n)]
+    orders = [
+        presentation_order(cands, "permuted", seed=seed, item_id="x", repeat=r)
+        for r in range(repeats)
+    ]
+    for start in range(0, repeats, n):
+        block = orders[start : start + n]
+        for position in range(n):
+            shown = [order[position] for order in block]
+            assert len(set(shown)) == len(shown)  # nobody twice in one position
+        if len(block) == n:
+            assert positions_per_candidate(block) == {c: list(range(n)) for c in cands}
+    distinct_orders = math.factorial(n)
+    assert len({tuple(o) for o in orders}) == min(repeats, distinct_orders)
 
 
 def item(item_id: str, best: str) -> Item:
