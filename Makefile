@@ -26,6 +26,7 @@ install-dev: $(VENV)/.installed-dev
 
 sample-audio: install
 	$(BIN)/python data/sample/build_audio.py
+	$(BIN)/python data/sample/build_audio.py --dataset data/sample_fewshot
 
 ## Run experiments/$(EXP).yaml (default: the offline quickstart on the sample set).
 experiment: sample-audio

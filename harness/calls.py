@@ -17,7 +17,7 @@ from harness.audio import audio_ref
 from harness.cache import request_key
 from harness.config import ExperimentConfig
 from harness.dataset import Dataset, Item
-from harness.fewshot import Example, check_no_leak, load_examples
+from harness.fewshot import Example, check_no_leak, few_shot_options, load_examples
 from harness.prompts import template_hash
 from harness.records import Record
 from harness.types import ChatRequest, ProviderError, Request, ScoreCandidate, ScoreRequest
@@ -80,8 +80,15 @@ class JudgeCalls(CallPlan):
         assert self.variant is not None
         if not self.variant.uses_examples:
             return ()
+        options = few_shot_options(self.config.prompt_options)
         examples = load_examples(self.config.prompt_options, self.config.dataset)
-        check_no_leak(examples, dataset.items, self.config.dataset)
+        check_no_leak(
+            examples,
+            dataset.items,
+            self.config.dataset,
+            dataset.clips,
+            allow_clip_overlap=options.allow_clip_overlap,
+        )
         return examples
 
     def calls(self, dataset: Dataset, summary_of: SummaryOf) -> Iterator[Call]:

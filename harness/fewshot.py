@@ -9,10 +9,17 @@ that no example is an item evaluated in the same run.
     example_split: dev        # the first k items whose `split` field is this value
     example_audio: false      # also send the examples' clips as audio (music: audio only)
     example_scores: [8.5, 6.0, 3.5, 1.5]   # score shown for human rank 1..N
+    allow_clip_overlap: false # accept examples that show a clip the run evaluates
 
 An example shows its dialogue and every candidate with a score. The scores follow the
 human ranking: by default evenly spaced from 8.5 (rank 1) down to 1.5 (rank N), or the
 `example_scores` given.
+
+A run is refused when an example is an evaluated item (same id in the same dataset, or the
+same dialogue anywhere), and when an example shows a clip whose audio (by SHA-256 of its
+bytes, whatever its id or folder) is a candidate of an evaluated item, unless
+`allow_clip_overlap: true`: a worked example's score of that very clip would tell the model
+the answer.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harness.audio import file_sha256
 from harness.dataset import Clip, Dataset, Item, load_dataset
 from harness.errors import HarnessError
 
@@ -40,6 +48,7 @@ class FewShotOptions(BaseModel):
     example_split: str | None = None
     example_audio: bool = False
     example_scores: tuple[float, ...] | None = None
+    allow_clip_overlap: bool = False
 
 
 @dataclass(frozen=True)
@@ -121,11 +130,23 @@ def _example(item: Item, dataset: Dataset, opts: FewShotOptions, source: Path) -
 
 
 def check_no_leak(
-    examples: Iterable[Example], evaluated: Iterable[Item], run_dataset: Path
+    examples: Iterable[Example],
+    evaluated: Iterable[Item],
+    run_dataset: Path,
+    clips: Mapping[str, Clip] | None = None,
+    *,
+    allow_clip_overlap: bool = False,
 ) -> None:
     """Refuse a run whose prompts would show the model an item it is evaluated on: the same
-    item of the same dataset, or the same dialogue from any dataset."""
-    evaluated = list(evaluated)
+    item of the same dataset, or the same dialogue from any dataset; or (given the run's
+    `clips`) a clip whose audio is a candidate of an evaluated item, unless allowed."""
+    examples, evaluated = list(examples), list(evaluated)
+    _check_items(examples, evaluated, run_dataset)
+    if clips is not None and not allow_clip_overlap:
+        _check_clips(examples, evaluated, clips)
+
+
+def _check_items(examples: list[Example], evaluated: list[Item], run_dataset: Path) -> None:
     ids = {item.id for item in evaluated}
     dialogues = {dialogue_key(item): item.id for item in evaluated}
     same_root = Path(run_dataset).resolve()
@@ -142,3 +163,24 @@ def check_no_leak(
             f"(as {clash}): take the examples from items outside the evaluated set "
             "(prompt_options.examples, example_ids or example_split)"
         )
+
+
+def _check_clips(examples: list[Example], evaluated: list[Item], clips: Mapping[str, Clip]) -> None:
+    candidates: dict[str, tuple[str, str]] = {}  # audio hash -> (item id, clip id)
+    for item in evaluated:
+        for cid in item.candidates:
+            clip = clips.get(cid)
+            if clip is not None and clip.path.is_file():
+                candidates.setdefault(file_sha256(clip.path), (item.id, cid))
+    for example in examples:
+        for clip in example.clips:
+            if not clip.path.is_file():
+                continue
+            clash = candidates.get(file_sha256(clip.path))
+            if clash is not None:
+                raise HarnessError(
+                    f"few-shot example {example.item.id} ({example.source}) shows clip "
+                    f"{clip.id}, whose audio is candidate {clash[1]} of evaluated item "
+                    f"{clash[0]}: take examples with other clips, or set "
+                    "prompt_options.allow_clip_overlap: true"
+                )

@@ -136,3 +136,38 @@ def test_few_shot_run_end_to_end(tiny_dataset: Path, tmp_path: Path) -> None:
     assert result.complete and result.stats.calls == 12
     records = list(read_records(result.out_dir / "records.jsonl"))
     assert all(r.parse_error is None for r in records)
+
+
+def copied_clips_dataset(tiny_dataset: Path, tmp_path: Path) -> Path:
+    """Another folder whose items are new dialogues but whose clips are byte-identical
+    copies (under new ids) of the evaluated set's clips."""
+    other = write_tiny_dataset(tmp_path / "copied", n_items=5)
+    for index in range(3, 5):
+        for j in range(4):
+            shutil.copyfile(
+                tiny_dataset / "audio" / f"c{index - 3}_{j}.wav",
+                other / "audio" / f"c{index}_{j}.wav",
+            )
+    return other
+
+
+def test_runner_refuses_examples_whose_clips_are_evaluated_candidates(
+    tiny_dataset: Path, tmp_path: Path
+) -> None:
+    other = copied_clips_dataset(tiny_dataset, tmp_path)
+    options = {"examples": str(other), "example_ids": ["d3"]}
+    with pytest.raises(HarnessError, match=r"few-shot example d3 .* shows clip c3_\d, whose audio"):
+        prepared(config(tiny_dataset, prompt_options=options), tmp_path)
+    allowed = config(tiny_dataset, prompt_options={**options, "allow_clip_overlap": True})
+    assert len(prepared(allowed, tmp_path)) == 12
+
+
+def test_the_shipped_few_shot_set_shares_no_clip_with_the_sample_set() -> None:
+    sample, fewshot = Path("data/sample"), Path("data/sample_fewshot")
+    if not (fewshot / "audio").is_dir():
+        pytest.skip("make sample-audio builds data/sample_fewshot/audio")
+    from harness.dataset import load_dataset
+
+    evaluated = load_dataset(sample)
+    examples = load_examples({"examples": str(fewshot), "k": 3}, sample)
+    check_no_leak(examples, evaluated.items, sample, evaluated.clips)
