@@ -17,7 +17,8 @@ from aiolimiter import AsyncLimiter
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, stop_after_delay
 from tenacity.wait import wait_exponential_jitter
 
-from harness.cache import CLAIM_LEASE_S, ResponseCache
+from harness.cache import CLAIM_LEASE_S, ResponseCache, cache_key
+from harness.prompts import render
 from harness.secrets import scrub
 from harness.types import ChatRequest, ProviderConfig, ProviderError, Request
 from providers import Provider
@@ -260,6 +261,17 @@ class Asked(Generic[P]):
             self.extra.update(answer["extra"])
 
 
+def reask_request(request: ChatRequest, answer: str, reason: str) -> ChatRequest:
+    """The request with one more exchange: the model's unusable answer, then a turn saying
+    why it was rejected (`prompts/reask.jinja`), so a greedy model is not asked the same
+    prompt again."""
+    reply = render(REASK_TEMPLATE, {"answer": answer, "reason": reason}, []).parts
+    return request.with_follow_up(answer, "".join(str(p) for p in reply))
+
+
+REASK_TEMPLATE = "reask.jinja"
+
+
 async def ask_until_parsed(
     answerer: Answerer,
     key: str,
@@ -268,16 +280,20 @@ async def ask_until_parsed(
     *,
     reask: int,
 ) -> Asked[P]:
-    """Ask, parse, and re-ask up to `reask` times while the answer is unusable. Each re-ask
-    has its own cache key (`key:reaskN`), so a re-run replays the same answers."""
+    """Ask, parse, and re-ask up to `reask` times while the answer is unusable, each time
+    with the answers so far and why they were rejected as further turns. A re-ask's cache
+    key derives from the first attempt's key and the follow-up turns, so a re-run replays
+    the same answers and the first attempt's key never changes."""
     asked: Asked[P] = Asked()
-    for attempt in range(reask + 1):
-        if asked.text is not None:
+    for _ in range(reask + 1):
+        if asked.text is not None and asked.parsed is not None:
             asked.attempts.append(asked.text)
+            request = reask_request(request, asked.text, asked.parsed.error or "unusable")
+            key_now = cache_key({"reask_of": key, "follow_ups": request.key_fields()["follow_ups"]})
+        else:
+            key_now = key
         try:
-            answer, hit = await answerer.answer(
-                key if attempt == 0 else f"{key}:reask{attempt}", request
-            )
+            answer, hit = await answerer.answer(key_now, request)
         except ProviderError as exc:
             asked.error = exc
             return asked

@@ -7,7 +7,7 @@ these types; this module imports nothing of either.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -84,12 +84,25 @@ class AudioRef:
 
 
 @dataclass(frozen=True, slots=True)
+class FollowUp:
+    """One exchange after the first user turn: the model's answer, then the user's reply."""
+
+    answer: str
+    reply: str
+
+
+@dataclass(frozen=True, slots=True)
 class ChatRequest:
-    """A rendered prompt: system text, then the user turn as text and audio parts in order."""
+    """A rendered prompt: system text, then the user turn as text and audio parts in order,
+    then any follow-ups (a re-ask: the model's unusable answer and why it was rejected)."""
 
     system: str
     parts: tuple[str | AudioRef, ...]
     response_schema: dict[str, Any] | None = None
+    follow_ups: tuple[FollowUp, ...] = ()
+
+    def with_follow_up(self, answer: str, reply: str) -> ChatRequest:
+        return replace(self, follow_ups=(*self.follow_ups, FollowUp(answer, reply)))
 
     @property
     def audio(self) -> tuple[AudioRef, ...]:
@@ -102,12 +115,15 @@ class ChatRequest:
 
     def key_fields(self) -> dict[str, Any]:
         """What of the request can change the answer (see `harness.cache.request_key`)."""
-        return {
+        fields: dict[str, Any] = {
             "system": self.system,
             "user": self.user_text,
             "audio": [a.sha256 for a in self.audio],
             "schema": self.response_schema,
         }
+        if self.follow_ups:  # absent otherwise, so first attempts keep their keys
+            fields["follow_ups"] = [[f.answer, f.reply] for f in self.follow_ups]
+        return fields
 
 
 @dataclass(frozen=True, slots=True)

@@ -117,7 +117,14 @@ class GeminiJudge(Judge):
             else types.Part.from_text(text=p)
             for p in request.parts
         ]
-        return [types.Content(role="user", parts=parts)]
+        contents = [types.Content(role="user", parts=parts)]
+        for turn in request.follow_ups:
+            if turn.answer:  # an empty or blocked answer has no turn to show
+                answer = types.Part.from_text(text=turn.answer)
+                contents.append(types.Content(role="model", parts=[answer]))
+            reply = types.Part.from_text(text=turn.reply)
+            contents.append(types.Content(role="user", parts=[reply]))
+        return contents
 
     def _generation_config(self, request: ChatRequest) -> types.GenerateContentConfig:
         settings: dict[str, Any] = {

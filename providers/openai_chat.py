@@ -123,6 +123,10 @@ class _ChatCompletionsJudge(Judge):
         if request.system:
             messages.append({"role": "system", "content": request.system})
         messages.append({"role": "user", "content": content})
+        for turn in request.follow_ups:
+            if turn.answer:  # an empty or blocked answer has no turn to show
+                messages.append({"role": "assistant", "content": turn.answer})
+            messages.append({"role": "user", "content": turn.reply})
         body: dict[str, Any] = {
             "model": self.model,
             "messages": messages,

@@ -94,6 +94,30 @@ def test_unparsable_answer_is_kept_raw_reasked_and_counted(
     assert again.calls == []
 
 
+def test_a_reask_carries_the_answer_and_why_it_was_rejected(
+    tiny_dataset: Path, tmp_path: Path
+) -> None:
+    config = make_config(tiny_dataset, answers={"c0_0": ["Score: 7", '{"score": 7}']}, reask=2)
+    _, judge = run(config, tmp_path)
+    first, again = [c for c in judge.calls if c.audio[0].clip_id == "c0_0"]
+    assert first.follow_ups == ()
+    assert (again.system, again.parts) == (first.system, first.parts)
+    (turn,) = again.follow_ups
+    assert turn.answer == "Score: 7"
+    assert turn.reply.startswith("Your answer could not be used: not_json: ")
+    assert again.key_fields() != first.key_fields()
+
+
+def test_first_attempts_keep_their_cache_keys(tiny_dataset: Path, tmp_path: Path) -> None:
+    from harness.cache import request_key
+    from harness.types import ChatRequest
+
+    request = ChatRequest("system", ("user",), {"type": "object"})
+    key = request_key({"model": "m"}, request, template="t", repeat=None)
+    # The key this request had before requests could carry follow-ups.
+    assert key == "851dd1983b476ec318cac2968f6b2bc2c7698992ce81cb08e64a2d103625b02a"
+
+
 def test_transient_failure_is_retried(tiny_dataset: Path, tmp_path: Path) -> None:
     result, judge = run(make_config(tiny_dataset, answers={"c1_1": ["!transient", 4.0]}), tmp_path)
     assert result.complete

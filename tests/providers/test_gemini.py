@@ -223,9 +223,12 @@ def test_unusable_answers_are_recorded_and_reasked_once(
     )
     assert result.stats.errors == 0 and result.stats.parse_failures == 4
     assert server.stats()["requests"] == 8  # each call asked twice (reask: 1)
+    reasks = [e for e in server.requests() if len(e.roles) > 1]
+    assert len(reasks) == 4 and all(e.roles == ["user", "assistant", "user"] for e in reasks)
+    assert all("Your answer could not be used: " in e.user_text for e in reasks)
     for record in records:
         assert record.parse_error is not None and record.parse_error.startswith(error)
-        assert len(record.attempts) == 1 and record.raw == record.attempts[0]
+        assert len(record.attempts) == 1
         assert extra.items() <= record.extra.items()
         assert list(record.scores.values()) == [None]
 

@@ -250,6 +250,8 @@ def test_unusable_answers_are_recorded_and_reasked_once(
     result, records = run(tmp_path, tiny_dataset, block, limit=1)
     assert result.stats.errors == 0 and result.stats.parse_failures == 4
     assert server.stats()["requests"] == 8
+    reasks = [e for e in server.requests() if len(e.roles) > 1]
+    assert len(reasks) == 4 and all(e.roles == ["user", "assistant", "user"] for e in reasks)
     for record in records:
         assert (record.parse_error or "").startswith(error)
         assert len(record.attempts) == 1 and extra.items() <= record.extra.items()

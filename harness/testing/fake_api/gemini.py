@@ -30,7 +30,9 @@ def parse_gemini(model: str, body: dict[str, Any]) -> ParsedRequest:
     system = "".join(p.get("text", "") for p in system_parts)
     texts: list[str] = []
     audio: list[tuple[str, str]] = []
+    roles: list[str] = []
     for content in body.get("contents") or []:
+        roles.append("assistant" if content.get("role") == "model" else "user")
         for part in content.get("parts") or []:
             if "text" in part:
                 texts.append(part["text"])
@@ -46,7 +48,7 @@ def parse_gemini(model: str, body: dict[str, Any]) -> ParsedRequest:
     if config.get("responseMimeType") == "application/json":
         json_mode = "schema" if schema else "object"
     return ParsedRequest(
-        model, system, "".join(texts), audio, json_mode, schema, config.get("temperature")
+        model, system, "".join(texts), audio, json_mode, schema, config.get("temperature"), roles
     )
 
 

@@ -27,7 +27,10 @@ def parse_openai(body: dict[str, Any]) -> ParsedRequest:
     system: list[str] = []
     texts: list[str] = []
     audio: list[tuple[str, str]] = []
+    roles: list[str] = []
     for message in messages:
+        if message.get("role") not in ("system", "developer"):
+            roles.append(str(message.get("role")))
         content = message.get("content")
         pieces: list[dict[str, Any]] = (
             [{"type": "text", "text": content}] if isinstance(content, str) else content or []
@@ -61,7 +64,14 @@ def parse_openai(body: dict[str, Any]) -> ParsedRequest:
     elif kind == "json_object":
         json_mode = "object"
     return ParsedRequest(
-        model, "".join(system), "".join(texts), audio, json_mode, schema, body.get("temperature")
+        model,
+        "".join(system),
+        "".join(texts),
+        audio,
+        json_mode,
+        schema,
+        body.get("temperature"),
+        roles,
     )
 
 

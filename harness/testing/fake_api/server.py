@@ -161,6 +161,7 @@ async def handle(
     entry.audio_formats = [fmt for _, fmt in parsed.audio]
     entry.json_mode, entry.response_schema = parsed.json_mode, parsed.schema
     entry.temperature = parsed.temperature
+    entry.roles = parsed.roles
     entry.fields = sorted(body)
 
     await faults.inject(request, state, parsed, entry)

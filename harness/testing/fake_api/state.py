@@ -80,6 +80,7 @@ class RequestLog:
     json_mode: str | None = None  # "schema", "object" or None (JSON asked for in the prompt)
     response_schema: dict[str, Any] | None = None
     temperature: float | None = None
+    roles: list[str] = field(default_factory=list)  # the turns after the system text
     fields: list[str] = field(default_factory=list)  # top-level keys of the request body
     status: int = 200
     outcome: str = "answered"
@@ -95,6 +96,7 @@ class ParsedRequest:
     json_mode: str | None
     schema: dict[str, Any] | None
     temperature: float | None
+    roles: list[str] = field(default_factory=list)  # "user", "assistant" (Gemini's "model")
 
 
 class Reply(Exception):
