@@ -139,6 +139,7 @@ class Answerer:
                     self.stats.retries += 1
                 if self._limiter:
                     await self._limiter.acquire()
+                await self.provider.ready()  # e.g. loading local weights: not timed
                 async with self._semaphore:
                     if self._halted is not None:
                         raise ProviderError(

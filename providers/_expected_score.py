@@ -1,97 +1,251 @@
-"""The expected score of a local judge's answer from the token probabilities at the step
-where the score's number starts (`expected_score: true`)."""
+"""The expected score of a judge's answer, `sum(v * P(v))` over the admissible score strings,
+from the model's token probabilities (`score: expected`).
+
+Admissible strings are the whole numbers "0" ... "10" and the one-decimal forms "0.0" ...
+"9.9" and "10.0". Local judges score every one of them by its full continuation probability
+after the answer's `"score": ` (constrained scoring, `score_strings`): each string is tokenized
+as the model would write it, the probabilities of its tokens are read from forward passes over
+the few token paths that cover all strings (a trie: with a tokenizer that splits "10" into "1"
+and "0", P(10) is P("1") * P("0" | "1")), and a whole number must also end there (the
+probability that the next token does not continue the number). One decimal is the format, so
+a second one is not asked about.
+
+API judges return only the alternatives along their own answer (`top_logprobs`), so
+`api_expected_score` reads the whole-number distribution at the step where the number starts
+and the decimal's at the step of the decimal digit; an alternative whose value would need
+tokens the API did not show (a digit-splitting tokenizer's "1" when the answer is not 1x) is
+left out and its share reported as `unresolved_mass`.
+"""
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-_SCORE_START = re.compile(r'"score"\s*:\s*(?=-?\d)')
+SCORE_STRINGS: tuple[str, ...] = (
+    *(str(v) for v in range(11)),
+    *(f"{v}.{d}" for v in range(10) for d in range(10)),
+    "10.0",
+)
+_SCORE_KEY = re.compile(r'"score"\s*:\s*(?=\d)')
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+Path = tuple[int, ...]
+LogProbs = NDArray[np.float64]
+# (answer ids before the number, token paths) -> per path, log-probabilities (len(path)+1, V):
+# row k is the next-token distribution after the answer prefix and path[:k].
+PathScorer = Callable[[list[int], list[Path]], list[LogProbs]]
 
 
-_DIGITS = re.compile(r"\d+")
+def score_start(text: str) -> int | None:
+    """Character offset where the number of the answer's last `"score": <number>` begins."""
+    found = list(_SCORE_KEY.finditer(text))
+    return found[-1].end() if found else None
 
 
 @dataclass(frozen=True)
-class DigitTable:
-    """Vocabulary tokens that spell a whole number 0..10 (surrounding spaces allowed)."""
+class ContinuationMask:
+    """Vocabulary tokens whose text starts with a digit or a point: they continue a number,
+    so after a whole number they mean it did not end there."""
 
-    ids: NDArray[np.int64]
-    values: NDArray[np.int64]
+    mask: NDArray[np.bool_]
 
     @classmethod
-    def from_tokenizer(cls, tokenizer: Any) -> DigitTable:
-        ids, values = [], []
+    def from_tokenizer(cls, tokenizer: Any) -> ContinuationMask:
+        mask = np.zeros(len(tokenizer), dtype=bool)
         for token, token_id in tokenizer.get_vocab().items():
-            if not any(ch.isdigit() for ch in token):
-                continue
-            text = tokenizer.convert_tokens_to_string([token]).strip()
-            if _DIGITS.fullmatch(text) and int(text) <= 10:
-                ids.append(token_id)
-                values.append(int(text))
-        return cls(np.array(ids, dtype=np.int64), np.array(values, dtype=np.int64))
+            if any(ch.isdigit() or ch == "." for ch in token):
+                text = tokenizer.convert_tokens_to_string([token])
+                mask[token_id] = bool(text) and (text[0].isdigit() or text[0] == ".")
+        return cls(mask)
 
-    @property
-    def has_ten(self) -> bool:
-        return bool((self.values == 10).any())
+    def share(self, logprobs: LogProbs) -> float:
+        width = min(len(self.mask), len(logprobs))
+        return float(np.exp(logprobs[:width][self.mask[:width]]).sum())
 
 
-def expected_score(
-    tokenizer: Any,
-    table: DigitTable,
-    new_ids: Sequence[int],
-    step_logits: Sequence[NDArray[np.float32]],
-) -> dict[str, Any] | None:
-    """The probability-weighted score of one greedy answer, or None where the answer holds
-    no `"score": <number>`.
+def plan_paths(paths: Mapping[str, Path]) -> list[Path]:
+    """The fewest token paths whose forward passes give every distribution the strings need:
+    the one before each of their tokens, and for whole numbers the one after their last."""
+    needed: set[Path] = set()
+    for text, path in paths.items():
+        needed.update(path[:k] for k in range(len(path)))
+        if "." not in text:
+            needed.add(path)
+    return sorted(
+        node
+        for node in needed
+        if not any(len(other) > len(node) and other[: len(node)] == node for other in needed)
+    )
 
-    At the step where the score's number starts, the probabilities of the tokens that spell
-    0..10 (renormalised over those tokens) give E[v] for the leading whole number v; the
-    expected score is the greedy score moved by E[v] - v_greedy, so a greedy "7.5" with
-    E[v] = 6.8 gives 7.3. Where the tokenizer spells 10 as "1" + "0" and the greedy answer
-    is 10, P(10) is split off P("1") with the next step's P("0"). `digit_mass` is the share
-    of the step's probability on number tokens (near 1 when the model answers as asked).
-    """
-    text = tokenizer.decode(list(new_ids), skip_special_tokens=True)
-    match = _SCORE_START.search(text)
-    if match is None:
+
+def string_probabilities(
+    paths: Mapping[str, Path],
+    rows: Sequence[Path],
+    logprobs: Sequence[LogProbs],
+    continues: ContinuationMask,
+) -> dict[str, float]:
+    """P(string) for every admissible string, from the distributions along `rows`."""
+    after: dict[Path, LogProbs] = {}
+    for row, values in zip(rows, logprobs, strict=True):
+        for k in range(len(row) + 1):
+            after.setdefault(row[:k], values[k])
+    probs = {}
+    for text, path in paths.items():
+        logp = sum(float(after[path[:k]][path[k]]) for k in range(len(path)))
+        p = math.exp(logp)
+        if "." not in text:
+            p *= max(0.0, 1.0 - continues.share(after[path]))
+        probs[text] = p
+    return probs
+
+
+def summarize(probs: Mapping[str, float]) -> dict[str, Any] | None:
+    """The expected score, the probability mass on admissible strings, and P(whole part)."""
+    mass = sum(probs.values())
+    if mass <= 0.0:
         return None
-    number = re.match(r"-?\d+(?:\.\d+)?", text[match.end() :])
-    if number is None:
-        return None
-    start = match.end()
-    step = None
-    for i in range(len(new_ids)):
-        if len(tokenizer.decode(list(new_ids[: i + 1]), skip_special_tokens=True)) > start:
-            step = i
-            break
-    if step is None or step >= len(step_logits):
-        return None
-    logits = np.asarray(step_logits[step], dtype=np.float64)
-    probs = np.exp(logits - logits.max())
-    probs /= probs.sum()
-    mass = probs[table.ids]
-    total = float(mass.sum())
-    if total <= 0.0:
-        return None
-    by_value = np.bincount(table.values, weights=mass, minlength=11)[:11] / total
-    greedy = float(number.group())
-    leading = int(number.group().lstrip("-").split(".")[0])
-    if not table.has_ten and leading == 10 and step + 1 < len(step_logits):
-        zero_ids = table.ids[table.values == 0]
-        nxt = np.asarray(step_logits[step + 1], dtype=np.float64)
-        p_next = np.exp(nxt - nxt.max())
-        p_zero = float(p_next[zero_ids].sum() / p_next.sum())
-        by_value[10], by_value[1] = by_value[1] * p_zero, by_value[1] * (1 - p_zero)
-    mean_leading = float((np.arange(11) * by_value).sum())
-    value = min(10.0, max(0.0, greedy + mean_leading - leading))
+    expected = sum(float(text) * p for text, p in probs.items()) / mass
+    by_whole = [0.0] * 11
+    for text, p in probs.items():
+        by_whole[int(float(text))] += p / mass
     return {
-        "expected_score": round(value, 4),
-        "digit_mass": round(total, 4),
-        "digit_probs": [round(float(p), 4) for p in by_value],
+        "expected_score": round(min(10.0, max(0.0, expected)), 4),
+        "score_mass": round(mass, 4),
+        "score_probs": [round(p, 4) for p in by_whole],
     }
+
+
+def score_strings(
+    tokenizer: Any, continues: ContinuationMask, answer_ids: Sequence[int], scorer: PathScorer
+) -> dict[str, Any] | None:
+    """The expected score of a local judge's answer by constrained scoring of every admissible
+    string after the answer's `"score": `; None where the answer has no such number."""
+    ids = list(answer_ids)
+    text = tokenizer.decode(ids, skip_special_tokens=True)
+    start = score_start(text)
+    if start is None:
+        return None
+    step = next(
+        (
+            i
+            for i in range(len(ids))
+            if len(tokenizer.decode(ids[: i + 1], skip_special_tokens=True)) > start
+        ),
+        None,
+    )
+    if step is None:
+        return None
+    # Text of the number's first token before the number itself (a space it carries).
+    lead = text[len(tokenizer.decode(ids[:step], skip_special_tokens=True)) : start]
+    paths = {s: tuple(tokenizer.encode(lead + s, add_special_tokens=False)) for s in SCORE_STRINGS}
+    rows = plan_paths(paths)
+    return summarize(string_probabilities(paths, rows, scorer(ids[:step], rows), continues))
+
+
+@dataclass(frozen=True)
+class TokenChoice:
+    """One output token of an API answer with the alternatives the API returned for its step
+    (the chosen token among them)."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...]
+
+    def alternatives(self) -> dict[str, float]:
+        found = dict(self.top)
+        found.setdefault(self.token, self.logprob)
+        return found
+
+
+def _numeric_share(alternatives: Mapping[str, float], lead: str) -> dict[str, float]:
+    """Probabilities of the alternatives that start the number (after `lead`), by the text."""
+    return {
+        token[len(lead) :]: math.exp(logprob)
+        for token, logprob in alternatives.items()
+        if token.startswith(lead) and token[len(lead) : len(lead) + 1].isdigit()
+    }
+
+
+def api_expected_score(
+    tokens: Sequence[TokenChoice], *, splits_digits: bool
+) -> dict[str, Any] | None:
+    """The expected score of an API answer from the alternatives returned along it; None where
+    the answer has no `"score": <number>` or the number's step has no usable alternative.
+    `splits_digits`: the model's tokenizer writes "10" as "1", "0" (Gemini, Qwen), so a lone
+    "1" is 1 or 10; otherwise (OpenAI's) a lone "1" is 1."""
+    text = "".join(t.token for t in tokens)
+    start = score_start(text)
+    if start is None:
+        return None
+    offsets = np.cumsum([len(t.token) for t in tokens])
+    step = int(np.searchsorted(offsets, start, side="right"))
+    number = _NUMBER.match(text, start)
+    if step >= len(tokens) or number is None:
+        return None
+    lead = text[int(offsets[step] - len(tokens[step].token)) : start]
+    whole, unresolved = _whole_part(tokens, step, lead, splits_digits)
+    mass = sum(whole.values())
+    if mass <= 0.0:
+        return None
+    expected = sum(v * p for v, p in whole.items()) / mass
+    expected += _decimal_part(tokens, offsets, number)
+    total = mass + unresolved
+    return {
+        "expected_score": round(min(10.0, max(0.0, expected)), 4),
+        "score_probs": [round(whole.get(v, 0.0) / mass, 4) for v in range(11)],
+        "unresolved_mass": round(unresolved / total, 4),
+    }
+
+
+def _whole_part(
+    tokens: Sequence[TokenChoice], step: int, lead: str, splits_digits: bool
+) -> tuple[dict[int, float], float]:
+    """P(whole part = v) from the number's first step, and the mass left unresolved."""
+    whole: dict[int, float] = {}
+    unresolved = 0.0
+    chosen = tokens[step].token[len(lead) :]
+    for rest, p in _numeric_share(tokens[step].alternatives(), lead).items():
+        digits = re.match(r"\d+", rest)
+        assert digits is not None
+        value, ends = int(digits.group()), len(digits.group()) < len(rest)
+        if value > 10:
+            continue  # not a score
+        if rest != "1" or ends or not splits_digits:
+            whole[value] = whole.get(value, 0.0) + p
+        elif rest == chosen and step + 1 < len(tokens):
+            # "1" then the next token: "0" makes 10, anything but a digit leaves 1.
+            following = tokens[step + 1].alternatives()
+            total = sum(math.exp(lp) for lp in following.values())
+            ten = sum(math.exp(lp) for t, lp in following.items() if t.startswith("0"))
+            other = sum(math.exp(lp) for t, lp in following.items() if t[:1].isdigit()) - ten
+            whole[10] = whole.get(10, 0.0) + p * ten / total
+            whole[1] = whole.get(1, 0.0) + p * max(0.0, total - ten - other) / total
+        else:
+            unresolved += p
+    return whole, unresolved
+
+
+def _decimal_part(
+    tokens: Sequence[TokenChoice], offsets: NDArray[np.int64], number: re.Match[str]
+) -> float:
+    """E[decimal digit] / 10 at the step that writes the answer's decimal digit (0 if none)."""
+    point = number.group().find(".")
+    if point < 0:
+        return 0.0
+    at = number.start() + point + 1
+    step = int(np.searchsorted(offsets, at, side="right"))
+    lead = "".join(t.token for t in tokens)[int(offsets[step] - len(tokens[step].token)) : at]
+    digits = {
+        int(rest[0]): p
+        for rest, p in _numeric_share(tokens[step].alternatives(), lead).items()
+        if len(rest) == 1 or not rest[1].isdigit()
+    }
+    total = sum(digits.values())
+    return sum(d * p for d, p in digits.items()) / total / 10 if total > 0 else 0.0

@@ -1,24 +1,26 @@
-"""Local audio-language model judges (transformers): loading once per run, prompt layout,
-audio encoding, micro-batched greedy generation and the expected score.
+"""Local audio-language model judges (transformers): loading once per run, prompts through the
+family's own processor, micro-batched greedy generation and the expected score.
 
-A model is loaded once, on the first request of a run, and freed by `aclose()` at the end.
+A model is loaded once, by `ready()` before the run's first model call (so loading never
+counts against that call's `timeout_s`), and freed by `aclose()` at the end of the run.
 
-Prompt layout: every family turns a ChatRequest into token ids the same way: the family's
-chat turn markers around the system text and the user turn, the user text tokenized piece
-by piece, and each clip replaced by the family's audio placeholder ids repeated as many
-times as the audio encoder yields embeddings for that clip (computed from the feature
-extractor's output, with the formula of the family's own processor). The ids of the
-placeholders come from the model config, so they always agree with the checkpoint.
+Prompts: a ChatRequest becomes chat messages (system text, user turn with its text and audio
+parts in order, follow-ups) that the checkpoint's own processor renders with its chat template
+and encodes, audio placeholders expanded by the processor itself (`_local_processor.py`).
+
+Expected score (`score: expected`): after generation, every admissible score string after the
+answer's `"score": ` is scored by its full continuation probability in one batched forward
+pass over the few token paths that cover them (`_expected_score.py`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import logging
-import math
-from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -26,7 +28,8 @@ from numpy.typing import NDArray
 from harness.audio import read_mono
 from harness.types import ChatRequest, ChatResponse, ProviderConfig, ProviderError
 from providers._batching import MicroBatcher
-from providers._expected_score import DigitTable, expected_score
+from providers._expected_score import ContinuationMask, Path, score_strings
+from providers._local_processor import load_processor, prompt_text
 from providers._local_settings import (
     LOCAL_NON_IDENTITY,
     LocalOptions,
@@ -40,36 +43,27 @@ from providers._local_settings import (
 )
 from providers.base import Judge
 
-if TYPE_CHECKING:
-    import torch
-
-
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class Loaded:
     model: Any
-    tokenizer: Any
-    extractor: Any
-    digits: DigitTable | None
+    processor: Any
+    continues: ContinuationMask | None  # for the expected score
 
-
-@dataclass(frozen=True)
-class EncodedAudio:
-    """Model inputs for the clips of a batch, and the placeholder ids each clip becomes."""
-
-    features: dict[str, Any]
-    placeholders: list[list[int]]
+    @property
+    def tokenizer(self) -> Any:
+        return self.processor.tokenizer
 
 
 class LocalJudge(Judge):
-    """A local audio-language model judge: subclasses name the transformers class and say
-    how the family lays out a prompt and encodes audio."""
+    """A local audio-language model judge: subclasses name the transformers model and
+    processor classes of the family."""
 
     model_class: ClassVar[str]
+    processor_class: ClassVar[str]
     sampling_rate: ClassVar[int] = 16000
-    padding_side: ClassVar[str] = "left"  # decoder-only generation pads on the left
     max_clips_per_prompt: ClassVar[int | None] = None
     Options: ClassVar[type[ProviderConfig]] = LocalOptions
     non_identity = LOCAL_NON_IDENTITY
@@ -80,6 +74,8 @@ class LocalJudge(Judge):
         require_local_stack()
         self.settings = LocalSettings.from_options(self.config, self.model)
         self._loaded: Loaded | None = None
+        self._load_error: ProviderError | None = None
+        self._loading = asyncio.Lock()
         self.batcher: MicroBatcher[ChatRequest, ChatResponse] = MicroBatcher(
             self._run_batch, self.settings.batch_size, self.settings.batch_wait_s
         )
@@ -87,29 +83,30 @@ class LocalJudge(Judge):
     def identity(self) -> dict[str, Any]:
         return local_identity(super().identity(), self.settings)
 
-    # -- family specifics
-    @abstractmethod
-    def turns(self, system: str) -> tuple[str, str]:
-        """Text before the user turn's content (system turn and user marker) and after it
-        (end of turn and the assistant marker)."""
-
-    @abstractmethod
-    def encode_audio(self, loaded: Loaded, clips: list[NDArray[np.float32]]) -> EncodedAudio:
-        """Features of all clips of a batch (in order) and each clip's placeholder ids."""
-
     # -- loading
     def load(self) -> Loaded:
         if self._loaded is None:
-            kwargs = self.settings.load_kwargs()
-            tokenizer = hf().AutoTokenizer.from_pretrained(self.settings.checkpoint, **kwargs)
-            tokenizer.padding_side = self.padding_side
-            extractor = hf().AutoFeatureExtractor.from_pretrained(
-                self.settings.checkpoint, **kwargs
-            )
+            processor = load_processor(self.processor_class, self.settings)
             model = load_model(self.model_class, self.settings)
-            digits = DigitTable.from_tokenizer(tokenizer) if self.settings.expected_score else None
-            self._loaded = Loaded(model, tokenizer, extractor, digits)
+            continues = None
+            if self.settings.expected_score:
+                continues = ContinuationMask.from_tokenizer(processor.tokenizer)
+            self._loaded = Loaded(model, processor, continues)
         return self._loaded
+
+    async def ready(self) -> None:
+        """Load the model (once, in a worker thread) before the first call is timed."""
+        if self._loaded is not None:
+            return
+        async with self._loading:
+            if self._load_error is not None:
+                raise self._load_error
+            if self._loaded is None:
+                try:
+                    await asyncio.to_thread(self.load)
+                except Exception as exc:
+                    self._load_error = as_provider_error(exc, f"loading {self.model}")
+                    raise self._load_error from exc
 
     async def aclose(self) -> None:
         await self.batcher.aclose()
@@ -118,25 +115,12 @@ class LocalJudge(Judge):
             free_memory()
 
     # -- encoding
-    def prompt_ids(
-        self, loaded: Loaded, request: ChatRequest, placeholders: list[list[int]]
-    ) -> list[int]:
-        tokenizer = loaded.tokenizer
-        before, after = self.turns(request.system.strip())
-        ids: list[int] = list(tokenizer.encode(before, add_special_tokens=False))
-        clips = iter(placeholders)
-        for part in request.parts:
-            if isinstance(part, str):
-                ids += tokenizer.encode(part, add_special_tokens=False)
-            else:
-                ids += next(clips)
-        ids += tokenizer.encode(after, add_special_tokens=False)
-        return ids
+    def prompt(self, loaded: Loaded, request: ChatRequest) -> str:
+        """The request as the checkpoint's chat template renders it."""
+        return prompt_text(loaded.processor, request)
 
     def encode(self, loaded: Loaded, requests: Sequence[ChatRequest]) -> dict[str, Any]:
-        """The padded model inputs of a batch of requests."""
-        import torch
-
+        """The model inputs of a batch of requests (left-padded), from the processor."""
         limit = self.max_clips_per_prompt
         for request in requests:
             if limit is not None and len(request.audio) > limit:
@@ -146,30 +130,14 @@ class LocalJudge(Judge):
                     transient=False,
                     kind="bad_request",
                 )
+        texts = [self.prompt(loaded, r) for r in requests]
         clips = [read_mono(clip.path, self.sampling_rate) for r in requests for clip in r.audio]
-        audio = self.encode_audio(loaded, clips) if clips else EncodedAudio({}, [])
-        sequences, offset = [], 0
-        for request in requests:
-            count = len(request.audio)
-            sequences.append(
-                self.prompt_ids(loaded, request, audio.placeholders[offset : offset + count])
-            )
-            offset += count
-        pad_id = loaded.tokenizer.pad_token_id
-        if pad_id is None:
-            pad_id = loaded.tokenizer.eos_token_id
-        width = max(len(s) for s in sequences)
-        input_ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)
-        attention = torch.zeros((len(sequences), width), dtype=torch.long)
-        for row, seq in enumerate(sequences):
-            span = (
-                slice(width - len(seq), width)
-                if self.padding_side == "left"
-                else slice(0, len(seq))
-            )
-            input_ids[row, span] = torch.tensor(seq, dtype=torch.long)
-            attention[row, span] = 1
-        return {"input_ids": input_ids, "attention_mask": attention, **audio.features}
+        # Padding of the text only: each audio part keeps the processor's own padding.
+        text_kwargs = {"padding": True, "padding_side": "left"}
+        kwargs: dict[str, Any] = {"text": texts, "text_kwargs": text_kwargs, "return_tensors": "pt"}
+        if clips:
+            kwargs.update(audio=clips, sampling_rate=self.sampling_rate)
+        return dict(loaded.processor(**kwargs))
 
     def to_device(self, loaded: Loaded, inputs: dict[str, Any]) -> dict[str, Any]:
         import torch
@@ -190,7 +158,7 @@ class LocalJudge(Judge):
         taken from the checkpoint, whose generation_config may sample or penalise repeats;
         only its end-of-sequence ids are kept."""
         source = loaded.model.generation_config
-        pad = loaded.tokenizer.pad_token_id
+        pad = _pad_id(loaded.tokenizer)
         sample = self.config.temperature > 0
         return hf().GenerationConfig(
             max_new_tokens=self.settings.max_new_tokens,
@@ -199,10 +167,9 @@ class LocalJudge(Judge):
             top_p=None,
             top_k=None,
             eos_token_id=source.eos_token_id or loaded.tokenizer.eos_token_id,
-            pad_token_id=pad if pad is not None else loaded.tokenizer.eos_token_id,
+            pad_token_id=pad,
             bos_token_id=source.bos_token_id,
             return_dict_in_generate=True,
-            output_logits=self.settings.expected_score,
         )
 
     def _run_batch(self, requests: list[ChatRequest]) -> list[ChatResponse]:
@@ -227,46 +194,100 @@ class LocalJudge(Judge):
             loaded.tokenizer.eos_token_id
         )
         pad = loaded.tokenizer.pad_token_id
-        logits = [step.float().cpu().numpy() for step in out.logits] if out.logits else []
         responses = []
-        for row in range(len(requests)):
+        for row, request in enumerate(requests):
             ids = [int(t) for t in new[row]]
             length = next((i for i, t in enumerate(ids) if t in stops), len(ids))
             answer_ids = ids[:length]
             extra: dict[str, Any] = {}
             if length == len(ids) and length == self.settings.max_new_tokens:
                 extra["truncated_at_max_tokens"] = True
-            if loaded.digits is not None:
-                found = expected_score(
-                    loaded.tokenizer, loaded.digits, answer_ids, [s[row] for s in logits]
-                )
-                extra.update(found or {"expected_score": None})
+            if loaded.continues is not None:
+                extra.update(self.expected_score(loaded, request, answer_ids))
             text = loaded.tokenizer.decode(answer_ids, skip_special_tokens=True)
             prompt_tokens = int(inputs["attention_mask"][row].sum())
             output_tokens = length + (1 if length < len(ids) and ids[length] != pad else 0)
             responses.append(ChatResponse(text, prompt_tokens, output_tokens, extra))
         return responses
 
+    def expected_score(
+        self, loaded: Loaded, request: ChatRequest, answer_ids: list[int]
+    ) -> dict[str, Any]:
+        """`expected_score` (None where the answer holds no score) and its details."""
+        assert loaded.continues is not None
+
+        def scorer(prefix: list[int], paths: list[Path]) -> list[NDArray[np.float64]]:
+            return self.path_logprobs(loaded, request, prefix, paths)
+
+        found = score_strings(loaded.tokenizer, loaded.continues, answer_ids, scorer)
+        return found or {"expected_score": None}
+
+    def path_logprobs(
+        self, loaded: Loaded, request: ChatRequest, prefix: list[int], paths: list[Path]
+    ) -> list[NDArray[np.float64]]:
+        """For each token path after the prompt and the answer's `prefix`, the next-token
+        log-probabilities before each of its tokens and after the last: forward passes over
+        prompt + prefix + path, `batch_size` paths at a time, audio features repeated."""
+        import torch
+
+        single = self.encode(loaded, [request])
+        keep = _accepts_logits_to_keep(loaded.model)
+        out: list[NDArray[np.float64]] = []
+        step = max(self.settings.batch_size, 1)
+        for first in range(0, len(paths), step):
+            chunk = paths[first : first + step]
+            inputs, start = _extend(single, prefix, chunk, _pad_id(loaded.tokenizer))
+            inputs = self.to_device(loaded, inputs)
+            width = inputs["input_ids"].shape[1]
+            if keep:
+                inputs["logits_to_keep"] = width - start
+            with torch.inference_mode():
+                logits = loaded.model(**inputs).logits
+            logits = logits[:, logits.shape[1] - (width - start) :].float()
+            logprobs = torch.log_softmax(logits, dim=-1).cpu().numpy().astype(np.float64)
+            out += [logprobs[i, : len(path) + 1] for i, path in enumerate(chunk)]
+        return out
+
     async def generate(self, request: ChatRequest) -> ChatResponse:
         return await self.batcher.submit(request)
+
+
+def _extend(
+    single: dict[str, Any], prefix: list[int], paths: Sequence[Path], pad: int
+) -> tuple[dict[str, Any], int]:
+    """A batch of one prompt repeated per path, followed by `prefix` + path (right-padded),
+    and the position whose logits predict the first token of each path."""
+    import torch
+
+    rows = len(paths)
+    width = max(len(p) for p in paths) + len(prefix)
+    tail = torch.full((rows, width), pad, dtype=torch.long)
+    tail_mask = torch.zeros((rows, width), dtype=torch.long)
+    for i, path in enumerate(paths):
+        tokens = [*prefix, *path]
+        tail[i, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
+        tail_mask[i, : len(tokens)] = 1
+    prompt_ids, prompt_mask = single["input_ids"], single["attention_mask"]
+    inputs: dict[str, Any] = {
+        name: torch.cat([value] * rows) if isinstance(value, torch.Tensor) else value
+        for name, value in single.items()
+        if name not in ("input_ids", "attention_mask")
+    }
+    inputs["input_ids"] = torch.cat([prompt_ids.repeat(rows, 1), tail], dim=1)
+    inputs["attention_mask"] = torch.cat([prompt_mask.repeat(rows, 1), tail_mask], dim=1)
+    return inputs, prompt_ids.shape[1] + len(prefix) - 1
+
+
+def _accepts_logits_to_keep(model: Any) -> bool:
+    return "logits_to_keep" in inspect.signature(model.forward).parameters
+
+
+def _pad_id(tokenizer: Any) -> int:
+    pad = tokenizer.pad_token_id
+    return int(pad if pad is not None else tokenizer.eos_token_id)
 
 
 def _as_set(value: int | list[int] | None) -> set[int]:
     if value is None:
         return set()
     return {value} if isinstance(value, int) else set(value)
-
-
-def conv_tokens(frames: int) -> int:
-    """Audio embeddings of a Whisper-style encoder (stride-2 conv, then pooling by 2) for
-    `frames` mel frames: the formula of the Qwen2.5-Omni and Audio Flamingo processors."""
-    after_conv = (frames - 1) // 2 + 1
-    return (after_conv - 2) // 2 + 1
-
-
-def ceil_div(a: int, b: int) -> int:
-    return math.ceil(a / b)
-
-
-def tensor_list(value: torch.Tensor) -> list[int]:
-    return [int(v) for v in value.reshape(-1).tolist()]

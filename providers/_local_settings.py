@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -49,9 +49,11 @@ class LocalOptions(ProviderConfig):
     )
     batch_size: int = Field(default=8, ge=1)
     batch_wait_s: float = Field(default=0.005, ge=0.0)
-    expected_score: bool = Field(
-        default=False, description="probability-weighted score next to the greedy one"
+    score: Literal["greedy", "expected"] = Field(
+        default="greedy",
+        description="expected: the probability-weighted score next to the greedy one",
     )
+    expected_score: bool = Field(default=False, description="the same as score: expected")
     revision: str | None = Field(default=None, description="checkpoint revision (hub)")
 
 
@@ -79,7 +81,7 @@ class LocalSettings:
             batch_size=options.batch_size,
             batch_wait_s=options.batch_wait_s,
             max_new_tokens=options.max_tokens or DEFAULT_MAX_NEW_TOKENS,
-            expected_score=options.expected_score,
+            expected_score=options.expected_score or options.score == "expected",
             revision=options.revision,
         )
 
@@ -98,10 +100,10 @@ class LocalSettings:
     def load_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of every `from_pretrained` call of one checkpoint."""
         kwargs: dict[str, Any] = {}
-        if self.revision:
-            kwargs["revision"] = self.revision
         if Path(self.checkpoint).is_dir():
             kwargs["local_files_only"] = True
+        elif self.revision:
+            kwargs["revision"] = self.revision
         return kwargs
 
     def model_kwargs(self) -> dict[str, Any]:
@@ -116,13 +118,21 @@ class LocalSettings:
         return kwargs
 
 
+# How a prompt becomes tokens: "chat_template" = the checkpoint processor's own template
+# (before: hand-written turn markers), so answers cached under the old format are not reused.
+PROMPT_FORMAT = "chat_template"
+
+
 def local_identity(base: dict[str, Any], settings: LocalSettings) -> dict[str, Any]:
-    identity = {k: v for k, v in base.items() if k not in LOCAL_NON_IDENTITY}
+    identity = {k: v for k, v in base.items() if k not in LOCAL_NON_IDENTITY | {"score"}}
     identity.update(
         dtype=settings.resolved_dtype(),
         max_new_tokens=settings.max_new_tokens,
         expected_score=settings.expected_score,
+        prompt_format=PROMPT_FORMAT,
     )
+    if settings.revision:
+        identity["revision"] = settings.revision
     return identity
 
 

@@ -61,6 +61,11 @@ class Provider(ABC):
     async def answer(self, request: Request) -> dict[str, Any]:
         """The provider's answer to one request, in the form the response cache stores."""
 
+    async def ready(self) -> None:
+        """Prepare what a model call needs and only the first one would otherwise do (load
+        local weights). The call path awaits it before each call's timeout starts."""
+        return None
+
     async def aclose(self) -> None:
         """Release clients or model weights at the end of a run."""
         return None

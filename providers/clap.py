@@ -82,7 +82,7 @@ class ClapScorer(Scorer):
 
     def identity(self) -> dict[str, Any]:
         identity = local_identity(super().identity(), self.settings)
-        for generation_only in ("max_new_tokens", "expected_score", "temperature"):
+        for generation_only in ("max_new_tokens", "expected_score", "temperature", "prompt_format"):
             identity.pop(generation_only, None)
         return {**identity, "max_text_tokens": self._max_text_tokens}
 

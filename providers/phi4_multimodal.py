@@ -1,9 +1,17 @@
-"""Phi-4-multimodal as a local judge (`Phi4MultimodalForCausalLM`).
+"""Phi-4-multimodal as a local judge (`Phi4MultimodalForCausalLM`), with transformers' native
+classes only: no remote code is ever run.
 
-Audio goes in at 16 kHz through `Phi4MultimodalFeatureExtractor`; each clip becomes as many
-`<|audio|>` ids as the extractor's `audio_embed_sizes` says. The checkpoint keeps its speech
-LoRA in the `speech-lora` subfolder: it is loaded and activated with peft (`lora:` in the
-provider block names another subfolder; `lora: null` runs the base weights).
+The hub's `main` branch of `microsoft/Phi-4-multimodal-instruct` holds the original
+remote-code checkpoint, which the native `Phi4MultimodalForCausalLM` and
+`Phi4MultimodalProcessor` do not load; transformers' own integration tests load the converted
+checkpoint at revision `refs/pr/70`, so that revision is this judge's default (`revision:` in
+the provider block; it does not apply to a local directory in `model:`).
+
+Prompts go through the checkpoint's `Phi4MultimodalProcessor` (`<|system|>...<|end|><|user|>
+...<|end|><|assistant|>`; each clip a `<|audio|>` that the processor expands to the
+`audio_embed_sizes` the feature extractor computes, at 16 kHz). The checkpoint keeps its speech
+LoRA in the `speech-lora` subfolder: it is loaded and activated with peft (`lora:` names another
+subfolder; `lora: null` runs the base weights).
 """
 
 from __future__ import annotations
@@ -11,26 +19,32 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from numpy.typing import NDArray
 from pydantic import Field
 
 from harness.types import ProviderConfig
-from providers._local import EncodedAudio, Loaded, LocalJudge, tensor_list
+from providers._local import Loaded, LocalJudge
 from providers._local_settings import LocalOptions
 
 DEFAULT_LORA = "speech-lora"
+# The revision transformers' integration tests load (tests/models/phi4_multimodal/
+# test_modeling_phi4_multimodal.py); the hub's main branch is the remote-code format.
+NATIVE_REVISION = "refs/pr/70"
 
 
 class Phi4Options(LocalOptions):
     lora: str | None = Field(
         default=DEFAULT_LORA, description="the checkpoint's LoRA subfolder; null: base weights"
     )
+    revision: str | None = Field(
+        default=NATIVE_REVISION,
+        description="hub revision; the default is the converted (native) checkpoint",
+    )
 
 
 class Phi4MultimodalJudge(LocalJudge):
     default_model = "microsoft/Phi-4-multimodal-instruct"
     model_class = "Phi4MultimodalForCausalLM"
+    processor_class = "Phi4MultimodalProcessor"
     Options = Phi4Options
     config: Phi4Options
 
@@ -40,9 +54,6 @@ class Phi4MultimodalJudge(LocalJudge):
 
     def identity(self) -> dict[str, Any]:
         return {**super().identity(), "lora": self.lora}
-
-    def turns(self, system: str) -> tuple[str, str]:
-        return f"<|system|>{system}<|end|><|user|>", "<|end|><|assistant|>"
 
     def load(self) -> Loaded:
         first = self._loaded is None
@@ -61,15 +72,3 @@ class Phi4MultimodalJudge(LocalJudge):
         is assumed to, and fails loudly at load time if it does not."""
         local = Path(self.settings.checkpoint)
         return not local.is_dir() or (local / str(self.lora)).is_dir()
-
-    def encode_audio(self, loaded: Loaded, clips: list[NDArray[np.float32]]) -> EncodedAudio:
-        features = loaded.extractor(clips, sampling_rate=self.sampling_rate, return_tensors="pt")
-        token: int = loaded.model.config.audio_config.audio_token_id
-        sizes = tensor_list(features["audio_embed_sizes"])
-        inputs = {
-            "audio_input_features": features["audio_input_features"],
-            "audio_embed_sizes": features["audio_embed_sizes"],
-        }
-        if "audio_attention_mask" in features:
-            inputs["audio_attention_mask"] = features["audio_attention_mask"]
-        return EncodedAudio(inputs, [[token] * size for size in sizes])

@@ -4,12 +4,14 @@
 Each builder writes a directory that `from_pretrained` loads exactly like a real checkpoint:
 the model (the real transformers class, built from a config with hidden sizes of 16-64 and
 one or two layers), a byte-level tokenizer made with `tokenizers` that carries the family's
-chat and audio special tokens, and the family's feature extractor (or, where it needs no
-torchvision, its whole processor). Nothing is downloaded.
+chat and audio special tokens (named as the family's processor looks them up), the family's
+feature extractor, and the official chat template of the real checkpoint
+(`chat_templates/*.json`, each with where it was taken from). Nothing is downloaded.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,11 +28,40 @@ def hf() -> Any:
 
 
 BYTE_VOCAB = 256
+CHAT_TEMPLATES = Path(__file__).resolve().parent / "chat_templates"
+TEMPLATE_FILES = {
+    "qwen-omni": "qwen2_5_omni.json",
+    "phi4-multimodal": "phi4_multimodal.json",
+    "audio-flamingo-3": "audioflamingo3.json",
+    "music-flamingo": "musicflamingo.json",
+}
 
 
-def byte_tokenizer(specials: list[str], *, eos: str, pad: str, model_max_length: int = 4096) -> Any:
+def official_chat_template(provider: str) -> dict[str, Any]:
+    """The real checkpoint's chat template of a local judge family, with its provenance
+    (`checkpoint`, `revision`, `source`: repository, path, commit) and what was not verified."""
+    fixture: dict[str, Any] = json.loads((CHAT_TEMPLATES / TEMPLATE_FILES[provider]).read_text())
+    return fixture
+
+
+def _write_chat_template(provider: str, directory: Path) -> None:
+    """The processor's chat template, in the file transformers reads it from."""
+    directory.mkdir(parents=True, exist_ok=True)
+    template = official_chat_template(provider)["chat_template"]
+    (directory / "chat_template.jinja").write_text(template, encoding="utf-8")
+
+
+def byte_tokenizer(
+    specials: list[str],
+    *,
+    eos: str,
+    pad: str,
+    model_max_length: int = 4096,
+    named: dict[str, str] | None = None,
+) -> Any:
     """A byte-level BPE without merges (every byte is a token) plus `specials`, whose ids
-    follow the 256 byte tokens in the order given."""
+    follow the 256 byte tokens in the order given; `named` gives some of them the attribute
+    names a processor reads (`audio_token`, ...)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from tokenizers.pre_tokenizers import ByteLevel
 
@@ -42,7 +73,11 @@ def byte_tokenizer(specials: list[str], *, eos: str, pad: str, model_max_length:
     backend.decoder = decoders.ByteLevel()
     backend.add_special_tokens(specials)
     return tf.PreTrainedTokenizerFast(
-        tokenizer_object=backend, eos_token=eos, pad_token=pad, model_max_length=model_max_length
+        tokenizer_object=backend,
+        eos_token=eos,
+        pad_token=pad,
+        model_max_length=model_max_length,
+        extra_special_tokens=dict(named or {}),
     )
 
 
@@ -88,9 +123,19 @@ QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 def tiny_qwen_omni(directory: Path) -> Path:
     tf = hf()
 
-    media = ["<|AUDIO|>", "<|audio_bos|>", "<|audio_eos|>", "<|IMAGE|>", "<|VIDEO|>"]
-    media += ["<|vision_bos|>", "<|vision_eos|>"]
-    tokenizer = byte_tokenizer(QWEN_SPECIALS + media, eos="<|im_end|>", pad="<|endoftext|>")
+    named = {
+        "audio_token": "<|AUDIO|>",
+        "audio_bos_token": "<|audio_bos|>",
+        "audio_eos_token": "<|audio_eos|>",
+        "image_token": "<|IMAGE|>",
+        "video_token": "<|VIDEO|>",
+        "vision_bos_token": "<|vision_bos|>",
+        "vision_eos_token": "<|vision_eos|>",
+    }
+    media = list(named.values())
+    tokenizer = byte_tokenizer(
+        QWEN_SPECIALS + media, eos="<|im_end|>", pad="<|endoftext|>", named=named
+    )
     ids = _token_ids(tokenizer, media)
     rope = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]}
     config = tf.Qwen2_5OmniThinkerConfig(
@@ -123,6 +168,7 @@ def tiny_qwen_omni(directory: Path) -> Path:
     _seeded()
     model = tf.Qwen2_5OmniThinkerForConditionalGeneration(config)
     extractor = tf.WhisperFeatureExtractor(feature_size=16, sampling_rate=16000, chunk_length=30)
+    _write_chat_template("qwen-omni", directory)
     return _save(model, [tokenizer, extractor], directory)
 
 
@@ -132,8 +178,11 @@ PHI4_SPECIALS = ["<|endoftext|>", "<|system|>", "<|user|>", "<|assistant|>", "<|
 def tiny_phi4_multimodal(directory: Path) -> Path:
     tf = hf()
 
-    media = ["<|image|>", "<|audio|>"]
-    tokenizer = byte_tokenizer(PHI4_SPECIALS + media, eos="<|end|>", pad="<|endoftext|>")
+    named = {"image_token": "<|image|>", "audio_token": "<|audio|>"}
+    media = list(named.values())
+    tokenizer = byte_tokenizer(
+        PHI4_SPECIALS + media, eos="<|end|>", pad="<|endoftext|>", named=named
+    )
     ids = _token_ids(tokenizer, media)
     text = _text_config(tokenizer)
     text.pop("num_key_value_heads")
@@ -167,6 +216,7 @@ def tiny_phi4_multimodal(directory: Path) -> Path:
     _seeded()
     model = tf.Phi4MultimodalForCausalLM(config)
     extractor = tf.Phi4MultimodalFeatureExtractor()
+    _write_chat_template("phi4-multimodal", directory)
     return _save(model, [tokenizer, extractor], directory)
 
 
@@ -194,7 +244,8 @@ def tiny_audio_flamingo3(directory: Path) -> Path:
     _seeded()
     model = tf.AudioFlamingo3ForConditionalGeneration(config)
     extractor = tf.WhisperFeatureExtractor(feature_size=16, sampling_rate=16000, chunk_length=2)
-    processor = tf.AudioFlamingo3Processor(extractor, tokenizer)
+    template = official_chat_template("audio-flamingo-3")["chat_template"]
+    processor = tf.AudioFlamingo3Processor(extractor, tokenizer, chat_template=template)
     return _save(model, [processor], directory)
 
 
@@ -214,7 +265,8 @@ def tiny_music_flamingo(directory: Path) -> Path:
     _seeded()
     model = tf.MusicFlamingoForConditionalGeneration(config)
     extractor = tf.WhisperFeatureExtractor(feature_size=16, sampling_rate=16000, chunk_length=2)
-    processor = tf.MusicFlamingoProcessor(extractor, tokenizer)
+    template = official_chat_template("music-flamingo")["chat_template"]
+    processor = tf.MusicFlamingoProcessor(extractor, tokenizer, chat_template=template)
     return _save(model, [processor], directory)
 
 

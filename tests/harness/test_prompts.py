@@ -57,7 +57,10 @@ CAPTIONS = {
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
-    root = tmp_path_factory.mktemp("prompt_dataset")
+    return write_prompt_dataset(tmp_path_factory.mktemp("prompt_dataset"))
+
+
+def write_prompt_dataset(root: Path) -> Dataset:
     (root / "audio").mkdir()
     clips = []
     for index, (cid, caption) in enumerate(CAPTIONS.items()):
@@ -98,8 +101,13 @@ CASES["few_shot__full__audio__example_audio"] = (
 
 
 def render_case(dataset: Dataset, name: str) -> str:
+    return show(request_for_case(dataset, name))
+
+
+def request_for_case(dataset: Dataset, name: str) -> ChatRequest:
+    """The first request of case `name` (a variant in one input mode, or the summariser)."""
     if name == "summarize":
-        return show(summary_request(dataset.item("t1")))
+        return summary_request(dataset.item("t1"))
     variant_name, dialogue, music, options = CASES[name]
     variant = VARIANTS[variant_name]
     options = {**options, "example_ids": ["e1"]} if variant.uses_examples else options
@@ -117,7 +125,7 @@ def render_case(dataset: Dataset, name: str) -> str:
         ),
     )
     first = variant.prepare(ctx)[0]
-    return show(ChatRequest(first.prompt.system, first.prompt.parts, first.schema))
+    return ChatRequest(first.prompt.system, first.prompt.parts, first.schema)
 
 
 ALL_CASES = [*CASES, "summarize"]

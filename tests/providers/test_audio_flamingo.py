@@ -56,6 +56,8 @@ def judge(family: tuple[str, Path]) -> LocalJudge:
 def test_inputs_equal_the_transformers_processor(
     family: tuple[str, Path], clips: dict[str, AudioRef]
 ) -> None:
+    """The judge's inputs equal what the checkpoint's full processor (AutoProcessor, chat
+    template included) makes of the same conversation end to end."""
     from transformers import AutoProcessor
 
     provider = judge(family)
@@ -64,11 +66,18 @@ def test_inputs_equal_the_transformers_processor(
     for clip in (clips["short"], clips["long"]):
         request = judge_request(SYSTEM, "A calm chat.", [clip])
         ours = provider.encode(loaded, [request])
-        before, after = provider.turns(SYSTEM)
-        text = before + "".join(
-            p if isinstance(p, str) else processor.audio_token for p in request.parts
+        audio = read_mono(clip.path, 16000)
+        content = [
+            {"type": "text", "text": p} if isinstance(p, str) else {"type": "audio", "audio": audio}
+            for p in request.parts
+        ]
+        conversation = [
+            {"role": "system", "content": [{"type": "text", "text": SYSTEM}]},
+            {"role": "user", "content": content},
+        ]
+        theirs = processor.apply_chat_template(
+            conversation, tokenize=True, add_generation_prompt=True, return_dict=True
         )
-        theirs = processor(text=[text + after], audio=[read_mono(clip.path, 16000)])
         assert torch.equal(ours["input_ids"], theirs["input_ids"])
         assert torch.equal(ours["input_features_mask"], theirs["input_features_mask"])
         torch.testing.assert_close(ours["input_features"], theirs["input_features"])

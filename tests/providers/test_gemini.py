@@ -224,7 +224,9 @@ def test_unusable_answers_are_recorded_and_reasked_once(
     assert result.stats.errors == 0 and result.stats.parse_failures == 4
     assert server.stats()["requests"] == 8  # each call asked twice (reask: 1)
     reasks = [e for e in server.requests() if len(e.roles) > 1]
-    assert len(reasks) == 4 and all(e.roles == ["user", "assistant", "user"] for e in reasks)
+    # The unusable answer comes back as the model's turn (an empty one has none to show).
+    turns = [["user", "assistant", "user"], ["user", "user"]]
+    assert len(reasks) == 4 and all(e.roles in turns for e in reasks)
     assert all("Your answer could not be used: " in e.user_text for e in reasks)
     for record in records:
         assert record.parse_error is not None and record.parse_error.startswith(error)
