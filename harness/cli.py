@@ -257,6 +257,13 @@ def report(
         int, typer.Option(help="Sign-flip permutations for paired p-values.")
     ] = 10000,
     seed: Annotated[int, typer.Option(help="Seed of the paired bootstrap and permutations.")] = 0,
+    score: Annotated[
+        str,
+        typer.Option(
+            help="Which scores the metrics and paired statistics use: greedy (the answers) "
+            "or expected (the judges' probability-weighted scores, where a run has them)."
+        ),
+    ] = "greedy",
 ) -> None:
     """Compare finished runs: metrics with CIs, coverage, tie and parse-failure rates, calls,
     tokens and cost; paired differences against --baseline (bootstrap CI, sign-flip p);
@@ -285,7 +292,9 @@ def report(
         if len(runs) != 1:
             raise HarnessError("give --out DIR when comparing runs from several folders")
         out = runs[0]
-    loaded = load_runs(found, dataset=dataset)
+    if score not in ("greedy", "expected"):
+        raise HarnessError(f"--score must be 'greedy' or 'expected', not {score!r}")
+    loaded = load_runs(found, dataset=dataset, score=score)  # type: ignore[arg-type]
     base = None
     if baseline is not None:
         base = next(r for r in loaded if r.path.resolve() == baseline.resolve())

@@ -44,6 +44,7 @@ PRICES: dict[str, Price] = {
     "gpt-4o-audio-preview": Price(input=2.50, input_audio=40.0, output=10.0),
     "gpt-4o-mini-audio-preview": Price(input=0.15, input_audio=10.0, output=0.60),
     "gpt-audio": Price(input=2.50, input_audio=32.0, output=10.0),
+    "gpt-5-mini": Price(input=0.25, output=2.00),
 }
 _PRICE_KEYS = frozenset({"input", "input_audio", "output"})
 

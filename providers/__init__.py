@@ -75,6 +75,12 @@ REGISTRY: dict[str, Entry] = {
         "GPT-4o-audio / gpt-audio on the OpenAI API (chat completions)",
         "api",
     ),
+    "openai": Entry(
+        "providers.openai_chat:OpenAIJudge",
+        "judge",
+        "Any chat model on the OpenAI API, e.g. GPT-5-mini for the text-only tables",
+        "api",
+    ),
     "openai-compatible": Entry(
         "providers.openai_chat:OpenAICompatibleJudge",
         "judge",

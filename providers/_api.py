@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import Field
 
@@ -43,6 +43,13 @@ class ApiOptions(ProviderConfig):
     )
     sample_rate: int | None = Field(
         default=None, ge=8000, le=96000, description="resample clips to this rate (Hz)"
+    )
+    score: Literal["greedy", "expected"] = Field(
+        default="greedy",
+        description="expected: ask for token log-probabilities and record the expected score",
+    )
+    top_logprobs: int = Field(
+        default=20, ge=1, le=20, description="alternatives per token with score: expected"
     )
 
 

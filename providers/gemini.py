@@ -37,6 +37,7 @@ from providers._api import (
     status_error,
     transport_error,
 )
+from providers._expected_score import TokenChoice, api_expected_score
 from providers.base import Judge
 
 KEY_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
@@ -140,6 +141,9 @@ class GeminiJudge(Judge):
             settings["response_mime_type"] = "application/json"
             if self.json_mode == "schema":
                 settings["response_json_schema"] = request.response_schema
+        if self.config.score == "expected":
+            settings["response_logprobs"] = True
+            settings["logprobs"] = self.config.top_logprobs
         if self.thinking_budget is not None:
             settings["thinking_config"] = types.ThinkingConfig(
                 thinking_budget=int(self.thinking_budget)
@@ -160,7 +164,10 @@ class GeminiJudge(Judge):
                 raise transport_error("Gemini", exc, url, timeout=True) from None
             except self._connection_errors as exc:
                 raise transport_error("Gemini", exc, url, timeout=False) from None
-        return _chat_response(response)
+        answer = _chat_response(response)
+        if self.config.score == "expected":
+            answer.extra.update(_expected_score(response))
+        return answer
 
     def _api_error(self, exc: errors.APIError, url: str | None) -> ProviderError:
         headers = getattr(exc.response, "headers", None) or {}
@@ -202,6 +209,24 @@ def _retry_info(details: Any) -> float | None:
         if match:
             return parse_retry_after(match.group(1))
     return None
+
+
+def _expected_score(response: types.GenerateContentResponse) -> dict[str, Any]:
+    """The expected score from the answer's token log-probabilities (None without them).
+    Gemini's tokenizer writes each digit as a token."""
+    candidate = response.candidates[0] if response.candidates else None
+    result = candidate.logprobs_result if candidate is not None else None
+    if result is None or not result.chosen_candidates or not result.top_candidates:
+        return {"expected_score": None}
+    tokens = [
+        TokenChoice(
+            chosen.token or "",
+            chosen.log_probability or 0.0,
+            tuple((c.token or "", c.log_probability or 0.0) for c in top.candidates or []),
+        )
+        for chosen, top in zip(result.chosen_candidates, result.top_candidates, strict=False)
+    ]
+    return api_expected_score(tokens, splits_digits=True) or {"expected_score": None}
 
 
 def _chat_response(response: types.GenerateContentResponse) -> ChatResponse:

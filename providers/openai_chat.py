@@ -1,5 +1,6 @@
-"""Chat-completions judges through the openai SDK: GPT-4o-audio / gpt-audio (`openai-audio`)
-and any OpenAI-compatible server, such as vLLM serving Qwen2.5-Omni (`openai-compatible`).
+"""Chat-completions judges through the openai SDK: GPT-4o-audio / gpt-audio (`openai-audio`),
+any chat model on the OpenAI API such as GPT-5-mini (`openai`), and any OpenAI-compatible
+server, such as vLLM serving Qwen2.5-Omni (`openai-compatible`).
 
 Audio goes as base64 WAV `input_audio` parts (or `audio_url` data URLs with
 `audio_format: audio_url`). Settings beyond the common ones:
@@ -10,6 +11,9 @@ Audio goes as base64 WAV `input_audio` parts (or `audio_url` data URLs with
 - `sample_rate`: resample clips to this rate before sending (default: the file's own rate,
   mono 16-bit WAV);
 - `extra_body`: extra request fields for the server (e.g. vLLM sampling options);
+- `reasoning_effort`: minimal, low, medium or high, for reasoning models (GPT-5 family);
+- `score: expected` (with `top_logprobs`, default 20): ask for token log-probabilities and
+  record the expected score next to the greedy one (`extra.expected_score`);
 - `api_key_env`: the variable holding the key (default OPENAI_API_KEY);
 - `endpoint_id`: a name to cache under instead of the base URL(s), so that adding servers
   to a list keeps the cached answers.
@@ -40,6 +44,7 @@ from providers._api import (
     transport_error,
     wav_base64,
 )
+from providers._expected_score import TokenChoice, api_expected_score
 from providers.base import Judge
 
 BASE_URL_ENV = "OPENAI_BASE_URL"
@@ -54,6 +59,9 @@ class OpenAIOptions(ApiOptions):
     extra_body: dict[str, Any] = Field(
         default_factory=dict, description="extra request fields for the server"
     )
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = Field(
+        default=None, description="reasoning models (GPT-5 family): how hard they think"
+    )
 
 
 class _ChatCompletionsJudge(Judge):
@@ -61,6 +69,8 @@ class _ChatCompletionsJudge(Judge):
     default_json_mode: ClassVar[JsonMode] = "prompt"
     needs_key: ClassVar[bool] = True
     audio_tokens_per_second: ClassVar[float] = 10.0
+    # OpenAI's tokenizers keep "10" as one token; most open models' (Qwen's) split digits.
+    splits_digits: ClassVar[bool] = False
     Options = OpenAIOptions
     non_identity = NON_ANSWER_KEYS
     config: OpenAIOptions
@@ -143,6 +153,11 @@ class _ChatCompletionsJudge(Judge):
             }
         elif request.response_schema is not None and self.json_mode == "object":
             body["response_format"] = {"type": "json_object"}
+        if self.config.reasoning_effort is not None:
+            body["reasoning_effort"] = self.config.reasoning_effort
+        if self.config.score == "expected":
+            body["logprobs"] = True
+            body["top_logprobs"] = self.config.top_logprobs
         if self.extra_body:
             body["extra_body"] = self.extra_body
         return body
@@ -165,7 +180,10 @@ class _ChatCompletionsJudge(Judge):
                     transient=False,
                     kind="bad_response",
                 ) from None
-        return _chat_response(completion)
+        response = _chat_response(completion)
+        if self.config.score == "expected":
+            response.extra.update(_expected_score(completion, self.splits_digits))
+        return response
 
     def _status_error(self, exc: openai.APIStatusError, url: str | None) -> ProviderError:
         body = exc.body
@@ -205,7 +223,23 @@ def _chat_response(completion: ChatCompletion) -> ChatResponse:
     details = usage.prompt_tokens_details
     if details is not None and details.audio_tokens:
         extra["input_audio_tokens"] = details.audio_tokens
+    output = usage.completion_tokens_details
+    if output is not None and output.reasoning_tokens:
+        extra["reasoning_tokens"] = output.reasoning_tokens
     return ChatResponse(text, usage.prompt_tokens, usage.completion_tokens, extra)
+
+
+def _expected_score(completion: ChatCompletion, splits_digits: bool) -> dict[str, Any]:
+    """The expected score from the answer's token log-probabilities (None without them)."""
+    choice = completion.choices[0] if completion.choices else None
+    content = choice.logprobs.content if choice is not None and choice.logprobs else None
+    if not content:
+        return {"expected_score": None}
+    tokens = [
+        TokenChoice(t.token, t.logprob, tuple((a.token, a.logprob) for a in t.top_logprobs))
+        for t in content
+    ]
+    return api_expected_score(tokens, splits_digits=splits_digits) or {"expected_score": None}
 
 
 class OpenAIAudioJudge(_ChatCompletionsJudge):
@@ -217,12 +251,22 @@ class OpenAIAudioJudge(_ChatCompletionsJudge):
         return {**super()._body(request), "modalities": ["text"]}
 
 
+class OpenAIJudge(_ChatCompletionsJudge):
+    """Any chat model on the OpenAI API (GPT-5-mini, GPT-4o, ...), with the variant's JSON
+    schema as `response_format`. GPT-5-family models reason before answering, take only the
+    default temperature (set `temperature: 1.0`) and return no log-probabilities."""
+
+    default_model = "gpt-5-mini"
+    default_json_mode = "schema"
+
+
 class OpenAICompatibleJudge(_ChatCompletionsJudge):
     """Any OpenAI-compatible server (vLLM, SGLang, ...): needs a base URL and a model name."""
 
     label = "OpenAI-compatible server"
     default_json_mode = "schema"
     needs_key = False
+    splits_digits = True
     audio_tokens_per_second = 25.0  # Qwen2.5-Omni's audio encoder: one token per 40 ms
 
     def __init__(self, config: ProviderConfig) -> None:

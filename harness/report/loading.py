@@ -7,13 +7,13 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
 from harness.dataset import Dataset, load_dataset
 from harness.errors import HarnessError
-from harness.evaluation import evaluate_records
+from harness.evaluation import evaluate_records, expected_score_records
 from harness.metrics import Aggregate, FloatArray
 from harness.records import Record, read_records
 from providers import REGISTRY
@@ -32,6 +32,7 @@ class RunData:
     dataset: Dataset
     aggregate: Aggregate
     scores: dict[str, FloatArray]  # item id -> mean score over repeats, candidate order
+    score: Literal["greedy", "expected"] = "greedy"  # which score the metrics are of
 
     @property
     def provider(self) -> dict[str, Any]:
@@ -77,12 +78,18 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def load_run(
-    path: Path, *, dataset: Path | None = None, datasets: dict[Path, Dataset] | None = None
+    path: Path,
+    *,
+    dataset: Path | None = None,
+    datasets: dict[Path, Dataset] | None = None,
+    score: Literal["greedy", "expected"] = "greedy",
 ) -> RunData:
     """Read a run folder and recompute its aggregate from records.jsonl.
 
     `dataset` overrides the dataset folder named in the run's config.yaml; `datasets` is a
-    cache shared across runs of the same dataset.
+    cache shared across runs of the same dataset. `score: expected` evaluates the judge's
+    expected scores (`extra.expected_score`) where the run has them, its greedy ones where
+    it has none (RunData.score says which).
     """
     config_path = path / "config.yaml"
     if not config_path.is_file():
@@ -105,9 +112,15 @@ def load_run(
     data = cache[key]
     if config.get("limit"):
         data = data.subset([item.id for item in data.items[: int(config["limit"])]])
+    evaluated = records
+    used: Literal["greedy", "expected"] = "greedy"
+    if score == "expected":
+        swapped = expected_score_records(records)
+        if swapped is not None:
+            evaluated, used = swapped, "expected"
     evaluation = evaluate_records(
         data.items,
-        records,
+        evaluated,
         repeats=int(config.get("repeats") or 1),
         missing=config.get("missing", "worst"),
         n_bootstrap=int(config.get("n_bootstrap") or 1000),
@@ -122,12 +135,18 @@ def load_run(
         dataset=data,
         aggregate=evaluation.aggregate,
         scores=evaluation.mean_scores(),
+        score=used,
     )
 
 
-def load_runs(paths: Sequence[Path], *, dataset: Path | None = None) -> list[RunData]:
+def load_runs(
+    paths: Sequence[Path],
+    *,
+    dataset: Path | None = None,
+    score: Literal["greedy", "expected"] = "greedy",
+) -> list[RunData]:
     datasets: dict[Path, Dataset] = {}
-    runs = [load_run(path, dataset=dataset, datasets=datasets) for path in paths]
+    runs = [load_run(path, dataset=dataset, datasets=datasets, score=score) for path in paths]
     labels = [run.label for run in runs]
     for run in runs:  # two runs of the same name (different sweeps): label by folder
         if labels.count(run.label) > 1:

@@ -21,7 +21,7 @@ def write_run_report(
         f"- prompt: `{config.prompt}`; inputs: dialogue `{config.inputs.dialogue}`, music `{config.inputs.music}`",
         f"- dataset: `{config.dataset}`; repeats: {config.repeats}; missing scores: `{metrics['missing_policy']}`",
         "",
-        markdown_table(HEADER, metric_rows([(config.name, metrics)])),
+        markdown_table(HEADER, metric_rows(_rows(config.name, metrics))),
         "",
         "Means with 95% percentile-bootstrap CIs over items"
         + (" (± std across repeats)." if config.repeats > 1 else "."),
@@ -40,6 +40,14 @@ def write_run_report(
     if summaries:
         lines.append("Summaries: " + summaries[0].lower() + summaries[1:])
     path.write_text("\n".join(lines) + "\n")
+
+
+def _rows(name: str, metrics: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """The run's row, and its expected-score row when the judge gave expected scores."""
+    rows: list[tuple[str, Mapping[str, Any]]] = [(name, metrics)]
+    if isinstance(metrics.get("expected_score"), Mapping):
+        rows.append((f"{name} (expected score)", metrics["expected_score"]))
+    return rows
 
 
 def write_comparison(path: Path, title: str, runs: Sequence[tuple[str, Mapping[str, Any]]]) -> None:

@@ -85,6 +85,7 @@ def comparison_csv_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
         row: dict[str, Any] = {
             "run": run.label,
             "path": str(run.path),
+            "score": run.score,
             "provider": run.provider.get("name"),
             "model": run.provider.get("model"),
             "prompt": run.prompt,
@@ -232,6 +233,12 @@ def comparison_markdown(analysis: Analysis, title: str = "comparison") -> str:
         + " Parse failures: share of calls whose final answer could not be parsed."
         + " Tokens and cost as recorded in each run's run.json.",
     ]
+    expected = [run.label for run in analysis.runs if run.score == "expected"]
+    if expected:
+        lines.append(
+            "Scores: each judge's expected score (probability-weighted over the admissible "
+            f"score strings) for {', '.join(expected)}; greedy scores for the other runs."
+        )
     if analysis.baseline is not None:
         lines += [
             "",

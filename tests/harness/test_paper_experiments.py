@@ -137,3 +137,37 @@ def test_cot_gemini_end_to_end_on_the_fake_server(
     assert table_header(first.output).split() == [
         "run", "Hit@1", "MRR", "nDCG", "tau-b", "items", "coverage", "tie", "rate",
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(("table", "dialogue"), [(4, "full"), (5, "summary")])
+def test_gpt5_mini_rows_of_tables_4_and_5_run_text_only_on_the_openai_api(
+    table: int,
+    dialogue: str,
+    tiny_dataset: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tests.conftest import run_config
+
+    (config,) = runs(f"table{table}_gpt5_mini")
+    assert (config.provider.name, config.provider.model) == ("openai", "gpt-5-mini")
+    assert (config.prompt, config.inputs.dialogue, config.inputs.music) == (
+        "text_only",
+        dialogue,
+        "caption",
+    )
+    with FakeServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "anything")
+        result, records = run_config(
+            config.model_copy(update={"dataset": tiny_dataset, "n_bootstrap": 10}), tmp_path
+        )
+        requests = server.requests()
+    assert result.stats.errors == 0 and result.stats.parse_failures == 0
+    assert len(requests) == 12 and {e.model for e in requests} == {"gpt-5-mini"}
+    assert all(e.audio_parts == 0 and e.json_mode == "schema" for e in requests)
+    assert all(e.temperature == 1.0 and "modalities" not in e.fields for e in requests)
+    assert all("logprobs" not in e.fields for e in requests)
+    if dialogue == "summary":
+        assert all("A short greeting number" in e.user_text for e in requests)
+    assert len(records) == 12

@@ -362,3 +362,18 @@ def test_experiment_files_run_against_the_fake_server(
         assert cost["usd"] > 0 and cost["usage"]["input_audio_tokens"] == 5 * N_CALLS
     else:
         assert cost["usd"] is None and "provider.prices" in cost["note"]
+
+
+def test_openai_chat_models_on_the_wire(
+    tmp_path: Path, tiny_dataset: Path, server: FakeServer
+) -> None:
+    block = provider_block(
+        "openai", server, temperature=1.0, reasoning_effort="low", max_tokens=256
+    )
+    result, records = run(tmp_path, tiny_dataset, block, limit=1)
+    assert result.stats.errors == 0 and result.stats.parse_failures == 0
+    for entry in server.requests():
+        assert entry.model == "gpt-5-mini" and entry.json_mode == "schema"
+        assert {"reasoning_effort", "max_completion_tokens"} <= set(entry.fields)
+        assert "max_tokens" not in entry.fields and "modalities" not in entry.fields
+    assert len(records) == 4

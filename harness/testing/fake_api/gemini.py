@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from harness.testing.fake_api.answers import answer_text, digest, token_usage
+from harness.testing.fake_api.logprobs import gemini_logprobs
 from harness.testing.fake_api.state import ParsedRequest, Reply
 
 GEMINI_PATH = re.compile(
@@ -47,8 +48,17 @@ def parse_gemini(model: str, body: dict[str, Any]) -> ParsedRequest:
     json_mode = None
     if config.get("responseMimeType") == "application/json":
         json_mode = "schema" if schema else "object"
+    top = int(config.get("logprobs") or 0) if config.get("responseLogprobs") else None
     return ParsedRequest(
-        model, system, "".join(texts), audio, json_mode, schema, config.get("temperature"), roles
+        model,
+        system,
+        "".join(texts),
+        audio,
+        json_mode,
+        schema,
+        config.get("temperature"),
+        roles,
+        top,
     )
 
 
@@ -75,7 +85,12 @@ def gemini_body(
     if mode != "empty":
         content["parts"] = [{"text": text}]
     finish = "MAX_TOKENS" if mode == "empty" else "STOP"
-    response["candidates"] = [{"content": content, "finishReason": finish, "index": 0}]
+    candidate: dict[str, Any] = {"content": content, "finishReason": finish, "index": 0}
+    if parsed.logprobs is not None and text:
+        result = gemini_logprobs(text, parsed.logprobs)
+        candidate["logprobsResult"] = result
+        candidate["avgLogprobs"] = result["logProbabilitySum"] / len(result["chosenCandidates"])
+    response["candidates"] = [candidate]
     response["responseId"] = digest(text, parsed.model).hex()[:16]
     return response, text or None
 

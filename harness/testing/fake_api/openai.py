@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from harness.testing.fake_api.answers import answer_text, digest, token_usage
+from harness.testing.fake_api.logprobs import openai_logprobs
 from harness.testing.fake_api.state import ParsedRequest, Reply
 
 OPENAI_TYPE = {
@@ -72,6 +73,7 @@ def parse_openai(body: dict[str, Any]) -> ParsedRequest:
         schema,
         body.get("temperature"),
         roles,
+        int(body.get("top_logprobs") or 0) if body.get("logprobs") else None,
     )
 
 
@@ -80,6 +82,9 @@ def openai_body(
 ) -> tuple[dict[str, Any], str | None]:
     text = "" if mode in ("blocked", "empty") else answer_text(mode, parsed)
     text_in, audio_in, out = token_usage("openai", parsed, seconds, text)
+    logprobs = None
+    if parsed.logprobs is not None and text:
+        logprobs = openai_logprobs(text, parsed.logprobs)
     finish = {"blocked": "content_filter", "empty": "length"}.get(mode, "stop")
     message = {
         "role": "assistant",
@@ -91,7 +96,9 @@ def openai_body(
         "object": "chat.completion",
         "created": int(time.time()),
         "model": parsed.model,
-        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": finish, "logprobs": logprobs}
+        ],
         "usage": {
             "prompt_tokens": text_in + audio_in,
             "completion_tokens": out,

@@ -162,6 +162,7 @@ async def handle(
     entry.json_mode, entry.response_schema = parsed.json_mode, parsed.schema
     entry.temperature = parsed.temperature
     entry.roles = parsed.roles
+    entry.logprobs = parsed.logprobs
     entry.fields = sorted(body)
 
     await faults.inject(request, state, parsed, entry)

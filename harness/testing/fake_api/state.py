@@ -81,6 +81,7 @@ class RequestLog:
     response_schema: dict[str, Any] | None = None
     temperature: float | None = None
     roles: list[str] = field(default_factory=list)  # the turns after the system text
+    logprobs: int | None = None  # top alternatives asked for (None: not asked)
     fields: list[str] = field(default_factory=list)  # top-level keys of the request body
     status: int = 200
     outcome: str = "answered"
@@ -97,6 +98,7 @@ class ParsedRequest:
     schema: dict[str, Any] | None
     temperature: float | None
     roles: list[str] = field(default_factory=list)  # "user", "assistant" (Gemini's "model")
+    logprobs: int | None = None  # alternatives asked for per token; None: no log-probabilities
 
 
 class Reply(Exception):

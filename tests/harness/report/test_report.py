@@ -187,3 +187,35 @@ def test_several_folders_need_out(dataset: Path, tmp_path: Path) -> None:
     result = runner.invoke(app, ["report", str(first), str(second)])
     assert result.exit_code == 2
     assert "--out" in result.output
+
+
+def test_score_expected_reports_and_pairs_the_expected_scores(
+    dataset: Path, tmp_path: Path
+) -> None:
+    # Greedy scores all tie; the expected scores break the ties in the human's order.
+    tied = {item: dict.fromkeys(row, 5.0) for item, row in tiny_scores(12).items()}
+    records = pointwise_records(tied)
+    for record in records:
+        (cid,) = record.candidates
+        record.extra["expected_score"] = 5.0 - 0.1 * int(cid.split("_")[1])
+    sweep = tmp_path / "results" / "sweep"
+    write_run(sweep / "judge", dataset, records)
+    write_run(sweep / "baseline", dataset, pointwise_records(tied))
+    args = ["report", str(sweep), "--baseline", str(sweep / "baseline")]
+
+    greedy = runner.invoke(app, args)
+    assert greedy.exit_code == 0, greedy.output
+    rows = {row["run"]: row for row in _csv(sweep / "comparison.csv")}
+    assert rows["judge"]["score"] == "greedy" and float(rows["judge"]["tie_rate"]) == 1.0
+
+    expected = runner.invoke(app, [*args, "--score", "expected"])
+    assert expected.exit_code == 0, expected.output
+    rows = {row["run"]: row for row in _csv(sweep / "comparison.csv")}
+    assert rows["judge"]["score"] == "expected" and float(rows["judge"]["tie_rate"]) == 0.0
+    assert float(rows["judge"]["hit@1_mean"]) == 1.0
+    assert rows["baseline"]["score"] == "greedy"  # it has no expected scores
+    paired = {row["metric"]: row for row in _csv(sweep / "paired.csv")}
+    assert float(paired["hit@1"]["difference"]) == pytest.approx(0.75)  # 1 vs 1/4 by ties
+    assert "expected score" in (sweep / "comparison.md").read_text()
+    bad = runner.invoke(app, [*args, "--score", "mean"])
+    assert bad.exit_code == 2 and "--score must be" in bad.output
