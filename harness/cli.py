@@ -301,7 +301,7 @@ def report(
     analysis = analyse(loaded, base, n_permutations=n_permutations, seed=seed)
     title = out.resolve().name or "comparison"
     written = write_report(analysis, out, title=title, html=html, embed_audio=embed_audio)
-    console.print(comparison_rich_table(title, loaded))
+    console.print(comparison_rich_table(title, loaded, analysis.human))
     if base is not None:
         console.print(paired_rich_table(analysis))
     console.print(f"[dim]wrote {', '.join(p.name for p in written)} to {out}/[/]")

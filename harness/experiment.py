@@ -12,7 +12,7 @@ from harness.cache import ResponseCache
 from harness.config import ExperimentConfig
 from harness.console import terminal
 from harness.report.formatting import rich_table
-from harness.report.run_report import write_comparison
+from harness.report.run_report import human_rows, write_comparison
 from harness.runner import Runner, RunResult
 from harness.sync import run_coroutine
 
@@ -31,11 +31,12 @@ def run_all(
         runner = Runner(config, cache=cache, results_dir=results_dir, show_progress=show_progress)
         results.append(run_coroutine(runner.run()))
     rows: list[tuple[str, Any]] = [(r.config.name, r.aggregate.to_json()) for r in results]
+    human = next((r.human.to_json() for r in results if r.human is not None), None)
     sweep = configs[0].sweep if configs else None
     title = sweep or configs[0].name
-    console.print(rich_table(title, rows))
+    console.print(rich_table(title, [*rows, *human_rows(human)]))
     if sweep:
-        write_comparison(results_dir / sweep / "comparison.md", sweep, rows)
+        write_comparison(results_dir / sweep / "comparison.md", sweep, rows, human)
     for result in results:
         stats = result.stats
         console.print(

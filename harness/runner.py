@@ -24,6 +24,7 @@ from harness.config import ExperimentConfig
 from harness.console import terminal
 from harness.dataset import Dataset, Item, load_dataset
 from harness.evaluation import Evaluation, evaluate_records, expected_score_records
+from harness.human_ceiling import human_ceiling
 from harness.joint import position_top1_rates
 from harness.metrics import Aggregate
 from harness.pricing import run_cost
@@ -40,6 +41,7 @@ class RunResult:
     out_dir: Path
     stats: RunStats
     aggregate: Aggregate
+    human: Aggregate | None = None  # the human ceiling, when the items carry annotations
 
     @property
     def complete(self) -> bool:
@@ -239,8 +241,17 @@ class Runner:
         (self.out_dir / "config.yaml").write_text(
             yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False)
         )
-        result = RunResult(self.config, self.out_dir, self.stats, evaluation.aggregate)
-        write_run_report(result.out_dir / "report.md", self.config, metrics, stats)
+        human = human_ceiling(
+            dataset.items, n_bootstrap=self.config.n_bootstrap, seed=self.config.seed
+        )
+        result = RunResult(self.config, self.out_dir, self.stats, evaluation.aggregate, human)
+        write_run_report(
+            result.out_dir / "report.md",
+            self.config,
+            metrics,
+            stats,
+            human=human.to_json() if human is not None else None,
+        )
         return result
 
 

@@ -1,9 +1,7 @@
 """Stage 4: consensus rankings from the annotators, and agreement-based filtering.
 
-Consensus is the Borda count (with N candidates, rank r earns N - r points: 3, 2, 1, 0 for
-N = 4), ties broken hierarchically: more rank-1 votes, then more rank-2 votes, then the
-better mean rank, then the candidate id. Agreement per item is Kendall's coefficient of
-concordance W over the annotators' rankings. Items with W below `min_w`, or in the bottom
+Consensus is the Borda count with its hierarchical tie-break (`harness.consensus`). Agreement
+per item is Kendall's coefficient of concordance W over the annotators' rankings. Items with W below `min_w`, or in the bottom
 `drop_bottom` share of W, are dropped.
 """
 
@@ -21,11 +19,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.cache import sha256_file
+from harness.consensus import Ranking, borda_points, consensus, positions
+
+__all__ = ["Stage4Config", "borda_points", "consensus", "kendall_w", "run_stage4"]
 from harness.construct.files import MARKER, prepare_out_dir, write_json, write_jsonl
 from harness.dataset import load_dataset, read_jsonl
 from harness.errors import HarnessError
-
-Ranking = Sequence[str]  # candidate ids, best first
 
 
 class Stage4Config(BaseModel):
@@ -35,43 +34,13 @@ class Stage4Config(BaseModel):
     min_annotators: int = Field(default=2, ge=2)
 
 
-def _positions(rankings: Sequence[Ranking], candidates: Sequence[str]) -> dict[str, list[int]]:
-    """The 1-based rank each annotator gave each candidate."""
-    ranks: dict[str, list[int]] = {c: [] for c in candidates}
-    for ranking in rankings:
-        if sorted(ranking) != sorted(candidates):
-            raise ValueError(f"ranking {list(ranking)} is not a permutation of {list(candidates)}")
-        for position, cid in enumerate(ranking, start=1):
-            ranks[cid].append(position)
-    return ranks
-
-
-def borda_points(rankings: Sequence[Ranking], candidates: Sequence[str]) -> dict[str, int]:
-    n = len(candidates)
-    return {c: sum(n - r for r in ranks) for c, ranks in _positions(rankings, candidates).items()}
-
-
-def consensus(rankings: Sequence[Ranking], candidates: Sequence[str]) -> list[str]:
-    """Borda order with the hierarchical tie-break; best first."""
-    if not rankings:
-        raise ValueError("no rankings to aggregate")
-    n = len(candidates)
-    ranks = _positions(rankings, candidates)
-
-    def key(cid: str) -> tuple[int, int, int, float, str]:
-        r = ranks[cid]
-        return (-sum(n - x for x in r), -r.count(1), -r.count(2), statistics.fmean(r), cid)
-
-    return sorted(candidates, key=key)
-
-
 def kendall_w(rankings: Sequence[Ranking], candidates: Sequence[str]) -> float:
     """Kendall's W = 12 S / (m^2 (n^3 - n)), S the squared deviations of the rank sums from
     their mean m (n + 1) / 2. Complete rankings have no ties, so no tie correction applies."""
     m, n = len(rankings), len(candidates)
     if m < 2 or n < 2:
         raise ValueError("Kendall's W needs at least two annotators and two candidates")
-    sums = [sum(r) for r in _positions(rankings, candidates).values()]
+    sums = [sum(r) for r in positions(rankings, candidates).values()]
     mean = m * (n + 1) / 2
     s = sum((x - mean) ** 2 for x in sums)
     return 12 * s / (m**2 * (n**3 - n))

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.metrics import FloatArray
+from harness.human_ceiling import human_ceiling
+from harness.metrics import Aggregate, FloatArray
 from harness.report.loading import RunData
 from harness.stats import (
     Agreement,
@@ -29,6 +30,7 @@ class Analysis:
     paired: dict[str, dict[str, PairedDifference]]  # run label -> metric -> difference
     agreement: Agreement
     position_bias: dict[str, PositionBias]  # run label -> bias, joint runs only
+    human: Aggregate | None = None  # the human ceiling of the runs' items, when annotated
 
 
 def human_vectors(runs: Sequence[RunData]) -> dict[str, FloatArray]:
@@ -68,4 +70,27 @@ def analyse(
         for run in runs
         if (b := position_bias(run.records, run.dataset.items)) is not None
     }
-    return Analysis(list(runs), baseline, paired, agreement_matrix(vectors), bias)
+    return Analysis(
+        list(runs), baseline, paired, agreement_matrix(vectors), bias, shared_human_ceiling(runs)
+    )
+
+
+def shared_human_ceiling(runs: Sequence[RunData]) -> Aggregate | None:
+    """The human ceiling of the items the runs evaluate, when they all evaluate the same
+    items (of one dataset) and those carry annotations."""
+    if not runs:
+        return None
+    first = runs[0]
+    same = all(
+        run.dataset.root.resolve() == first.dataset.root.resolve()
+        and [i.id for i in run.dataset.items] == [i.id for i in first.dataset.items]
+        for run in runs
+    )
+    if not same:
+        return None
+    config = first.config
+    return human_ceiling(
+        first.dataset.items,
+        n_bootstrap=int(config.get("n_bootstrap") or 1000),
+        seed=int(config.get("seed") or 0),
+    )

@@ -6,12 +6,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.human_ceiling import HUMAN_ROW
 from harness.pricing import cost_line
 from harness.report.formatting import HEADER, markdown_table, metric_rows
 
 
 def write_run_report(
-    path: Path, config: Any, metrics: Mapping[str, Any], stats: Mapping[str, Any]
+    path: Path,
+    config: Any,
+    metrics: Mapping[str, Any],
+    stats: Mapping[str, Any],
+    *,
+    human: Mapping[str, Any] | None = None,
 ) -> None:
     provider = config.provider
     lines = [
@@ -21,10 +27,11 @@ def write_run_report(
         f"- prompt: `{config.prompt}`; inputs: dialogue `{config.inputs.dialogue}`, music `{config.inputs.music}`",
         f"- dataset: `{config.dataset}`; repeats: {config.repeats}; missing scores: `{metrics['missing_policy']}`",
         "",
-        markdown_table(HEADER, metric_rows(_rows(config.name, metrics))),
+        markdown_table(HEADER, metric_rows(_rows(config.name, metrics) + human_rows(human))),
         "",
         "Means with 95% percentile-bootstrap CIs over items"
-        + (" (± std across repeats)." if config.repeats > 1 else "."),
+        + (" (± std across repeats)." if config.repeats > 1 else ".")
+        + (HUMAN_NOTE if human is not None else ""),
         "",
         f"Calls: {stats['calls']} ({stats['cache_hits']} from cache, {stats['model_calls']} to the model, "
         f"{stats['retries']} retries); failed: {stats['errors']}; unparsable answers: "
@@ -50,6 +57,27 @@ def _rows(name: str, metrics: Mapping[str, Any]) -> list[tuple[str, Mapping[str,
     return rows
 
 
-def write_comparison(path: Path, title: str, runs: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
-    body = [f"# {title}", "", markdown_table(HEADER, metric_rows(runs)), ""]
+HUMAN_NOTE = (
+    f" `{HUMAN_ROW}`: each annotator's ranking against the consensus of the other annotators,"
+    " on the same metrics (± std across annotators): the agreement a model would need to match"
+    " the humans."
+)
+
+
+def human_rows(human: Mapping[str, Any] | None) -> list[tuple[str, Mapping[str, Any]]]:
+    """The human-ceiling row, where the items carry annotations (coverage does not apply)."""
+    if human is None:
+        return []
+    return [(HUMAN_ROW, {**human, "coverage": None})]
+
+
+def write_comparison(
+    path: Path,
+    title: str,
+    runs: Sequence[tuple[str, Mapping[str, Any]]],
+    human: Mapping[str, Any] | None = None,
+) -> None:
+    body = [f"# {title}", "", markdown_table(HEADER, metric_rows([*runs, *human_rows(human)])), ""]
+    if human is not None:
+        body += [HUMAN_NOTE.strip(), ""]
     path.write_text("\n".join(body))

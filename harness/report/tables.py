@@ -9,10 +9,12 @@ from typing import Any
 import numpy as np
 from rich.table import Table
 
-from harness.metrics import METRIC_NAMES
+from harness.human_ceiling import HUMAN_ROW
+from harness.metrics import METRIC_NAMES, Aggregate
 from harness.report.analysis import Analysis
 from harness.report.formatting import METRIC_LABELS, format_metric, markdown_table, percent
 from harness.report.loading import RunData
+from harness.report.run_report import HUMAN_NOTE
 from harness.stats import PairedDifference
 
 
@@ -78,6 +80,26 @@ def comparison_rows(runs: Sequence[RunData]) -> list[list[str]]:
     return rows
 
 
+def human_row(human: Aggregate) -> list[str]:
+    """The human ceiling as a comparison row (cells that do not apply say so)."""
+    metrics: dict[str, Any] = human.to_json()["metrics"]  # type: ignore[assignment]
+    return [
+        HUMAN_ROW,
+        "human",
+        "annotators",
+        "n/a",
+        "n/a",
+        *(format_metric(metrics.get(m)) for m in METRIC_NAMES),
+        str(human.n_items),
+        "n/a",
+        percent(human.tie_rate),
+        "n/a",
+        "n/a",
+        "n/a",
+        "n/a",
+    ]
+
+
 def comparison_csv_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
     """The comparison table with plain numbers (for pandas, spreadsheets)."""
     out = []
@@ -118,6 +140,23 @@ def comparison_csv_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
         }
         out.append(row)
     return out
+
+
+def human_csv_rows(human: Aggregate | None) -> list[dict[str, Any]]:
+    """The human ceiling as a comparison.csv row (metric columns only)."""
+    if human is None:
+        return []
+    row: dict[str, Any] = {"run": HUMAN_ROW, "provider": "human", "n_items": human.n_items}
+    for name in METRIC_NAMES:
+        summary = human.metrics[name]
+        low, high = summary.ci95 or (None, None)
+        row |= {
+            f"{name}_mean": summary.mean,
+            f"{name}_ci_low": low,
+            f"{name}_ci_high": high,
+            f"{name}_std": summary.std,
+        }
+    return [row]
 
 
 PAIRED_HEADER = ["run", "metric", "items", "run mean", "baseline mean", "difference", "95% CI", "p"]
@@ -226,12 +265,17 @@ def comparison_markdown(analysis: Analysis, title: str = "comparison") -> str:
     lines = [
         f"# {title}",
         "",
-        markdown_table(COMPARISON_HEADER, comparison_rows(analysis.runs)),
+        markdown_table(
+            COMPARISON_HEADER,
+            comparison_rows(analysis.runs)
+            + ([human_row(analysis.human)] if analysis.human is not None else []),
+        ),
         "",
         "Means with 95% percentile-bootstrap CIs over items"
         + (" (± std across repeats where a run has several)." if repeats else ".")
         + " Parse failures: share of calls whose final answer could not be parsed."
-        + " Tokens and cost as recorded in each run's run.json.",
+        + " Tokens and cost as recorded in each run's run.json."
+        + (HUMAN_NOTE if analysis.human is not None else ""),
     ]
     expected = [run.label for run in analysis.runs if run.score == "expected"]
     if expected:
@@ -270,7 +314,9 @@ def comparison_markdown(analysis: Analysis, title: str = "comparison") -> str:
     return "\n".join(lines) + "\n"
 
 
-def comparison_rich_table(title: str, runs: Sequence[RunData]) -> Table:
+def comparison_rich_table(
+    title: str, runs: Sequence[RunData], human: Aggregate | None = None
+) -> Table:
     table = Table(title=title, title_justify="left")
     # The run name carries provider, model, prompt and inputs; comparison.md has every column.
     skip = {"provider", "model", "prompt", "inputs", "tie rate", "calls", "tokens in/out"}
@@ -284,7 +330,8 @@ def comparison_rich_table(title: str, runs: Sequence[RunData]) -> Table:
             overflow="fold" if first else "ellipsis",
             min_width=24 if first else None,
         )
-    for row in comparison_rows(runs):
+    rows = comparison_rows(runs) + ([human_row(human)] if human is not None else [])
+    for row in rows:
         # The CI goes under the mean so that run names keep their room.
         table.add_row(*(row[i].replace(" [", "\n[") for i in keep))
     return table

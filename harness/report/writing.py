@@ -14,6 +14,7 @@ from harness.report.tables import (
     agreement_csv_rows,
     comparison_csv_rows,
     comparison_markdown,
+    human_csv_rows,
     paired_csv_rows,
     position_bias_csv_rows,
 )
@@ -41,7 +42,7 @@ def write_report(
     out.mkdir(parents=True, exist_ok=True)
     files: dict[str, str | bytes | list[dict[str, Any]]] = {
         "comparison.md": comparison_markdown(analysis, title),
-        "comparison.csv": comparison_csv_rows(analysis.runs),
+        "comparison.csv": comparison_csv_rows(analysis.runs) + human_csv_rows(analysis.human),
         "agreement.csv": agreement_csv_rows(analysis),
     }
     if analysis.baseline is not None:
