@@ -273,6 +273,16 @@ def reask_request(request: ChatRequest, answer: str, reason: str) -> ChatRequest
 REASK_TEMPLATE = "reask.jinja"
 
 
+def reask_step(
+    first_key: str, request: ChatRequest, answer: str, reason: str | None
+) -> tuple[ChatRequest, str]:
+    """The re-ask after an unusable `answer` to `request` (whose first attempt has key
+    `first_key`): the request with the follow-up turn, and its cache key."""
+    request = reask_request(request, answer, reason or "unusable")
+    follow_ups = request.key_fields()["follow_ups"]
+    return request, cache_key({"reask_of": first_key, "follow_ups": follow_ups})
+
+
 async def ask_until_parsed(
     answerer: Answerer,
     key: str,
@@ -286,13 +296,11 @@ async def ask_until_parsed(
     key derives from the first attempt's key and the follow-up turns, so a re-run replays
     the same answers and the first attempt's key never changes."""
     asked: Asked[P] = Asked()
+    key_now = key
     for _ in range(reask + 1):
         if asked.text is not None and asked.parsed is not None:
             asked.attempts.append(asked.text)
-            request = reask_request(request, asked.text, asked.parsed.error or "unusable")
-            key_now = cache_key({"reask_of": key, "follow_ups": request.key_fields()["follow_ups"]})
-        else:
-            key_now = key
+            request, key_now = reask_step(key, request, asked.text, asked.parsed.error)
         try:
             answer, hit = await answerer.answer(key_now, request)
         except ProviderError as exc:

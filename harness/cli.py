@@ -63,8 +63,12 @@ def run(
         ),
     ] = False,
     output_tokens: Annotated[
-        int, typer.Option(help="Output tokens assumed per call by --dry-run.")
-    ] = 16,
+        int | None,
+        typer.Option(
+            help="Output tokens assumed per call by --dry-run [default: the prompt variant's "
+            "typical answer plus a thinking model's typical thinking]."
+        ),
+    ] = None,
 ) -> None:
     """Run an experiment: call the model (or the cache) for every item, then write
     records.jsonl, metrics.json, report.md and the resolved config to results/NAME/."""

@@ -2,14 +2,21 @@
 already answers, and estimate tokens and cost of the rest, without calling any model.
 
 Token counts are estimates: text at about 4 characters a token, audio at the provider's
-tokens per second of audio, and a fixed number of output tokens per call (answers of thinking
-models are longer). The rendered requests go to `<results>/<run>/dry_run.jsonl`.
+tokens per second of audio. Output tokens per call are the prompt variant's typical answer
+(a few tokens for a JSON score, hundreds for reasoning first) plus, for thinking models, a
+typical amount of thinking; `max_tokens` (a local judge's `max_new_tokens`) bounds them, so
+output and cost are shown as a range, open-ended where nothing caps the output. Summaries a
+`dialogue: summary` run would generate are looked up in the cache like the calls themselves;
+the missing ones are counted and rendered with a placeholder. API keys a call would need and
+that are not set are reported before anything else. The rendered requests go to
+`<results>/<run>/dry_run.jsonl`.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -18,19 +25,26 @@ from typing import Any
 
 import soundfile
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from harness.cache import ResponseCache
 from harness.calls import Call
 from harness.config import ExperimentConfig
 from harness.dataset import Dataset
-from harness.pricing import PRICES_AS_OF, price_for
+from harness.pricing import PRICES_AS_OF, Price, price_for
 from harness.runner import Runner
-from harness.types import AudioRef, ChatRequest
+from harness.summaries import cached_summary, summarizer_for, summary_request
+from harness.types import AudioRef, ChatRequest, ProviderConfig
 
 CHARS_PER_TOKEN = 4
-DEFAULT_OUTPUT_TOKENS = 16
 SUMMARY_PLACEHOLDER = "(a summary the run will generate)"
+SUMMARY_OUTPUT_TOKENS = 60  # one JSON sentence of 20-35 words
+# Typical thinking tokens per call of reasoning models (they vary with the prompt; billed as
+# output): Gemini 2.5 with its default dynamic budget, and OpenAI reasoning models by effort.
+GEMINI_THINKING = 1000
+REASONING_BY_EFFORT = {"minimal": 50, "low": 300, "medium": 1000, "high": 3000}
+_REASONING_MODELS = re.compile(r"^(gpt-5|o1|o3|o4)")
 
 
 @dataclass
@@ -41,10 +55,13 @@ class Estimate:
     requests: int = 0
     cached: int = 0
     summaries_to_generate: int = 0
-    input_tokens: int = 0  # of the requests still to make, audio included
+    input_tokens: int = 0  # of the requests still to make (and summaries), audio included
     audio_tokens: int = 0
-    output_tokens: int = 0
-    usd: float | None = None
+    output_tokens: int = 0  # typical
+    output_tokens_max: int | None = None  # bound by max_tokens; None: nothing caps it
+    usd: float | None = None  # typical
+    usd_max: float | None = None
+    missing_key: str | None = None
     note: str = ""
 
     @property
@@ -62,37 +79,76 @@ def text_tokens(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
-def _with_placeholder_summaries(runner: Runner, dataset: Dataset) -> tuple[Dataset, int]:
-    """Items that lack the summary a `dialogue: summary` run would generate get a placeholder,
-    so their requests can be rendered; returns how many summaries the run would generate."""
+def thinking_tokens(config: ProviderConfig, model: str) -> int:
+    """Typical thinking tokens per call: a Gemini 2.5 `thinking_budget` when set (else the
+    dynamic default; none for flash-lite), an OpenAI reasoning model's by `reasoning_effort`."""
+    name = model.removeprefix("models/")
+    budget = getattr(config, "thinking_budget", None)
+    if name.startswith("gemini-2.5"):
+        if budget is not None and budget >= 0:
+            return int(budget)
+        return 0 if "flash-lite" in name and budget is None else GEMINI_THINKING
+    if _REASONING_MODELS.match(name):
+        effort = getattr(config, "reasoning_effort", None) or "medium"
+        return REASONING_BY_EFFORT[effort]
+    return 0
+
+
+def output_cap(runner: Runner) -> int | None:
+    """The most output tokens one call can take: `max_tokens`, or a local judge's
+    `max_new_tokens`; None when nothing caps it."""
+    settings = getattr(runner.provider, "settings", None)
+    local = getattr(settings, "max_new_tokens", None)
+    cap = runner.config.provider.max_tokens or local
+    return int(cap) if cap else None
+
+
+def _with_summaries(runner: Runner, dataset: Dataset) -> tuple[Dataset, list[ChatRequest]]:
+    """The dataset with the summaries a `dialogue: summary` run needs: the item's own, the
+    one the cache already holds, or a placeholder; and the summary requests still to make."""
     if runner.config.inputs.dialogue != "summary":
-        return dataset, 0
+        return dataset, []
     missing = [item for item in dataset.items if not item.summary]
     if not missing:
-        return dataset, 0
-    items = [
-        item if item.summary else item.model_copy(update={"summary": SUMMARY_PLACEHOLDER})
-        for item in dataset.items
-    ]
-    return dataset.model_copy(update={"items": items}), len(missing)
+        return dataset, []
+    summarizer, owned = summarizer_for(
+        runner.config, runner.answerer, missing[0], Path(runner.config.dataset)
+    )
+    items, to_make = [], []
+    try:
+        for item in dataset.items:
+            if not item.summary:
+                found = cached_summary(summarizer, item)
+                if found is None:
+                    to_make.append(summary_request(item))
+                item = item.model_copy(update={"summary": found or SUMMARY_PLACEHOLDER})
+            items.append(item)
+    finally:
+        if owned:
+            summarizer.close()
+    return dataset.model_copy(update={"items": tuple(items)}), to_make
 
 
-def estimate_run(
-    runner: Runner, output_tokens: int = DEFAULT_OUTPUT_TOKENS, write: bool = True
-) -> Estimate:
+def estimate_run(runner: Runner, output_tokens: int | None = None, write: bool = True) -> Estimate:
+    """Estimate one run; `output_tokens` fixes the output tokens per call (else the prompt
+    variant's typical answer plus the model's typical thinking)."""
     config = runner.config
     provider = runner.provider
-    dataset, summaries = _with_placeholder_summaries(runner, runner.dataset())
+    dataset, summaries = _with_summaries(runner, runner.dataset())
     calls = runner.prepare(dataset)
     per_second = float(getattr(provider, "audio_tokens_per_second", 0.0))
+    variant = runner.plan.variant
+    thinking = thinking_tokens(config.provider, provider.model)
+    cap = output_cap(runner)
     estimate = Estimate(
         config.name,
         config.provider.name,
         provider.model,
         requests=len(calls),
-        summaries_to_generate=summaries,
+        summaries_to_generate=len(summaries),
+        missing_key=provider.missing_key(),
     )
-    lines = []
+    lines, capped = [], 0
     for call in calls:
         cached = call.key in runner.cache
         estimate.cached += cached
@@ -101,23 +157,38 @@ def estimate_run(
         if not cached and isinstance(call.request, ChatRequest):
             estimate.input_tokens += line["input_tokens"]
             estimate.audio_tokens += line["audio_tokens"]
-            estimate.output_tokens += output_tokens
-    price = price_for(config.provider, provider.model)
-    if provider.kind == "judge":
-        if price is not None:
-            estimate.usd = price.cost(
-                estimate.input_tokens, estimate.output_tokens, estimate.audio_tokens
-            )
-        else:
-            estimate.note = f"no price for {provider.model!r} (add provider.prices)"
-    else:
-        estimate.note = "scorer: runs locally, no tokens"
+            typical = output_tokens
+            if typical is None:
+                answer = variant.output_tokens(len(call.candidates)) if variant else 0
+                typical = answer + thinking
+            estimate.output_tokens += min(typical, cap) if cap else typical
+            capped += cap or 0
+    for request in summaries:
+        estimate.input_tokens += text_tokens(request.system) + text_tokens(request.user_text)
+        estimate.output_tokens += SUMMARY_OUTPUT_TOKENS + thinking
+        capped += cap or 0
+    estimate.output_tokens_max = capped if cap else None
+    _price(estimate, config, provider.kind, provider.model)
     if write:
         runner.out_dir.mkdir(parents=True, exist_ok=True)
         with (runner.out_dir / "dry_run.jsonl").open("w", encoding="utf-8") as handle:
             for line in lines:
                 handle.write(json.dumps(line, ensure_ascii=False) + "\n")
     return estimate
+
+
+def _price(estimate: Estimate, config: ExperimentConfig, kind: str, model: str) -> None:
+    if kind != "judge":
+        estimate.note = "scorer: runs locally, no tokens"
+        return
+    price: Price | None = price_for(config.provider, model)
+    if price is None:
+        estimate.note = f"no price for {model!r} (add provider.prices)"
+        return
+    e = estimate
+    e.usd = price.cost(e.input_tokens, e.output_tokens, e.audio_tokens)
+    if e.output_tokens_max is not None:
+        e.usd_max = price.cost(e.input_tokens, e.output_tokens_max, e.audio_tokens)
 
 
 def _describe(call: Call, cached: bool, per_second: float) -> dict[str, Any]:
@@ -155,25 +226,53 @@ def dry_run(
     cache: ResponseCache,
     results_dir: Path,
     console: Console,
-    output_tokens: int = DEFAULT_OUTPUT_TOKENS,
+    output_tokens: int | None = None,
 ) -> list[Estimate]:
-    """Estimate every run of an experiment file and print one table; calls nothing."""
+    """Estimate every run of an experiment file and print one table; calls nothing. API keys
+    the runs would need and that are not set are printed first."""
     estimates = []
     for config in configs:
         runner = Runner(config, cache=cache, results_dir=results_dir, show_progress=False)
         estimates.append(estimate_run(runner, output_tokens))
+    for line in missing_key_lines(estimates):
+        console.print(line, highlight=False)
     console.print(estimate_table(estimates, output_tokens))
     return estimates
 
 
-def estimate_table(estimates: Sequence[Estimate], output_tokens: int) -> Table:
+def missing_key_lines(estimates: Sequence[Estimate]) -> list[str]:
+    """One line per run whose uncached calls need an API key that is not set."""
+    return [
+        f"[bold yellow]missing API key:[/] {escape(e.name)} needs {e.missing_key} in the "
+        f"environment for {e.to_call} uncached call(s)"
+        for e in estimates
+        if e.missing_key and (e.to_call or e.summaries_to_generate)
+    ]
+
+
+def _range(low: float | int, high: float | int | None, money: bool = False) -> str:
+    def show(value: float | int) -> str:
+        return f"{value:.4f}" if money else f"{value:,}"
+
+    if high is None:
+        return f">= {show(low)}"
+    return show(low) if high == low else f"{show(low)} - {show(high)}"
+
+
+def estimate_table(estimates: Sequence[Estimate], output_tokens: int | None) -> Table:
+    per_call = (
+        f"{output_tokens} output tokens per call (--output-tokens)"
+        if output_tokens is not None
+        else "output tokens per call: the prompt variant's typical answer plus a thinking "
+        "model's typical thinking, up to max_tokens (--output-tokens fixes them)"
+    )
     table = Table(
         title=f"dry run: nothing was called (prices as of {PRICES_AS_OF} unless overridden)",
         title_justify="left",
         caption=(
             f"Tokens are estimates: text ~{CHARS_PER_TOKEN} chars/token, audio at the provider's "
-            f"rate, {output_tokens} output tokens per call (--output-tokens; thinking models "
-            "use many more); re-asks of unparsable answers come on top. "
+            f"rate, {per_call}. Ranges run from typical to the max_tokens bound ('>=': nothing "
+            "caps the output). Re-asks of unparsable answers come on top. "
             "Rendered requests: <results>/<run>/dry_run.jsonl."
         ),
         caption_justify="left",
@@ -184,11 +283,14 @@ def estimate_table(estimates: Sequence[Estimate], output_tokens: int) -> Table:
         )
     for column in ("input tokens", "of which audio", "output tokens", "est. cost (USD)"):
         table.add_column(column, justify="right")
-    total = 0.0
+    low = high = 0.0
+    bounded = True
     for e in estimates:
-        cost = "n/a" if e.usd is None else f"{e.usd:.4f}"
+        cost = "n/a" if e.usd is None else _range(e.usd, e.usd_max, money=True)
         if e.usd is not None:
-            total += e.usd
+            low += e.usd
+            high += e.usd_max if e.usd_max is not None else 0.0
+            bounded = bounded and e.usd_max is not None
         to_call = str(e.to_call)
         if e.summaries_to_generate:
             to_call += f" (+{e.summaries_to_generate} summaries)"
@@ -201,12 +303,13 @@ def estimate_table(estimates: Sequence[Estimate], output_tokens: int) -> Table:
             to_call,
             f"{e.input_tokens:,}",
             f"{e.audio_tokens:,}",
-            f"{e.output_tokens:,}",
+            _range(e.output_tokens, e.output_tokens_max),
             cost,
         )
     if len(estimates) > 1:
-        table.add_row("total", "", "", *([""] * 7), f"{total:.4f}")
+        table.add_row("total", "", "", *([""] * 6), _range(low, high if bounded else None, True))
     notes = [f"{e.name}: {e.note}." for e in estimates if e.note]
+    notes += [f"{e.name}: needs {e.missing_key} (not set)." for e in estimates if e.missing_key]
     if notes:
         table.caption = "\n".join([str(table.caption), *notes])
     return table

@@ -18,7 +18,7 @@ from typing import Any
 
 from rich.console import Console
 
-from harness.answering import Answerer, RunStats, ask_until_parsed
+from harness.answering import Answerer, RunStats, ask_until_parsed, reask_step
 from harness.cache import request_key
 from harness.config import ExperimentConfig
 from harness.dataset import Item
@@ -218,6 +218,22 @@ def summary_key(answerer: Answerer, request: ChatRequest) -> str:
         purpose="summary",
         template=template_hash(SUMMARY_TEMPLATE),
     )
+
+
+def cached_summary(answerer: Answerer, item: Item) -> str | None:
+    """The summary the cache already holds for `item` (replaying its re-asks), or None:
+    what `summarize` would answer without a model call (the dry run counts with it)."""
+    request = summary_request(item)
+    first = key = summary_key(answerer, request)
+    for _ in range(answerer.settings.reask + 1):
+        answer = answerer.cache.get(key)
+        if answer is None:
+            return None
+        parsed = _parse(answer["text"])
+        if parsed.summary is not None:
+            return parsed.summary
+        request, key = reask_step(first, request, answer["text"], parsed.error)
+    return None
 
 
 async def summarize(answerer: Answerer, item: Item) -> SummaryLine:

@@ -156,6 +156,13 @@ class PromptVariant:
     sends_audio: bool = True
     uses_examples: bool = False
     options: type[BaseModel] | None = None  # the `prompt_options` it takes
+    answer_tokens: int = 8  # a typical answer's length in tokens (dry-run estimates)
+
+    def output_tokens(self, n_candidates: int) -> int:
+        """Typical output tokens of one answer (a joint answer names every clip)."""
+        if self.mode == "joint":
+            return self.answer_tokens + 8 * n_candidates
+        return self.answer_tokens
 
     def clip_views(
         self, ctx: PromptContext, order: list[str], first_audio: int = 0
@@ -226,7 +233,7 @@ class PromptVariant:
 VARIANTS: dict[str, PromptVariant] = {
     "zero_shot": PromptVariant("zero_shot", "zero_shot.jinja", response_schema=POINTWISE_SCHEMA),
     # Free-text reasoning before the JSON: no JSON mode.
-    "cot": PromptVariant("cot", "cot.jinja", parse=parse_cot),
+    "cot": PromptVariant("cot", "cot.jinja", parse=parse_cot, answer_tokens=350),
     "few_shot": PromptVariant(
         "few_shot",
         "few_shot.jinja",
@@ -235,13 +242,22 @@ VARIANTS: dict[str, PromptVariant] = {
         options=FewShotOptions,
     ),
     "joint": PromptVariant(
-        "joint", "joint.jinja", mode="joint", parse=parse_joint, options=JointOptions
+        "joint",
+        "joint.jinja",
+        mode="joint",
+        parse=parse_joint,
+        options=JointOptions,
+        answer_tokens=6,
     ),
     "text_only": PromptVariant(
         "text_only", "text_only.jinja", response_schema=POINTWISE_SCHEMA, sends_audio=False
     ),
     "rubric": PromptVariant(
-        "rubric", "rubric.jinja", parse=parse_rubric, response_schema=RUBRIC_SCHEMA
+        "rubric",
+        "rubric.jinja",
+        parse=parse_rubric,
+        response_schema=RUBRIC_SCHEMA,
+        answer_tokens=28,
     ),
 }
 

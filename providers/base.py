@@ -61,6 +61,11 @@ class Provider(ABC):
     async def answer(self, request: Request) -> dict[str, Any]:
         """The provider's answer to one request, in the form the response cache stores."""
 
+    def missing_key(self) -> str | None:
+        """The environment variable a model call needs and that is not set (API judges
+        without a key), else None. The dry run reports it before anything is called."""
+        return None
+
     async def ready(self) -> None:
         """Prepare what a model call needs and only the first one would otherwise do (load
         local weights). The call path awaits it before each call's timeout starts."""

@@ -83,6 +83,11 @@ class GeminiJudge(Judge):
             json_mode=self.json_mode,
         )
 
+    def missing_key(self) -> str | None:
+        if self.urls or env_key(KEY_ENV) is not None:  # a stand-in server needs none
+            return None
+        return "GEMINI_API_KEY (or GOOGLE_API_KEY)"
+
     def _client(self, url: str | None) -> tuple[Client, httpx.AsyncClient | None, str | None]:
         key = env_key(KEY_ENV)
         if key is None:

@@ -98,6 +98,11 @@ class _ChatCompletionsJudge(Judge):
             audio_format=self.audio_format,
         )
 
+    def missing_key(self) -> str | None:
+        if not self.needs_key or self.urls or env_key((self.key_env,)) is not None:
+            return None
+        return self.key_env
+
     def _client(self, url: str | None) -> tuple[openai.AsyncOpenAI, str | None]:
         key = env_key((self.key_env,))
         if key is None:

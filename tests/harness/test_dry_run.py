@@ -130,3 +130,90 @@ def test_cli_dry_run(tmp_path: Path, tiny_dataset: Path, server: FakeServer) -> 
     assert server.stats()["requests"] == 0
     assert (tmp_path / "res" / "cli_dry" / "dry_run.jsonl").is_file()
     assert not (tmp_path / "res" / "cli_dry" / "metrics.json").exists()
+
+
+def estimate(config: ExperimentConfig, tmp_path: Path, **kwargs: Any) -> Any:
+    cache = ResponseCache(tmp_path / "cache")
+    try:
+        runner = Runner(config, cache=cache, results_dir=tmp_path / "res", show_progress=False)
+        return estimate_run(runner, write=False, **kwargs)
+    finally:
+        cache.close()
+
+
+def test_output_tokens_follow_the_variant_and_the_thinking_model(
+    tmp_path: Path, tiny_dataset: Path, server: FakeServer
+) -> None:
+    flash_lite = {"name": "gemini", "model": "gemini-2.5-flash-lite", "base_url": server.url}
+    plain = estimate(experiment(tiny_dataset, flash_lite), tmp_path)
+    cot = estimate(experiment(tiny_dataset, flash_lite, prompt="cot"), tmp_path)
+    pro = estimate(experiment(tiny_dataset, {**flash_lite, "model": "gemini-2.5-pro"}), tmp_path)
+    assert plain.output_tokens == 12 * 8  # a JSON score
+    assert cot.output_tokens >= 12 * 300  # reasoning first: far above 16 a call
+    assert pro.output_tokens >= 12 * 1000  # thinking by default
+    no_thinking = {**flash_lite, "model": "gemini-2.5-pro", "thinking_budget": 128}
+    assert estimate(experiment(tiny_dataset, no_thinking), tmp_path).output_tokens == 12 * 136
+    joint = estimate(experiment(tiny_dataset, flash_lite, prompt="joint"), tmp_path)
+    assert joint.requests == 3 and joint.output_tokens == 3 * (6 + 8 * 4)
+    assert server.stats()["requests"] == 0
+
+
+def test_max_tokens_bounds_output_and_cost_as_a_range(
+    tmp_path: Path, tiny_dataset: Path, server: FakeServer
+) -> None:
+    block = {"name": "gemini", "model": "gemini-2.5-pro", "base_url": server.url}
+    open_ended = estimate(experiment(tiny_dataset, block), tmp_path)
+    assert open_ended.output_tokens_max is None and open_ended.usd_max is None
+    capped = estimate(experiment(tiny_dataset, {**block, "max_tokens": 2000}), tmp_path)
+    assert capped.output_tokens_max == 12 * 2000
+    assert capped.usd is not None and capped.usd_max is not None
+    assert capped.usd < capped.usd_max
+    tight = estimate(experiment(tiny_dataset, {**block, "max_tokens": 50}), tmp_path)
+    assert tight.output_tokens == tight.output_tokens_max == 12 * 50
+
+
+def test_missing_keys_are_reported_before_anything(
+    tmp_path: Path, tiny_dataset: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    path = tmp_path / "exp.yaml"
+    path.write_text(
+        f"name: keys\ndataset: {tiny_dataset}\nproviders:\n"
+        "  - {name: gemini, model: gemini-2.5-flash}\n"
+        "  - {name: openai-audio, model: gpt-4o-audio-preview}\n"
+        "  - {name: random, model: uniform, inputs: {music: caption}}\n"
+    )
+    args = ["run", str(path), "--dry-run", "--results-dir", str(tmp_path / "res")]
+    result = CliRunner().invoke(app, [*args, "--cache-dir", str(tmp_path / "c")])
+    assert result.exit_code == 0, result.output
+    first_table_line = result.output.index("dry run: nothing was called")
+    warnings = result.output[:first_table_line]
+    assert "missing API key:" in warnings
+    assert "GEMINI_API_KEY" in warnings and "OPENAI_API_KEY" in warnings
+    assert "random" not in warnings
+
+
+def test_summaries_the_cache_holds_count_as_cached(
+    tmp_path: Path, tiny_dataset: Path, server: FakeServer
+) -> None:
+    items = [json.loads(x) for x in (tiny_dataset / "items.jsonl").read_text().splitlines()]
+    for item in items:
+        del item["summary"]
+    (tiny_dataset / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
+    config = experiment(
+        tiny_dataset,
+        {"name": "gemini", "base_url": server.url},
+        inputs={"dialogue": "summary", "music": "audio"},
+    )
+    before = estimate(config, tmp_path)
+    assert before.summaries_to_generate == 3 and before.cached == 0
+    cache = ResponseCache(tmp_path / "cache")
+    asyncio.run(Runner(config, cache=cache, results_dir=tmp_path / "r", show_progress=False).run())
+    cache.close()
+    requests = server.stats()["requests"]
+    after = estimate(config, tmp_path)
+    assert after.summaries_to_generate == 0
+    assert (after.requests, after.cached, after.to_call) == (12, 12, 0)
+    assert server.stats()["requests"] == requests  # the dry run called nothing
