@@ -15,6 +15,7 @@ $(VENV)/.installed-run: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet $(TORCH)
 	$(BIN)/pip install --quiet -e '.[all]'
 	$(BIN)/pip install --quiet --no-deps musicnn==0.1.0
+	$(BIN)/pip install --quiet --no-deps msclap==1.3.4 torchlibrosa==0.1.0
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed-run

@@ -111,6 +111,18 @@ REGISTRY: dict[str, Entry] = {
         "Music Flamingo, local (transformers)",
         "local",
     ),
+    "ms-clap": Entry(
+        "providers.ms_clap:MsClapScorer",
+        "scorer",
+        "Microsoft CLAP (msclap 2022 or 2023) cosine of dialogue text and clip audio, local",
+        "local",
+    ),
+    "paraclap": Entry(
+        "providers.paraclap:ParaClapScorer",
+        "scorer",
+        "ParaCLAP (paralinguistic CLAP) cosine of dialogue text and clip audio, local",
+        "local",
+    ),
     "clap": Entry(
         "providers.clap:ClapScorer",
         "scorer",

@@ -153,6 +153,17 @@ def load_model(model_class: str, settings: LocalSettings) -> Any:
     return model
 
 
+def load_model_weights(model: Any, settings: LocalSettings) -> tuple[Any, Any]:
+    """Put a plain torch module (not a transformers checkpoint) on the settings' device and
+    dtype, in eval mode; returns (device, dtype)."""
+    import torch
+
+    device = torch.device(settings.resolved_device())
+    dtype = getattr(torch, settings.resolved_dtype())
+    model.to(device=device, dtype=dtype).eval()
+    return device, dtype
+
+
 def free_memory() -> None:
     import gc
 

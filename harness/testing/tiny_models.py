@@ -318,6 +318,61 @@ def clap_tokenizer() -> Any:
     return tf.RobertaTokenizer(vocab=vocab, merges=[], model_max_length=64)
 
 
+def tiny_gpt2(directory: Path) -> Path:
+    """A GPT-2 of one small layer over the byte alphabet ('!' is id 0, as in GPT-2), with
+    `<|endoftext|>` (keep "gpt" in the folder name: msclap picks the text path by name)."""
+    tf = hf()
+
+    tokenizer = byte_tokenizer(["<|endoftext|>"], eos="<|endoftext|>", pad="<|endoftext|>")
+    config = tf.GPT2Config(
+        vocab_size=_vocab_size(tokenizer), n_embd=32, n_layer=1, n_head=2, n_positions=256
+    )
+    _seeded()
+    return _save(tf.GPT2Model(config), [tokenizer], directory)
+
+
+def tiny_bert(directory: Path) -> Path:
+    """A BERT of one small layer with a character-level WordPiece vocabulary."""
+    tf = hf()
+
+    chars = "abcdefghijklmnopqrstuvwxyz0123456789.,;:!?'\"-()"
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *chars, *(f"##{c}" for c in chars)]
+    tokenizer = tf.BertTokenizerFast(
+        vocab={token: index for index, token in enumerate(vocab)}, model_max_length=128
+    )
+    config = tf.BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
+    _seeded()
+    return _save(tf.BertModel(config), [tokenizer], directory)
+
+
+def tiny_wav2vec2(directory: Path) -> Path:
+    """A wav2vec 2.0 with two small convolutions and one transformer layer."""
+    tf = hf()
+
+    config = tf.Wav2Vec2Config(
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        conv_dim=(8, 8),
+        conv_kernel=(10, 3),
+        conv_stride=(5, 2),
+        num_conv_pos_embeddings=16,
+        num_conv_pos_embedding_groups=2,
+        do_stable_layer_norm=True,
+        feat_extract_norm="layer",
+    )
+    _seeded()
+    return _save(tf.Wav2Vec2Model(config), [], directory)
+
+
 BUILDERS: dict[str, Callable[[Path], Path]] = {
     "qwen-omni": tiny_qwen_omni,
     "phi4-multimodal": tiny_phi4_multimodal,

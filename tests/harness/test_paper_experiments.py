@@ -51,6 +51,8 @@ def test_table3_covers_every_judge_and_scorer_with_audio_full_and_summary() -> N
         "audio-flamingo-3",
         "music-flamingo",
         "clap",
+        "ms-clap",
+        "paraclap",
         "text-embedding",
     }
     for provider in providers:
