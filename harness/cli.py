@@ -20,6 +20,7 @@ from harness.cli_support import (
 )
 from harness.construct.cli import app as construct_app
 from harness.errors import HarnessError
+from harness.importers.cli import app as import_app
 
 app = typer.Typer(
     help="bgm-judge: evaluate background-music recommendation for dialogues (DialBGM).",
@@ -29,6 +30,7 @@ app = typer.Typer(
     rich_markup_mode="markdown",  # docstrings reflow; [brackets] in help stay literal
 )
 app.add_typer(construct_app, name="construct")
+app.add_typer(import_app, name="import")
 # The group's name before 0.2; kept for one release.
 app.add_typer(construct_app, name="build", hidden=True)
 app.command()(annotate)
@@ -135,7 +137,8 @@ def failure_summary(results: list[RunResult]) -> list[str]:
 def evaluate(
     dataset: Annotated[Path, typer.Option(help="Dataset folder (items.jsonl, clips.jsonl).")],
     predictions: Annotated[
-        Path, typer.Option(help="Predictions JSONL: {item_id, scores, [repeat]} per line.")
+        Path,
+        typer.Option(help="Predictions JSONL: {item_id, scores or ranking, [repeat]} per line."),
     ],
     missing: Annotated[str, typer.Option(help="Missing-score policy: worst or exclude.")] = "worst",
     out: Annotated[Path | None, typer.Option(help="Write the metrics JSON here.")] = None,
@@ -144,9 +147,14 @@ def evaluate(
     check_audio: Annotated[
         bool, typer.Option(help="Check that every clip's audio file is readable.")
     ] = False,
+    at: Annotated[
+        str | None,
+        typer.Option(help="Cut-offs K of hit@K, recall@K, precision@K, ndcg@K, e.g. 1,5,10,20."),
+    ] = None,
 ) -> None:
-    """Compute Hit@1, MRR, nDCG and Kendall's tau-b (tie-aware, with bootstrap CIs) from a
-    predictions file against the dataset's human rankings."""
+    """Compute Hit@1, MRR, nDCG and Kendall's tau-b (tie-aware, with bootstrap CIs), and the
+    @K metrics with --at, from a predictions file (scores or rankings per item) against the
+    dataset's relevance; per item group too when the items carry groups."""
     from harness.dataset import load_dataset
     from harness.evaluation import evaluate_predictions
     from harness.records import read_predictions
@@ -154,6 +162,7 @@ def evaluate(
 
     if missing not in ("worst", "exclude"):
         raise HarnessError(f"--missing must be 'worst' or 'exclude', not {missing!r}")
+    cutoffs = _cutoffs(at)
     data = load_dataset(dataset, check_audio=check_audio)
     preds = read_predictions(predictions, list(data.items))
     evaluation = evaluate_predictions(
@@ -162,12 +171,25 @@ def evaluate(
         missing=missing,  # type: ignore[arg-type]
         n_bootstrap=n_bootstrap,
         seed=seed,
+        at=cutoffs,
     )
-    metrics = evaluation.aggregate.to_json()
+    metrics = evaluation.to_json()
     console.print(rich_table(str(predictions), [(predictions.stem, metrics)]))
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(metrics, indent=2) + "\n")
+
+
+def _cutoffs(at: str | None) -> tuple[int, ...]:
+    if not at:
+        return ()
+    try:
+        cutoffs = tuple(int(k) for k in at.split(","))
+    except ValueError:
+        raise HarnessError(f"--at takes cut-offs such as 1,5,10,20, not {at!r}") from None
+    if any(k < 1 for k in cutoffs):
+        raise HarnessError(f"--at cut-offs must be >= 1, not {at!r}")
+    return cutoffs
 
 
 @app.command()

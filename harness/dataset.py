@@ -170,6 +170,11 @@ class Clip(BaseModel):
         return self.audio is not None
 
     @property
+    def text(self) -> str:
+        """The words that stand for the clip: its caption, else its title."""
+        return self.caption or self.title or ""
+
+    @property
     def path(self) -> Path:
         if self.audio is None:
             raise HarnessError(

@@ -1,13 +1,15 @@
 """The one evaluation path: predictions (from a run's records or from a file) -> one score
-matrix per repeat -> metrics with bootstrap CIs. The runner, `harness evaluate`, the reports
-and the Python API all come through here, so they count repeats the same way: repeats
-0..n-1, where n is the run's `repeats` (or, for a predictions file, one past the highest
-repeat it holds), and a repeat without predictions counts as every score missing."""
+matrix per repeat -> metrics with bootstrap CIs, overall and per item `group`. The runner,
+`harness evaluate`, the reports and the Python API all come through here, so they count
+repeats the same way: repeats 0..n-1, where n is the run's `repeats` (or, for a predictions
+file, one past the highest repeat it holds), and a repeat without predictions counts as
+every score missing."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -28,6 +30,7 @@ class Evaluation:
     aggregate: Aggregate
     matrices: list[ScoreMatrix]  # one per repeat, items in dataset order
     predictions: Predictions
+    groups: dict[str, Aggregate] = field(default_factory=dict)  # per item group, sorted
 
     def mean_scores(self) -> dict[str, FloatArray]:
         """Per item, the mean of each candidate's usable scores over repeats (NaN if none)."""
@@ -42,6 +45,44 @@ class Evaluation:
             )
         return out
 
+    def to_json(self) -> dict[str, Any]:
+        """metrics.json: the overall aggregate, and `groups` (each group's aggregate) when the
+        items carry groups."""
+        out = self.aggregate.to_json()
+        if self.groups:
+            out["groups"] = {name: agg.to_json() for name, agg in self.groups.items()}
+        return out
+
+
+def _rows(matrix: ScoreMatrix, rows: Sequence[int]) -> ScoreMatrix:
+    return ScoreMatrix(
+        [matrix.item_ids[i] for i in rows],
+        [matrix.scores[i] for i in rows],
+        [matrix.relevance[i] for i in rows],
+    )
+
+
+def group_aggregates(
+    items: Sequence[Item],
+    matrices: Sequence[ScoreMatrix],
+    *,
+    merge_groups: Mapping[str, str] | None = None,
+    **options: Any,
+) -> dict[str, Aggregate]:
+    """The aggregate of each group of items (`Item.group`, renamed by `merge_groups`), in
+    name order; none when no item has a group (items without one form `(none)`)."""
+    if not any(item.group for item in items):
+        return {}
+    merge = merge_groups or {}
+    rows: dict[str, list[int]] = {}
+    for row, item in enumerate(items):
+        name = merge.get(item.group or "", item.group or "(none)")
+        rows.setdefault(name, []).append(row)
+    return {
+        name: aggregate([_rows(m, rows[name]) for m in matrices], **options)
+        for name in sorted(rows)
+    }
+
 
 def evaluate_predictions(
     items: Sequence[Item],
@@ -51,12 +92,22 @@ def evaluate_predictions(
     missing: MissingPolicy = "worst",
     n_bootstrap: int = 1000,
     seed: int = 0,
+    at: Sequence[int] = (),
+    merge_groups: Mapping[str, str] | None = None,
 ) -> Evaluation:
-    """Metrics of `predictions` (repeat -> item id -> candidate -> score) against `items`."""
+    """Metrics of `predictions` (repeat -> item id -> candidate -> score) against `items`,
+    with hit@K, recall@K, precision@K and ndcg@K for each K of `at`."""
     n_repeats = repeats if repeats is not None else max(predictions, default=0) + 1
     matrices = [build_matrix(items, predictions.get(r, {})) for r in range(n_repeats)]
-    result = aggregate(matrices, missing=missing, n_bootstrap=n_bootstrap, seed=seed)
-    return Evaluation(result, matrices, predictions)
+    options: dict[str, Any] = {
+        "missing": missing,
+        "n_bootstrap": n_bootstrap,
+        "seed": seed,
+        "at": at,
+    }
+    result = aggregate(matrices, **options)
+    groups = group_aggregates(items, matrices, merge_groups=merge_groups, **options)
+    return Evaluation(result, matrices, predictions, groups)
 
 
 def evaluate_records(
@@ -67,6 +118,8 @@ def evaluate_records(
     missing: MissingPolicy = "worst",
     n_bootstrap: int = 1000,
     seed: int = 0,
+    at: Sequence[int] = (),
+    merge_groups: Mapping[str, str] | None = None,
 ) -> Evaluation:
     """Metrics of a run's records (a candidate scored by several calls gets their mean)."""
     return evaluate_predictions(
@@ -76,6 +129,8 @@ def evaluate_records(
         missing=missing,
         n_bootstrap=n_bootstrap,
         seed=seed,
+        at=at,
+        merge_groups=merge_groups,
     )
 
 

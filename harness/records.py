@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from harness.dataset import Item
 from harness.errors import DatasetError
@@ -108,16 +108,37 @@ def predictions_from_records(records: Iterable[Record]) -> Predictions:
     return dict(seen)
 
 
+def scores_from_ranking(ranking: Sequence[str], candidates: Sequence[str]) -> dict[str, float]:
+    """The one conversion of a ranked list (best first, any length) into scores: the listed
+    candidates in that order above every unlisted one, the unlisted tied below them
+    (n-1, n-2, ... for the listed, n-1-len(ranking) for the rest; n = len(candidates))."""
+    n = len(candidates)
+    below = float(n - 1 - len(ranking))
+    position = {cid: i for i, cid in enumerate(ranking)}
+    return {cid: float(n - 1 - position[cid]) if cid in position else below for cid in candidates}
+
+
 class PredictionLine(BaseModel):
+    """One line of a predictions file: `scores`, or a `ranking` (best first, any length)."""
+
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     item_id: str
-    scores: dict[str, float | None]
+    scores: dict[str, float | None] | None = None
+    ranking: list[str] | None = None
     repeat: int = Field(default=0, ge=0)
 
+    @model_validator(mode="after")
+    def _one_form(self) -> PredictionLine:
+        if (self.scores is None) == (self.ranking is None):
+            raise ValueError("give either 'scores' or 'ranking'")
+        return self
 
-def read_predictions(path: Path, items: list[Item]) -> Predictions:
-    """A predictions JSONL (DESIGN.md format); errors name the file, line and reason."""
-    known = {item.id: set(item.candidates) for item in items}
+
+def read_predictions(path: Path, items: Sequence[Item]) -> Predictions:
+    """A predictions JSONL, one line per item: `{"item_id", "scores": {candidate: score or
+    null}}` or `{"item_id", "ranking": [candidate, ...]}` (see `scores_from_ranking`), with an
+    optional `repeat`; errors name the file, line and reason."""
+    candidates = {item.id: item.candidates for item in items}
     predictions: Predictions = defaultdict(dict)
     if not path.is_file():
         raise DatasetError(path, None, "predictions file not found")
@@ -130,11 +151,13 @@ def read_predictions(path: Path, items: list[Item]) -> Predictions:
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"])
-                reason = f"{where}: {first['msg']}" if where else first["msg"]
+                message = first["msg"].removeprefix("Value error, ")
+                reason = f"{where}: {message}" if where else message
                 raise DatasetError(path, line_no, reason) from None
-            if pred.item_id not in known:
+            if pred.item_id not in candidates:
                 raise DatasetError(path, line_no, f"unknown item id {pred.item_id!r}")
-            unknown = sorted(set(pred.scores) - known[pred.item_id])
+            named = pred.scores if pred.scores is not None else pred.ranking or []
+            unknown = sorted(set(named) - set(candidates[pred.item_id]))
             if unknown:
                 raise DatasetError(
                     path, line_no, f"unknown candidate id(s) {unknown} for {pred.item_id}"
@@ -143,7 +166,14 @@ def read_predictions(path: Path, items: list[Item]) -> Predictions:
                 raise DatasetError(
                     path, line_no, f"second prediction for {pred.item_id} (repeat {pred.repeat})"
                 )
-            predictions[pred.repeat][pred.item_id] = pred.scores
+            if pred.ranking is not None:
+                repeated = sorted(c for c, n in Counter(pred.ranking).items() if n > 1)
+                if repeated:
+                    raise DatasetError(path, line_no, f"ranking lists {repeated} more than once")
+                scores = scores_from_ranking(pred.ranking, candidates[pred.item_id])
+                predictions[pred.repeat][pred.item_id] = dict(scores)
+            else:
+                predictions[pred.repeat][pred.item_id] = pred.scores or {}
     return dict(predictions)
 
 

@@ -20,10 +20,10 @@ from harness.records import Record
 from harness.report.analysis import Analysis
 from harness.report.loading import RunData
 from harness.report.tables import (
-    COMPARISON_HEADER,
     PAIRED_HEADER,
     POSITION_HEADER,
     agreement_rows,
+    comparison_header,
     comparison_rows,
     paired_rows,
     position_bias_rows,
@@ -124,12 +124,13 @@ def item_views(runs: list[RunData], out_dir: Path, *, embed_audio: bool) -> list
                 text = "n/a" if not np.isfinite(value) else f"{value:.3g}"
                 cells.append(Cell(text, top, single))
             clip = reference.clips.get(cid)
+            heard = clip if clip is not None and clip.has_audio else None  # not a text-only one
             candidates.append(
                 CandidateView(
                     id=cid,
-                    caption=clip.caption if clip else "",
-                    audio_src=audio_source(clip, out_dir, embed=embed_audio) if clip else None,
-                    audio_type=audio_type(clip.path) if clip else "audio/wav",
+                    caption=clip.text if clip else "",
+                    audio_src=audio_source(heard, out_dir, embed=embed_audio) if heard else None,
+                    audio_type=audio_type(heard.path) if heard else "audio/wav",
                     human_rank=ranking.index(cid) + 1 if cid in ranking else None,
                     cells=cells,
                 )
@@ -180,7 +181,7 @@ def render_html(
         "title": title,
         "runs": analysis.runs,
         "baseline": analysis.baseline.label if analysis.baseline else None,
-        "comparison": _compact(COMPARISON_HEADER, comparison_rows(analysis.runs)),
+        "comparison": _compact(comparison_header(analysis.runs), comparison_rows(analysis.runs)),
         "paired": (PAIRED_HEADER, paired_rows(analysis)) if analysis.baseline else None,
         "agreement": (["", *analysis.agreement.labels], agreement_rows(analysis)),
         "position": (POSITION_HEADER, position_bias_rows(analysis))

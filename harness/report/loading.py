@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,6 +33,14 @@ class RunData:
     aggregate: Aggregate
     scores: dict[str, FloatArray]  # item id -> mean score over repeats, candidate order
     score: Literal["greedy", "expected"] = "greedy"  # which score the metrics are of
+    groups: dict[str, Aggregate] = field(default_factory=dict)  # per item group
+
+    def metrics_json(self) -> dict[str, Any]:
+        """The run's metrics as metrics.json holds them, `groups` included."""
+        out = self.aggregate.to_json()
+        if self.groups:
+            out["groups"] = {name: agg.to_json() for name, agg in self.groups.items()}
+        return out
 
     @property
     def provider(self) -> dict[str, Any]:
@@ -48,7 +56,8 @@ class RunData:
     @property
     def inputs(self) -> str:
         inputs = self.config.get("inputs") or {}
-        return f"{inputs.get('dialogue', 'full')}/{inputs.get('music', 'audio')}"
+        shown = f"{inputs.get('dialogue', 'full')}/{inputs.get('music', 'audio')}"
+        return shown + ("+context audio" if inputs.get("context_audio") else "")
 
     @property
     def parse_failures(self) -> int:
@@ -118,6 +127,7 @@ def load_run(
         swapped = expected_score_records(records)
         if swapped is not None:
             evaluated, used = swapped, "expected"
+    metrics = config.get("metrics") or {}
     evaluation = evaluate_records(
         data.items,
         evaluated,
@@ -125,6 +135,8 @@ def load_run(
         missing=config.get("missing", "worst"),
         n_bootstrap=int(config.get("n_bootstrap") or 1000),
         seed=int(config.get("seed") or 0),
+        at=tuple(metrics.get("at") or ()),
+        merge_groups=metrics.get("merge_groups") or {},
     )
     return RunData(
         path=path,
@@ -136,6 +148,7 @@ def load_run(
         aggregate=evaluation.aggregate,
         scores=evaluation.mean_scores(),
         score=used,
+        groups=evaluation.groups,
     )
 
 

@@ -8,7 +8,13 @@ from typing import Any
 
 from harness.human_ceiling import HUMAN_ROW
 from harness.pricing import cost_line
-from harness.report.formatting import HEADER, markdown_table, metric_rows
+from harness.report.formatting import (
+    group_rows,
+    markdown_table,
+    metric_header,
+    metric_rows,
+    shown_metrics,
+)
 
 
 def write_run_report(
@@ -24,15 +30,28 @@ def write_run_report(
         f"# {config.name}",
         "",
         f"- provider: `{provider.name}`, model `{provider.model or 'default'}`",
-        f"- prompt: `{config.prompt}`; inputs: dialogue `{config.inputs.dialogue}`, music `{config.inputs.music}`",
+        f"- prompt: `{config.prompt}`; inputs: dialogue `{config.inputs.dialogue}`, music `{config.inputs.music}`"
+        + (", the item's context audio" if config.inputs.context_audio else ""),
         f"- dataset: `{config.dataset}`; repeats: {config.repeats}; missing scores: `{metrics['missing_policy']}`",
+    ]
+    if config.rerank is not None:
+        lines.append(
+            f"- reranks the top {config.rerank.top} of `{config.rerank.retriever.name}` "
+            f"(model `{config.rerank.retriever.model or 'default'}`)"
+        )
+    lines += [
         "",
-        markdown_table(HEADER, metric_rows(_rows(config.name, metrics) + human_rows(human))),
+        markdown_table(
+            metric_header(_names(metrics)),
+            metric_rows(_rows(config.name, metrics) + human_rows(human), _names(metrics)),
+        ),
         "",
         "Means with 95% percentile-bootstrap CIs over items"
         + (" (± std across repeats)." if config.repeats > 1 else ".")
+        + _without_relevant(metrics)
         + (HUMAN_NOTE if human is not None else ""),
         "",
+        *_group_section([(config.name, metrics)], "group"),
         f"Calls: {stats['calls']} ({stats['cache_hits']} from cache, {stats['model_calls']} to the model, "
         f"{stats['retries']} retries); failed: {stats['errors']}; unparsable answers: "
         f"{stats['parse_failures']}; tokens in/out: {stats['input_tokens']}/{stats['output_tokens']}.",
@@ -71,13 +90,34 @@ def human_rows(human: Mapping[str, Any] | None) -> list[tuple[str, Mapping[str, 
     return [(HUMAN_ROW, {**human, "coverage": None})]
 
 
+def _names(metrics: Mapping[str, Any]) -> list[str]:
+    return shown_metrics([metrics])
+
+
+def _without_relevant(metrics: Mapping[str, Any]) -> str:
+    n = metrics.get("n_items_without_relevant") or 0
+    return f" {n} item(s) without any relevant candidate count as 0 on every metric." if n else ""
+
+
+def _group_section(runs: Sequence[tuple[str, Mapping[str, Any]]], first: str) -> list[str]:
+    """`## Per group` with one row per group (per run and group in a comparison)."""
+    rows = group_rows(runs)
+    if not rows:
+        return []
+    names = shown_metrics(m for _, m in runs)
+    return ["## Per group", "", markdown_table(metric_header(names, first), rows), ""]
+
+
 def write_comparison(
     path: Path,
     title: str,
     runs: Sequence[tuple[str, Mapping[str, Any]]],
     human: Mapping[str, Any] | None = None,
 ) -> None:
-    body = [f"# {title}", "", markdown_table(HEADER, metric_rows([*runs, *human_rows(human)])), ""]
+    names = shown_metrics(m for _, m in runs)
+    rows = metric_rows([*runs, *human_rows(human)], names)
+    body = [f"# {title}", "", markdown_table(metric_header(names), rows), ""]
     if human is not None:
         body += [HUMAN_NOTE.strip(), ""]
+    body += _group_section(runs, "run / group")
     path.write_text("\n".join(body))

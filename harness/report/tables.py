@@ -10,9 +10,17 @@ import numpy as np
 from rich.table import Table
 
 from harness.human_ceiling import HUMAN_ROW
-from harness.metrics import METRIC_NAMES, Aggregate
+from harness.metrics import METRIC_NAMES, Aggregate, MetricSummary
 from harness.report.analysis import Analysis
-from harness.report.formatting import METRIC_LABELS, format_metric, markdown_table, percent
+from harness.report.formatting import (
+    format_metric,
+    group_rows,
+    markdown_table,
+    metric_header,
+    metric_label,
+    percent,
+    shown_metrics,
+)
 from harness.report.loading import RunData
 from harness.report.run_report import HUMAN_NOTE
 from harness.stats import PairedDifference
@@ -37,24 +45,31 @@ def _tokens(stats: Mapping[str, Any]) -> str:
     return f"{stats.get('input_tokens', 0)}/{stats.get('output_tokens', 0)}"
 
 
-COMPARISON_HEADER = [
-    "run",
-    "provider",
-    "model",
-    "prompt",
-    "inputs",
-    *(METRIC_LABELS[m] for m in METRIC_NAMES),
-    "items",
-    "coverage",
-    "tie rate",
-    "parse failures",
-    "calls",
-    "tokens in/out",
-    "est. cost",
-]
+def table_metrics(runs: Sequence[RunData], *, compact: bool = False) -> list[str]:
+    """The metric columns of the comparison (see `shown_metrics`)."""
+    return shown_metrics((run.aggregate.to_json() for run in runs), compact=compact)
 
 
-def comparison_rows(runs: Sequence[RunData]) -> list[list[str]]:
+def comparison_header(runs: Sequence[RunData], *, compact: bool = False) -> list[str]:
+    return [
+        "run",
+        "provider",
+        "model",
+        "prompt",
+        "inputs",
+        *map(metric_label, table_metrics(runs, compact=compact)),
+        "items",
+        "coverage",
+        "tie rate",
+        "parse failures",
+        "calls",
+        "tokens in/out",
+        "est. cost",
+    ]
+
+
+def comparison_rows(runs: Sequence[RunData], *, compact: bool = False) -> list[list[str]]:
+    names = table_metrics(runs, compact=compact)
     rows = []
     for run in runs:
         metrics = run.aggregate.to_json()
@@ -67,7 +82,7 @@ def comparison_rows(runs: Sequence[RunData]) -> list[list[str]]:
                 str(run.provider.get("model") or "default"),
                 run.prompt,
                 run.inputs,
-                *(format_metric(summaries.get(m)) for m in METRIC_NAMES),
+                *(format_metric(summaries.get(m)) for m in names),
                 str(run.aggregate.n_items),
                 percent(run.aggregate.coverage),
                 percent(run.aggregate.tie_rate),
@@ -80,8 +95,9 @@ def comparison_rows(runs: Sequence[RunData]) -> list[list[str]]:
     return rows
 
 
-def human_row(human: Aggregate) -> list[str]:
-    """The human ceiling as a comparison row (cells that do not apply say so)."""
+def human_row(human: Aggregate, names: Sequence[str]) -> list[str]:
+    """The human ceiling as a comparison row of the metric columns `names` (cells that do
+    not apply say so)."""
     metrics: dict[str, Any] = human.to_json()["metrics"]  # type: ignore[assignment]
     return [
         HUMAN_ROW,
@@ -89,7 +105,7 @@ def human_row(human: Aggregate) -> list[str]:
         "annotators",
         "n/a",
         "n/a",
-        *(format_metric(metrics.get(m)) for m in METRIC_NAMES),
+        *(format_metric(metrics.get(m)) for m in names),
         str(human.n_items),
         "n/a",
         percent(human.tie_rate),
@@ -101,7 +117,9 @@ def human_row(human: Aggregate) -> list[str]:
 
 
 def comparison_csv_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
-    """The comparison table with plain numbers (for pandas, spreadsheets)."""
+    """The comparison table with plain numbers (for pandas, spreadsheets): every metric any
+    run reports (empty where a run does not)."""
+    names = list(dict.fromkeys(name for run in runs for name in run.aggregate.metrics))
     out = []
     for run in runs:
         row: dict[str, Any] = {
@@ -116,8 +134,8 @@ def comparison_csv_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
             "repeats": run.aggregate.n_repeats,
             "n_items": run.aggregate.n_items,
         }
-        for name in METRIC_NAMES:
-            summary = run.aggregate.metrics[name]
+        for name in names:
+            summary = run.aggregate.metrics.get(name) or MetricSummary(None, None)
             low, high = summary.ci95 or (None, None)
             row |= {
                 f"{name}_mean": summary.mean,
@@ -174,7 +192,7 @@ def paired_rows(analysis: Analysis) -> list[list[str]]:
             rows.append(
                 [
                     label,
-                    METRIC_LABELS.get(name, name),
+                    metric_label(name),
                     str(diff.n_items),
                     "n/a" if empty else f"{diff.run_mean:.3f}",
                     "n/a" if empty else f"{diff.baseline_mean:.3f}",
@@ -266,9 +284,13 @@ def comparison_markdown(analysis: Analysis, title: str = "comparison") -> str:
         f"# {title}",
         "",
         markdown_table(
-            COMPARISON_HEADER,
+            comparison_header(analysis.runs),
             comparison_rows(analysis.runs)
-            + ([human_row(analysis.human)] if analysis.human is not None else []),
+            + (
+                [human_row(analysis.human, table_metrics(analysis.runs))]
+                if analysis.human is not None
+                else []
+            ),
         ),
         "",
         "Means with 95% percentile-bootstrap CIs over items"
@@ -283,6 +305,15 @@ def comparison_markdown(analysis: Analysis, title: str = "comparison") -> str:
             "Scores: each judge's expected score (probability-weighted over the admissible "
             f"score strings) for {', '.join(expected)}; greedy scores for the other runs."
         )
+    groups = [(run.label, run.metrics_json()) for run in analysis.runs]
+    if any(run.groups for run in analysis.runs):
+        names = table_metrics(analysis.runs)
+        lines += [
+            "",
+            "## Per group",
+            "",
+            markdown_table(metric_header(names, "run / group"), group_rows(groups, names)),
+        ]
     if analysis.baseline is not None:
         lines += [
             "",
@@ -320,17 +351,20 @@ def comparison_rich_table(
     table = Table(title=title, title_justify="left")
     # The run name carries provider, model, prompt and inputs; comparison.md has every column.
     skip = {"provider", "model", "prompt", "inputs", "tie rate", "calls", "tokens in/out"}
-    keep = [i for i, column in enumerate(COMPARISON_HEADER) if column not in skip]
+    header = comparison_header(runs, compact=True)
+    keep = [i for i, column in enumerate(header) if column not in skip]
     for i in keep:
         first = i == 0
         table.add_column(
-            COMPARISON_HEADER[i],
+            header[i],
             justify="left" if first else "right",
             no_wrap=not first,
             overflow="fold" if first else "ellipsis",
             min_width=24 if first else None,
         )
-    rows = comparison_rows(runs) + ([human_row(human)] if human is not None else [])
+    rows = comparison_rows(runs, compact=True)
+    if human is not None:
+        rows.append(human_row(human, table_metrics(runs, compact=True)))
     for row in rows:
         # The CI goes under the mean so that run names keep their room.
         table.add_row(*(row[i].replace(" [", "\n[") for i in keep))

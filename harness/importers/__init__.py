@@ -1,0 +1,2 @@
+"""Importers: other benchmarks' releases turned into the dataset folder format
+(`harness import NAME SRC --out DIR`)."""

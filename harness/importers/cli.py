@@ -1,0 +1,48 @@
+"""`harness import`: one subcommand per benchmark release."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harness.cli_support import console, user_errors
+
+app = typer.Typer(
+    help="Turn another benchmark's release into a dataset folder.",
+    no_args_is_help=True,
+    rich_markup_mode="markdown",
+)
+
+
+@app.command()
+@user_errors
+def musicrs(
+    source: Annotated[
+        Path, typer.Argument(help="The MusiCRS JSONL (musicrs_100_candidates.jsonl).")
+    ],
+    out: Annotated[Path, typer.Option(help="Dataset folder to write.")],
+    audio: Annotated[
+        Path | None,
+        typer.Option(help="Folder of downloaded thread audio, one subfolder per thread name."),
+    ] = None,
+    only_with_audio: Annotated[
+        bool, typer.Option(help="Keep only the threads that have audio under --audio.")
+    ] = False,
+) -> None:
+    """One item per Reddit thread: the query, the thread text, the subreddit as group, the
+    candidate song titles as text-only clips and the gold titles as `relevant`."""
+    from harness.importers.musicrs import import_musicrs
+
+    summary = import_musicrs(source, out, audio=audio, only_with_audio=only_with_audio)
+    console.print(
+        f"[bold]MusiCRS[/] -> {out}: {summary.n_items} items, {summary.n_clips} clips, "
+        f"{summary.n_candidates} candidates, {summary.n_relevant} gold "
+        f"({summary.n_items_without_relevant} items without gold, "
+        f"{summary.n_items_with_audio} with context audio)",
+        highlight=False,
+        soft_wrap=True,
+    )
+    groups = ", ".join(f"{name} {n}" for name, n in summary.groups.most_common())
+    console.print(f"  groups: {groups}", highlight=False, soft_wrap=True)

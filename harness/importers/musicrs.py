@@ -1,0 +1,187 @@
+"""The MusiCRS release (Surana et al. 2025, CC BY 4.0) as a dataset folder.
+
+One item per Reddit thread: id = the thread's `name`, `query` (the LLM-rewritten request),
+the thread text (`combined_text`) as a one-turn dialogue, `group` = `source_subreddit`,
+candidates = `final_candidates` as text-only clips (a `title`, no audio) and `relevant` =
+`limited_gt`. A song title is one clip wherever it appears: its id is a hash of the title as
+written, so the same string in two threads is the same clip. Titles are not normalised into
+one clip: MusiCRS's own popularity baseline counts titles as written, and a few threads list
+two spellings of one song ("Eternal Triangle" and "\"eternal triangle\""), which would
+otherwise become one candidate listed twice.
+
+Gold titles are matched to candidates with MusiCRS's normalisation (lowercase, strip,
+curly quotes to straight ones, strip surrounding quotes, spaces and tabs); a gold title that
+matches no candidate is an error. With `audio`, a folder holding one subfolder per thread
+(`<audio>/<name>/*.wav`, the layout MusiCRS's download script writes), each thread's files
+become its `context_audio`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness.dataset import load_dataset, read_jsonl
+from harness.errors import DatasetError, HarnessError
+
+AUDIO_SUFFIXES = frozenset({".wav", ".flac", ".ogg", ".mp3", ".aiff", ".aif"})
+SOURCE = "MusiCRS (Surana et al. 2025, https://github.com/rohan2810/MusiCRS), CC BY 4.0"
+
+
+class Thread(BaseModel):
+    """The fields of a MusiCRS line that the import reads (the others are ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+    name: str = Field(min_length=1)
+    query: str = Field(min_length=1)
+    combined_text: str = ""
+    source_subreddit: str = Field(min_length=1)
+    final_candidates: list[str] = Field(min_length=2)
+    limited_gt: list[str]
+    url: str | None = None
+
+
+def normalise_title(title: str) -> str:
+    """MusiCRS's matching key: lowercase, strip, curly quotes made straight, then
+    surrounding double quotes, spaces and tabs removed."""
+    text = title.lower().strip()
+    text = text.replace("\u2018", "'").replace("\u2019", "'")
+    text = text.replace("\u201c", '"').replace("\u201d", '"')
+    return text.strip('" \t')
+
+
+def clip_id(title: str) -> str:
+    """A stable id for a song title as written (the same in every import and thread)."""
+    return "song-" + hashlib.sha256(title.encode("utf-8")).hexdigest()[:12]
+
+
+@dataclass
+class ImportSummary:
+    n_items: int = 0
+    n_candidates: int = 0  # candidate slots over all items
+    n_clips: int = 0  # distinct titles
+    n_relevant: int = 0
+    n_items_without_relevant: int = 0
+    n_items_with_audio: int = 0
+    n_duplicate_candidates: int = 0  # repeated titles within a thread, dropped
+    groups: Counter[str] = field(default_factory=Counter)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.__dict__, "groups": dict(self.groups.most_common())}
+
+
+def _thread_audio(audio_root: Path, name: str, out: Path) -> list[str]:
+    folder = audio_root / name
+    if not folder.is_dir():
+        return []
+    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in AUDIO_SUFFIXES)
+    return [os.path.relpath(p.resolve(), out.resolve()) for p in files]
+
+
+def _item(
+    thread: Thread, line: int, source: Path, titles: dict[str, str], summary: ImportSummary
+) -> dict[str, Any]:
+    candidates: list[str] = []
+    by_key: dict[str, list[str]] = {}
+    for title in thread.final_candidates:
+        cid = clip_id(title)
+        if titles.setdefault(cid, title) != title:
+            raise DatasetError(source, line, f"two titles share the id {cid}: choose another hash")
+        if cid in candidates:
+            summary.n_duplicate_candidates += 1
+            continue
+        candidates.append(cid)
+        by_key.setdefault(normalise_title(title), []).append(cid)
+    relevant: list[str] = []
+    for gold in thread.limited_gt:
+        matches = by_key.get(normalise_title(gold))
+        if not matches:
+            raise DatasetError(
+                source, line, f"limited_gt title {gold!r} is not among final_candidates"
+            )
+        relevant += [cid for cid in matches if cid not in relevant]
+    item: dict[str, Any] = {"id": thread.name, "query": thread.query}
+    if thread.combined_text.strip():
+        item["dialogue"] = [{"speaker": "thread", "text": thread.combined_text.strip()}]
+    item |= {"group": thread.source_subreddit, "candidates": candidates, "relevant": relevant}
+    if thread.url:
+        item["url"] = thread.url
+    return item
+
+
+def import_musicrs(
+    source: Path, out: Path, *, audio: Path | None = None, only_with_audio: bool = False
+) -> ImportSummary:
+    """Write `out/items.jsonl`, `out/clips.jsonl` and `out/README.md` from the MusiCRS
+    JSONL at `source`, then load the folder back to validate it."""
+    if audio is not None and not audio.is_dir():
+        raise HarnessError(f"--audio {audio}: folder not found")
+    if only_with_audio and audio is None:
+        raise HarnessError("--only-with-audio needs --audio DIR")
+    summary = ImportSummary()
+    titles: dict[str, str] = {}
+    items: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    out.mkdir(parents=True, exist_ok=True)
+    for line, row in read_jsonl(source):
+        try:
+            thread = Thread.model_validate(row)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise DatasetError(source, line, f"{where}: {first['msg']}") from None
+        if thread.name in seen:
+            raise DatasetError(source, line, f"second thread named {thread.name!r}")
+        seen.add(thread.name)
+        item = _item(thread, line, source, titles, summary)
+        context = _thread_audio(audio, thread.name, out) if audio is not None else []
+        if context:
+            item["context_audio"] = context
+            summary.n_items_with_audio += 1
+        elif only_with_audio:
+            continue
+        items.append(item)
+    if not items:
+        raise DatasetError(source, None, "no threads to import")
+    used = {cid for item in items for cid in item["candidates"]}
+    clips = [{"id": cid, "title": title} for cid, title in titles.items() if cid in used]
+    for item in items:
+        summary.n_items += 1
+        summary.n_candidates += len(item["candidates"])
+        summary.n_relevant += len(item["relevant"])
+        summary.n_items_without_relevant += not item["relevant"]
+        summary.groups[item["group"]] += 1
+    summary.n_clips = len(clips)
+    _write_jsonl(out / "items.jsonl", items)
+    _write_jsonl(out / "clips.jsonl", clips)
+    (out / "README.md").write_text(_readme(source, summary), encoding="utf-8")
+    load_dataset(out, check_audio=audio is not None)
+    return summary
+
+
+def _write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    tmp = path.with_suffix(".jsonl.tmp")
+    with tmp.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
+
+
+def _readme(source: Path, summary: ImportSummary) -> str:
+    return (
+        "# MusiCRS, imported\n\n"
+        f"Imported by `harness import musicrs` from `{source.name}`.\n"
+        f"Source: {SOURCE}. Redistribution must keep this attribution.\n\n"
+        f"{summary.n_items} threads, {summary.n_clips} distinct song titles, "
+        f"{summary.n_candidates} candidates and {summary.n_relevant} gold titles in all; "
+        f"{summary.n_items_without_relevant} threads without gold; "
+        f"{summary.n_items_with_audio} with context audio.\n"
+    )
