@@ -9,16 +9,26 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from harness.context_audio import ContextAudioBudget
 from harness.errors import ConfigError
 from harness.metrics import MissingPolicy
-from harness.types import ProviderConfig
+from harness.types import BASE_FIELDS, ProviderConfig
 from providers import REGISTRY, ProviderBlock, provider_options
 
 
@@ -28,9 +38,50 @@ def provider_config(name: str, **options: Any) -> ProviderConfig:
 
 
 class Inputs(BaseModel):
+    """What a model is given: the query side (the dialogue in full, its summary, the item's
+    text `query`, or nothing; plus the item's own `context_audio`) and the candidates (their
+    audio, or their caption/title)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
-    dialogue: Literal["full", "summary"] = "full"
+    dialogue: Literal["full", "summary", "query", "none"] = "full"
     music: Literal["audio", "caption"] = "audio"
+    context_audio: bool = False
+
+    @model_validator(mode="after")
+    def _something_to_go_on(self) -> Inputs:
+        if self.dialogue == "none" and not self.context_audio:
+            raise ValueError("dialogue: none needs context_audio: true (nothing on the query side)")
+        return self
+
+    @property
+    def label(self) -> str:
+        """How run names and reports show the inputs (`query_caption_context-audio`)."""
+        parts = [self.dialogue, self.music] + (["context-audio"] if self.context_audio else [])
+        return "_".join(parts)
+
+
+class MetricsOptions(BaseModel):
+    """`metrics:` block: the cut-offs K of hit@K, recall@K, precision@K and ndcg@K, and
+    groups merged in the per-group breakdown (e.g. a small subreddit into a larger one)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    at: tuple[int, ...] = ()
+    merge_groups: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("at")
+    @classmethod
+    def _positive(cls, at: tuple[int, ...]) -> tuple[int, ...]:
+        if any(k < 1 for k in at):
+            raise ValueError(f"cut-offs must be >= 1, not {list(at)}")
+        return tuple(sorted(set(at)))
+
+
+class RerankOptions(BaseModel):
+    """`rerank:` block: a scorer ranks every candidate, the judge orders only its `top`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    retriever: ProviderBlock
+    top: int = Field(default=20, ge=2)
 
 
 class _Common(BaseModel):
@@ -47,6 +98,16 @@ class _Common(BaseModel):
         default=None,
         description="judge that writes missing summaries (default: the run's provider)",
     )
+    metrics: MetricsOptions = MetricsOptions()
+    context_audio_budget: ContextAudioBudget = ContextAudioBudget()
+    rerank: RerankOptions | None = None
+
+    @field_validator("rerank")
+    @classmethod
+    def _retriever_is_a_scorer(cls, rerank: RerankOptions | None) -> RerankOptions | None:
+        if rerank is not None and REGISTRY[rerank.retriever.name].kind != "scorer":
+            raise ValueError(f"rerank.retriever must be a scorer, not {rerank.retriever.name!r}")
+        return rerank
 
 
 class ExperimentConfig(_Common):
@@ -63,6 +124,12 @@ class ExperimentConfig(_Common):
     def kind(self) -> Literal["judge", "scorer"]:
         return REGISTRY[self.provider.name].kind
 
+    @model_validator(mode="after")
+    def _rerank_needs_a_judge(self) -> ExperimentConfig:
+        if self.rerank is not None and self.kind != "judge":
+            raise ValueError("rerank: the run's provider must be a judge (it reorders the top)")
+        return self
+
 
 class SweepConfig(_Common):
     providers: list[ProviderBlock] = Field(min_length=1)
@@ -73,7 +140,9 @@ class SweepConfig(_Common):
 
     def expand(self) -> list[ExperimentConfig]:
         runs = []
-        common = self.model_dump(exclude={"providers", "prompts", "inputs", "name", "summarizer"})
+        common = self.model_dump(
+            exclude={"providers", "prompts", "inputs", "name", "summarizer", "rerank"}
+        )
         pins = self._pins or [None] * len(self.providers)
         seen: set[tuple[str, str, Inputs]] = set()
         for (provider, pin), prompt, entry_inputs in itertools.product(
@@ -92,8 +161,7 @@ class SweepConfig(_Common):
                 provider.name,
                 model,
                 prompt if kind == "judge" else None,
-                inputs.dialogue,
-                inputs.music,
+                inputs.label,
             ]
             runs.append(
                 ExperimentConfig(
@@ -101,17 +169,34 @@ class SweepConfig(_Common):
                     name="_".join(p for p in parts if p),
                     provider=provider,
                     summarizer=self.summarizer,
+                    rerank=self.rerank if kind == "judge" else None,
                     prompt=prompt,
                     inputs=inputs,
                     sweep=self.name,
                 )
             )
+        runs = _distinct_names(runs)
         names = [r.name for r in runs]
         if len(set(names)) != len(names):
             raise ValueError(
                 "two runs of the sweep get the same name: give the providers distinct models"
             )
         return runs
+
+
+def _distinct_names(runs: list[ExperimentConfig]) -> list[ExperimentConfig]:
+    """Runs whose names collide (one provider listed with different options of its own, such
+    as popularity's tie_break) get those options in their names: `..._tie_break-order`."""
+    counts = Counter(run.name for run in runs)
+    out = []
+    for run in runs:
+        if counts[run.name] > 1:
+            own = run.provider.model_dump(exclude=set(BASE_FIELDS), exclude_unset=True)
+            label = "_".join(f"{k}-{v}" for k, v in sorted(own.items()) if isinstance(v, str | int))
+            if label:
+                run = run.model_copy(update={"name": f"{run.name}_{label}"})
+        out.append(run)
+    return out
 
 
 def _field_of(exc: ValidationError) -> tuple[str, str]:
@@ -127,6 +212,10 @@ def _validate_blocks(raw: dict[str, Any], path: Path) -> tuple[dict[str, Any], l
     for field in ("provider", "summarizer"):
         if isinstance(raw.get(field), Mapping):
             raw[field] = provider_options(raw[field], source=path, field=field)
+    rerank = raw.get("rerank")
+    if isinstance(rerank, Mapping) and isinstance(rerank.get("retriever"), Mapping):
+        retriever = provider_options(rerank["retriever"], source=path, field="rerank.retriever")
+        raw["rerank"] = {**rerank, "retriever": retriever}
     pins: list[Any] = []
     entries = raw.get("providers")
     if isinstance(entries, list):
@@ -200,10 +289,18 @@ def _check_prompts(path: Path, runs: list[ExperimentConfig]) -> None:
             check_options(run.prompt_options)
         except HarnessError as exc:
             raise ConfigError(path, "prompt_options", str(exc)) from None
+        field = "prompts" if run.sweep is not None else "prompt"
         if run.prompt not in VARIANTS:
-            field = "prompts" if run.sweep is not None else "prompt"
             reason = f"unknown prompt variant {run.prompt!r} (known: {', '.join(VARIANTS)})"
             raise ConfigError(path, field, reason)
+        if run.kind == "scorer" and run.inputs.context_audio:
+            reason = "inputs.context_audio goes to judges only; pin this scorer's inputs"
+            raise ConfigError(path, f"{run.provider.name} ({run.name})", reason)
+        if run.kind == "judge":
+            try:
+                VARIANTS[run.prompt].check_inputs(run.inputs.dialogue, run.inputs.context_audio)
+            except HarnessError as exc:
+                raise ConfigError(path, field, str(exc)) from None
 
 
 def _as_list(value: Any) -> list[Any]:

@@ -35,6 +35,7 @@ from harness.dataset import Dataset
 from harness.pricing import PRICES_AS_OF, Price, price_for
 from harness.runner import Runner
 from harness.summaries import cached_summary, summarizer_for, summary_request
+from harness.sync import run_coroutine
 from harness.types import AudioRef, ChatRequest, ProviderConfig
 
 CHARS_PER_TOKEN = 4
@@ -135,6 +136,7 @@ def estimate_run(runner: Runner, output_tokens: int | None = None, write: bool =
     config = runner.config
     provider = runner.provider
     dataset, summaries = _with_summaries(runner, runner.dataset())
+    run_coroutine(runner.prepare_plan(dataset))  # a rerank's retriever is a local scorer
     calls = runner.prepare(dataset)
     per_second = float(getattr(provider, "audio_tokens_per_second", 0.0))
     variant = runner.plan.variant

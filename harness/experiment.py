@@ -30,7 +30,7 @@ def run_all(
     for config in configs:
         runner = Runner(config, cache=cache, results_dir=results_dir, show_progress=show_progress)
         results.append(run_coroutine(runner.run()))
-    rows: list[tuple[str, Any]] = [(r.config.name, r.aggregate.to_json()) for r in results]
+    rows: list[tuple[str, Any]] = [(r.config.name, r.metrics_json()) for r in results]
     human = next((r.human.to_json() for r in results if r.human is not None), None)
     sweep = configs[0].sweep if configs else None
     title = sweep or configs[0].name

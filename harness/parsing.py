@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+from harness.records import scores_from_ranking
+
 MIN_SCORE, MAX_SCORE = 0.0, 10.0
 _FENCE = re.compile(r"^```(?:json|JSON)?[ \t]*\n(?P<body>.*?)\n?```$", re.DOTALL)
 
@@ -163,10 +165,14 @@ def _check_labels(given: list[str], labels: list[str]) -> None:
         raise ParseError("missing_label", f"no answer for {missing}")
 
 
-def parse_joint(text: str, candidates: list[str]) -> ParsedAnswer:
+def parse_joint(text: str, candidates: list[str], *, partial: bool = False) -> ParsedAnswer:
     """`{"scores": {label: score, ...}}` or `{"ranking": [label, ...]}` (best first), with
     every label of the prompt exactly once. `candidates` are in presentation order, so label
-    i maps to candidates[i]. A ranking becomes scores N-1 .. 0, kept with the ranking."""
+    i maps to candidates[i]. A ranking becomes scores N-1 .. 0, kept with the ranking.
+
+    With `partial` (pools of many candidates) a ranking may be any prefix: unlisted
+    candidates tie below the listed ones, and unknown or repeated labels are skipped and
+    counted in `extra` rather than rejecting the answer."""
     from harness.joint import clip_labels
 
     labels = clip_labels(len(candidates))
@@ -189,18 +195,47 @@ def parse_joint(text: str, candidates: list[str]) -> ParsedAnswer:
             ranking = obj["ranking"]
             if not isinstance(ranking, list) or not all(isinstance(x, str) for x in ranking):
                 raise ParseError("not_a_ranking", "'ranking' must be a list of clip labels")
+            if partial:
+                return _ranked_prefix(ranking, by_label, candidates)
             _check_labels(ranking, labels)
-            n = len(candidates)
             ranked = [by_label[label] for label in ranking]
-            scores: dict[str, float | None] = {
-                cid: float(n - 1 - ranked.index(cid)) for cid in candidates
-            }
+            scores = dict[str, float | None](scores_from_ranking(ranked, candidates))
             return ParsedAnswer(scores, extra={"ranking": ranked})
         raise ParseError(
             "wrong_keys", f"expected exactly 'scores' or 'ranking', got {sorted(obj)[:5]}"
         )
     except ParseError as exc:
         return ParsedAnswer(dict.fromkeys(candidates), error=str(exc))
+
+
+def _ranked_prefix(
+    ranking: list[str], by_label: dict[str, str], candidates: list[str]
+) -> ParsedAnswer:
+    """A ranked prefix of any length; unknown and repeated labels skipped and counted."""
+    ranked: list[str] = []
+    unknown = repeated = 0
+    for label in ranking:
+        cid = by_label.get(label.strip())
+        if cid is None:
+            unknown += 1
+        elif cid in ranked:
+            repeated += 1
+        else:
+            ranked.append(cid)
+    if not ranked:
+        raise ParseError("no_known_label", f"none of the {len(ranking)} entries is a clip label")
+    extra = {
+        "ranking": ranked,
+        "unlisted": len(candidates) - len(ranked),
+        "unknown_labels": unknown,
+        "repeated_labels": repeated,
+    }
+    return ParsedAnswer(dict(scores_from_ranking(ranked, candidates)), extra=extra)
+
+
+def parse_ranked_prefix(text: str, candidates: list[str]) -> ParsedAnswer:
+    """`{"ranking": [label, ...]}` where any prefix will do (see `parse_joint`)."""
+    return parse_joint(text, candidates, partial=True)
 
 
 # ---------------------------------------------------------------- rubric

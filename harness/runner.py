@@ -9,7 +9,7 @@ import itertools
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from harness.answering import Answerer, RunStats
 from harness.cache import ResponseCache
-from harness.calls import Call, CallPlan, call_plan
+from harness.calls import Call, CallPlan, call_plan, check_inputs
 from harness.config import ExperimentConfig
 from harness.console import terminal
 from harness.dataset import Dataset, Item, load_dataset
@@ -42,10 +42,18 @@ class RunResult:
     stats: RunStats
     aggregate: Aggregate
     human: Aggregate | None = None  # the human ceiling, when the items carry annotations
+    groups: dict[str, Aggregate] = field(default_factory=dict)  # per item group
 
     @property
     def complete(self) -> bool:
         return self.stats.errors == 0
+
+    def metrics_json(self) -> dict[str, Any]:
+        """The metrics as in metrics.json (without the run's counts), `groups` included."""
+        out = self.aggregate.to_json()
+        if self.groups:
+            out["groups"] = {name: agg.to_json() for name, agg in self.groups.items()}
+        return out
 
 
 class Runner:
@@ -67,7 +75,7 @@ class Runner:
         self.show_progress = show_progress
         self.stats = RunStats()
         self.answerer = Answerer(self.provider, config.provider, cache, self.stats)
-        self.plan: CallPlan = call_plan(config, self.provider)
+        self.plan: CallPlan = call_plan(config, self.provider, self.out_dir)
         self.summaries = Summaries(self.out_dir / "summaries.jsonl")
 
     # ---------------------------------------------------------------- preparing calls
@@ -96,6 +104,12 @@ class Runner:
                 show_progress=self.show_progress,
             )
 
+    async def prepare_plan(self, dataset: Dataset) -> None:
+        """Refuse inputs the items lack, then do what the plan needs before its calls (the
+        retriever's scores of a `rerank:` run)."""
+        check_inputs(self.config, dataset, self.provider.kind)
+        await self.plan.prepare(dataset, self.cache, self.summary_of)
+
     def prepare(self, dataset: Dataset) -> list[Call]:
         return list(self.iter_calls(dataset))
 
@@ -109,7 +123,9 @@ class Runner:
     async def run(self) -> RunResult:
         started = time.perf_counter()
         dataset = self.dataset()
+        check_inputs(self.config, dataset, self.provider.kind)
         await self.prepare_summaries(dataset)
+        await self.plan.prepare(dataset, self.cache, self.summary_of)
         calls = self.iter_calls(dataset)
         first = next(calls, None)  # set-up and template errors stop the run before any call
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -213,23 +229,26 @@ class Runner:
             missing=config.missing,
             n_bootstrap=config.n_bootstrap,
             seed=config.seed,
+            at=config.metrics.at,
+            merge_groups=config.metrics.merge_groups,
         )
 
     def _finish(self, dataset: Dataset, records: list[Record], started: float) -> RunResult:
         evaluation = self._evaluate(dataset, records)
         write_predictions(self.out_dir / "predictions.jsonl", evaluation.predictions, dataset.items)
         self.stats.wall_s = round(time.perf_counter() - started, 3)
-        metrics = evaluation.aggregate.to_json()
+        metrics = evaluation.to_json()
         metrics["parse_failures"] = self.stats.parse_failures
         metrics["errors"] = self.stats.errors
         variant = self.plan.variant
         if variant is not None and variant.mode == "joint":
-            metrics["position_top1"] = position_top1_rates(records, dataset.items)
+            judged = [r for r in records if r.raw is not None]  # not a retriever's record
+            metrics["position_top1"] = position_top1_rates(judged, dataset.items)
         expected = expected_score_records(records)
         if expected is not None:
             metrics["expected_score"] = self._evaluate(dataset, expected).aggregate.to_json()
         (self.out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-        stats = self.stats.to_json()
+        stats = self.stats.to_json() | self.plan.extra_stats()
         if self.provider.kind == "judge":
             stats["cost"] = run_cost(self.config.provider, self.provider.model, records)
         summaries = self.summaries
@@ -244,7 +263,9 @@ class Runner:
         human = human_ceiling(
             dataset.items, n_bootstrap=self.config.n_bootstrap, seed=self.config.seed
         )
-        result = RunResult(self.config, self.out_dir, self.stats, evaluation.aggregate, human)
+        result = RunResult(
+            self.config, self.out_dir, self.stats, evaluation.aggregate, human, evaluation.groups
+        )
         write_run_report(
             result.out_dir / "report.md",
             self.config,

@@ -23,6 +23,7 @@ from harness.parsing import (
     parse_cot,
     parse_joint,
     parse_pointwise,
+    parse_ranked_prefix,
     parse_rubric,
 )
 from harness.prompts import ClipView, RenderedPrompt, audio_placeholder, render
@@ -44,12 +45,14 @@ RUBRIC_SCHEMA: dict[str, Any] = {
 }
 
 
-def joint_schema(labels: list[str], answer: Literal["scores", "ranking"]) -> dict[str, Any]:
+def joint_schema(
+    labels: list[str], answer: Literal["scores", "ranking"], *, partial: bool = False
+) -> dict[str, Any]:
     if answer == "ranking":
         ranking = {
             "type": "array",
             "items": {"type": "string", "enum": labels},
-            "minItems": len(labels),
+            "minItems": 1 if partial else len(labels),
             "maxItems": len(labels),
         }
         return {"type": "object", "properties": {"ranking": ranking}, "required": ["ranking"]}
@@ -67,6 +70,9 @@ class JointOptions(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
     order: Order = "fixed"
     answer: Literal["scores", "ranking"] = "scores"
+    # Accept a ranked prefix of any length (pools of many candidates): unlisted candidates
+    # tie below, unknown and repeated labels are skipped and counted in the record.
+    partial: bool = False
 
 
 def known_options() -> frozenset[str]:
@@ -115,24 +121,31 @@ class ExampleView:
     clips: list[ExampleClipView]
 
 
+DialogueMode = Literal["full", "summary", "query", "none"]
+
+
 @dataclass(frozen=True)
 class PromptContext:
     """Everything a variant needs to render the prompts of one item."""
 
     item: Item
     clips: dict[str, Clip]
-    dialogue_mode: Literal["full", "summary"]
+    dialogue_mode: DialogueMode
     music_mode: Literal["audio", "caption"]
     summary: str | None
     repeat: int = 0
     options: dict[str, Any] = field(default_factory=dict)
     examples: tuple[Example, ...] = ()  # few-shot examples, with their summaries filled in
     seed: int = 0  # seeds the permuted presentation order of joint prompts
+    context_audio: tuple[AudioRef, ...] = ()  # the item's own audio, excerpted to the budget
 
     def base(self) -> dict[str, Any]:
+        context = "".join(audio_placeholder(i) for i in range(len(self.context_audio)))
         return {
             "dialogue": [{"speaker": t.speaker, "text": t.text} for t in self.item.dialogue],
             "summary": self.summary,
+            "query": self.item.query,
+            "context_audio": context,
             "dialogue_mode": self.dialogue_mode,
             "music_mode": self.music_mode,
             "options": self.options,
@@ -164,6 +177,30 @@ class PromptVariant:
             return self.answer_tokens + 8 * n_candidates
         return self.answer_tokens
 
+    # The query side it can show: DialBGM's templates show a conversation (or its summary);
+    # `listwise` also shows a text query, the item's own audio, or the audio alone.
+    dialogue_modes: frozenset[str] = frozenset({"full", "summary"})
+    shows_context_audio: bool = False
+    ranks_only: bool = False  # always asks for a ranked prefix (listwise)
+
+    def check_inputs(self, dialogue: str, context_audio: bool) -> None:
+        """Refuse inputs the template cannot show (before any call)."""
+        if dialogue not in self.dialogue_modes:
+            raise HarnessError(
+                f"prompt {self.name} shows a conversation (inputs.dialogue: full or summary), "
+                f"not inputs.dialogue: {dialogue}; use prompt listwise"
+            )
+        if context_audio and not self.shows_context_audio:
+            raise HarnessError(
+                f"prompt {self.name} does not play an item's context audio; use prompt listwise"
+            )
+
+    def parser(self, options: Mapping[str, Any]) -> Parser:
+        """How answers are read under `prompt_options` (a joint ranking may be partial)."""
+        if self.mode == "joint" and not self.ranks_only and joint_options(options).partial:
+            return parse_ranked_prefix
+        return self.parse
+
     def clip_views(
         self, ctx: PromptContext, order: list[str], first_audio: int = 0
     ) -> tuple[list[ClipView], list[AudioRef]]:
@@ -174,7 +211,7 @@ class PromptVariant:
             if send_audio:
                 audio.append(audio_ref(cid, clip.path))
             placeholder = audio_placeholder(first_audio + index) if send_audio else ""
-            views.append(ClipView(label, clip.caption, placeholder))
+            views.append(ClipView(label, clip.text, placeholder))
         return views, audio
 
     def example_views(
@@ -205,6 +242,7 @@ class PromptVariant:
 
     def prepare(self, ctx: PromptContext) -> list[PreparedCall]:
         check_options(ctx.options)
+        self.check_inputs(ctx.dialogue_mode, bool(ctx.context_audio))
         if not self.sends_audio and ctx.music_mode == "audio":
             raise HarnessError(
                 f"prompt {self.name} describes the music in words and sends no audio: "
@@ -223,10 +261,12 @@ class PromptVariant:
         order = presentation_order(
             ctx.item.candidates, opts.order, seed=ctx.seed, item_id=ctx.item.id, repeat=ctx.repeat
         )
-        views, audio = self.clip_views(ctx, order)
-        context = {**ctx.base(), "mode": self.mode, "clips": views, "answer": opts.answer}
-        prompt = render(self.template, context, audio)
-        schema = joint_schema([v.label for v in views], opts.answer)
+        views, audio = self.clip_views(ctx, order, first_audio=len(ctx.context_audio))
+        answer = "ranking" if self.ranks_only else opts.answer
+        context = {**ctx.base(), "mode": self.mode, "clips": views, "answer": answer}
+        prompt = render(self.template, context, [*ctx.context_audio, *audio])
+        partial = self.ranks_only or opts.partial
+        schema = joint_schema([v.label for v in views], answer, partial=partial)
         return [PreparedCall(tuple(order), prompt, schema)]
 
 
@@ -258,6 +298,17 @@ VARIANTS: dict[str, PromptVariant] = {
         parse=parse_rubric,
         response_schema=RUBRIC_SCHEMA,
         answer_tokens=28,
+    ),
+    # A pool of candidates (song titles, clips) ranked for a request: MusiCRS's protocol.
+    "listwise": PromptVariant(
+        "listwise",
+        "listwise.jinja",
+        mode="joint",
+        parse=parse_ranked_prefix,
+        options=JointOptions,
+        dialogue_modes=frozenset({"full", "summary", "query", "none"}),
+        shows_context_audio=True,
+        ranks_only=True,
     ),
 }
 

@@ -130,6 +130,11 @@ REGISTRY: dict[str, Entry] = {
         "local",
     ),
     "musicnn": Entry("providers.musicnn:MusicnnScorer", "scorer", "musicnn tags as text", "embed"),
+    "popularity": Entry(
+        "providers.popularity:PopularityScorer",
+        "scorer",
+        "How often a candidate appears in the candidate lists of its group (MusiCRS baseline)",
+    ),
 }
 
 

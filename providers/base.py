@@ -12,7 +12,8 @@ Each provider declares its `provider:` keys as a pydantic model (`Options`, a su
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from harness.types import (
     BASE_FIELDS,
@@ -23,6 +24,9 @@ from harness.types import (
     Request,
     ScoreRequest,
 )
+
+if TYPE_CHECKING:
+    from harness.dataset import Item
 
 
 class Provider(ABC):
@@ -96,6 +100,13 @@ class Judge(Provider):
 
 class Scorer(Provider):
     kind = "scorer"
+
+    def fit(self, items: Sequence[Item]) -> str | None:
+        """Learn what the scores depend on beyond one request (dataset statistics, as the
+        `popularity` baseline does) from the items of the run, before any request. Returns a
+        digest of what was learned, which joins every request's cache key with the item's
+        id; None (the default) when the scores depend on the request alone."""
+        return None
 
     @abstractmethod
     async def score(self, request: ScoreRequest) -> list[float]: ...

@@ -95,3 +95,44 @@ def run_config(
     finally:
         cache.close()
     return result, list(read_records(result.out_dir / "records.jsonl"))
+
+
+def write_pool_dataset(
+    root: Path,
+    n_items: int = 4,
+    n_candidates: int = 100,
+    *,
+    context_seconds: float | None = None,
+    n_context: int = 3,
+) -> Path:
+    """MusiCRS-shaped items: a query, text-only candidates (song titles shared across items),
+    three gold titles each, two groups; with `context_seconds`, each item gets `n_context`
+    context audio files of that length (44.1 kHz stereo)."""
+    root.mkdir(parents=True, exist_ok=True)
+    titles = [f"Song number {j}" for j in range(n_candidates + n_items)]
+    clips = [{"id": f"s{j}", "title": title} for j, title in enumerate(titles)]
+    items = []
+    for i in range(n_items):
+        candidates = [f"s{j}" for j in range(i, i + n_candidates)]
+        item: dict[str, object] = {
+            "id": f"q{i}",
+            "query": f"Songs for a rainy afternoon, request {i}",
+            "dialogue": [{"speaker": "thread", "text": f"Any songs for a rainy day? ({i})"}],
+            "group": "left" if i % 2 else "right",
+            "candidates": candidates,
+            "relevant": candidates[5 : 5 + 3 * (i + 1) : i + 1],
+        }
+        if context_seconds is not None:
+            folder = root / "context" / f"q{i}"
+            folder.mkdir(parents=True, exist_ok=True)
+            t = np.arange(int(44100 * context_seconds)) / 44100
+            files = []
+            for k in range(n_context):
+                tone = 0.1 * np.sin(2 * np.pi * (200 + 50 * k + i) * t)
+                soundfile.write(folder / f"{k}.wav", np.stack([tone, tone], axis=1), 44100)
+                files.append(f"context/q{i}/{k}.wav")
+            item["context_audio"] = files
+        items.append(item)
+    (root / "clips.jsonl").write_text("".join(json.dumps(c) + "\n" for c in clips))
+    (root / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
+    return root

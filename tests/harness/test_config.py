@@ -90,3 +90,60 @@ def test_sweep_pin_collapses_identical_runs(tmp_path: Path) -> None:
     )
     (run,) = load_experiments(path)
     assert run.inputs.music == "caption"
+
+
+def test_a_musicrs_sweep(tmp_path: Path) -> None:
+    """Cut-offs, query/audio inputs, one provider under two options, and a rerank block that
+    applies to the judges only."""
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: pools\ndataset: d\n"
+        "providers:\n"
+        "  - {name: popularity, tie_break: order, inputs: {dialogue: query, context_audio: false}}\n"
+        "  - {name: popularity, tie_break: none, inputs: {dialogue: query, context_audio: false}}\n"
+        "  - {name: mock}\n"
+        "prompts: [listwise]\n"
+        "inputs:\n"
+        "  - {dialogue: query, music: caption}\n"
+        "  - {dialogue: none, music: caption, context_audio: true}\n"
+        "metrics: {at: [20, 1, 5, 5]}\n"
+        "rerank: {retriever: {name: random, seed: 1}, top: 10}\n"
+        "context_audio_budget: {max_clips: 4}\n"
+    )
+    runs = load_experiments(path)
+    names = [r.name for r in runs]
+    assert names[:2] == [
+        "popularity_default_query_caption_tie_break-order",
+        "popularity_default_query_caption_tie_break-none",
+    ]
+    assert len(runs) == 4  # the pinned inputs made each popularity entry one run
+    assert "mock_default_listwise_none_caption_context-audio" in names
+    assert all(r.metrics.at == (1, 5, 20) for r in runs)
+    assert all((r.rerank is not None) == (r.provider.name == "mock") for r in runs)
+    judge = next(r for r in runs if r.provider.name == "mock")
+    assert judge.rerank is not None and judge.rerank.retriever.seed == 1
+    assert (
+        judge.context_audio_budget.max_clips == 4 and judge.context_audio_budget.max_seconds == 300
+    )
+
+
+def test_context_audio_is_refused_for_a_scorer(tmp_path: Path) -> None:
+    path = tmp_path / "e.yaml"
+    path.write_text(
+        "name: x\ndataset: d\nprovider: {name: random}\n"
+        "inputs: {dialogue: query, music: caption, context_audio: true}\n"
+    )
+    with pytest.raises(ConfigError, match="context_audio goes to judges only"):
+        load_experiments(path)
+
+
+def test_a_retriever_block_is_checked_like_a_provider(tmp_path: Path) -> None:
+    path = tmp_path / "e.yaml"
+    path.write_text(
+        "name: x\ndataset: d\nprovider: {name: mock}\nprompt: listwise\n"
+        "rerank: {retriever: {name: popularity, tie_brake: order}}\n"
+    )
+    with pytest.raises(
+        ConfigError, match=r"rerank\.retriever\.tie_brake: provider .popularity. has no"
+    ):
+        load_experiments(path)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import soundfile
 
+from harness.audio import audio_ref
 from harness.dataset import Dataset, load_dataset
 from harness.fewshot import load_examples
 from harness.summaries import summary_request
@@ -32,6 +33,8 @@ ITEMS = [
         ],
         "summary": "A student tells a friend the thesis is done; mood: relieved, proud, happy; "
         "keywords: thesis, celebration; BGM: warm light acoustic, mid tempo.",
+        "query": "Songs to celebrate finishing a long project with a friend, warm and upbeat.",
+        "context_audio": ["audio/k3.wav"],
         "candidates": ["k1", "k2"],
         "human_ranking": ["k2", "k1"],
     },
@@ -92,6 +95,16 @@ CASES["joint__full__audio__ranking_permuted"] = (
     "audio",
     {"answer": "ranking", "order": "permuted"},
 )
+CASES["joint__full__caption__ranking_partial"] = (
+    "joint",
+    "full",
+    "caption",
+    {"answer": "ranking", "partial": True},
+)
+CASES["listwise__query__caption"] = ("listwise", "query", "caption", {})
+# MusiCRS's audio-only and audio+query configurations: the item's own audio on the query side.
+CASES["listwise__none__caption__context_audio"] = ("listwise", "none", "caption", {})
+CASES["listwise__query__caption__context_audio"] = ("listwise", "query", "caption", {})
 CASES["few_shot__full__audio__example_audio"] = (
     "few_shot",
     "full",
@@ -124,6 +137,8 @@ def request_for_case(dataset: Dataset, name: str) -> ChatRequest:
             replace(e, summary=e.item.summary if dialogue == "summary" else None) for e in examples
         ),
     )
+    if name.endswith("__context_audio"):
+        ctx = replace(ctx, context_audio=(audio_ref("t1:context", dataset.root / "audio/k3.wav"),))
     first = variant.prepare(ctx)[0]
     return ChatRequest(first.prompt.system, first.prompt.parts, first.schema)
 
@@ -174,3 +189,10 @@ def test_snapshots_show_what_each_mode_sends(dataset: Dataset) -> None:
     assert few.count("[audio:") == 1  # the example's clips are described, not sent
     assert render_case(dataset, "few_shot__full__audio__example_audio").count("[audio:") == 3
     assert "response schema\nnone" in render_case(dataset, "cot__full__audio")
+    query = render_case(dataset, "listwise__query__caption")
+    assert ITEMS[0]["query"] in query and "thesis this morning" not in query
+    assert "[audio:" not in query and CAPTIONS["k2"] in query and '"minItems": 1' in query
+    audio_only = render_case(dataset, "listwise__none__caption__context_audio")
+    assert "[audio: t1:context]" in audio_only and ITEMS[0]["query"] not in audio_only
+    both = render_case(dataset, "listwise__query__caption__context_audio")
+    assert "[audio: t1:context]" in both and ITEMS[0]["query"] in both

@@ -51,10 +51,16 @@ def deterministic_score(parsed: ParsedRequest) -> float:
     return int.from_bytes(hashed[:4], "big") % 101 / 10
 
 
-def clip_score(parsed: ParsedRequest, index: int) -> float:
-    """A per-clip score for joint prompts: from the clip's own audio when it was sent, so the
-    same clip gets similar standing whatever its position; else from its label index."""
-    piece: str | bytes = parsed.audio[index][0] if index < len(parsed.audio) else str(index)
+def clip_score(parsed: ParsedRequest, index: int, label: str | None = None) -> float:
+    """A per-clip score for joint prompts, so that the same clip gets similar standing
+    whatever its position: from the text after its label (`Clip 7: a song title`), else
+    from its own audio when it was sent, else from its label index."""
+    piece: str | bytes = str(index)
+    shown = re.search(rf"^{re.escape(label)}: (.+)$", parsed.user_text, re.M) if label else None
+    if shown and "<audio>" not in shown.group(1):
+        piece = shown.group(1)
+    elif index < len(parsed.audio):
+        piece = parsed.audio[index][0]
     hashed = digest(parsed.model, parsed.system, piece)
     return int.from_bytes(hashed[:4], "big") % 101 / 10
 
@@ -112,7 +118,7 @@ def answer_object(parsed: ParsedRequest, score: float) -> Any:
     if form == "scores":
         return {"scores": {label: clip_score(parsed, i) for i, label in enumerate(labels)}}
     if form == "ranking":
-        order = sorted(range(len(labels)), key=lambda i: -clip_score(parsed, i))
+        order = sorted(range(len(labels)), key=lambda i: -clip_score(parsed, i, labels[i]))
         return {"ranking": [labels[i] for i in order]}
     if form == "rubric":
         a, b, c = (round((score + shift) % 10.1, 1) for shift in (2.3, 0.0, 4.1))
@@ -152,9 +158,17 @@ def asks_for_reasoning(parsed: ParsedRequest) -> bool:
     return parsed.schema is None and "on the last line" in parsed.user_text
 
 
+PARTIAL_RANKING_LENGTH = 10
+
+
 def answer_text(mode: str, parsed: ParsedRequest) -> str:
     score = deterministic_score(parsed)
-    body = json.dumps(answer_object(parsed, score))
+    answer = answer_object(parsed, score)
+    if mode == "partial_ranking" and isinstance(answer, dict) and "ranking" in answer:
+        # A pool-sized ranking cut short, with one unknown and one repeated label.
+        ranked = answer["ranking"][:PARTIAL_RANKING_LENGTH]
+        answer = {"ranking": [*ranked, "Clip 0", ranked[0]]}
+    body = json.dumps(answer)
     if asks_for_reasoning(parsed) and mode == "score":
         return (
             "1. The conversation moves from uncertainty to relief.\n"

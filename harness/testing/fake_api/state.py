@@ -20,6 +20,7 @@ ANSWER_MODES = (
     "wrong_keys",
     "blocked",
     "empty",
+    "partial_ranking",
 )
 
 
