@@ -13,7 +13,7 @@ one of these is called, so `import harness` stays cheap.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,11 +56,14 @@ def evaluate(
     missing: MissingPolicy = "worst",
     n_bootstrap: int = 1000,
     seed: int = 0,
+    at: Sequence[int] = (),
 ) -> Aggregate:
     """Metrics of your own predictions; see `harness.api.evaluate`."""
     from harness import api
 
-    return api.evaluate(dataset, predictions, missing=missing, n_bootstrap=n_bootstrap, seed=seed)
+    return api.evaluate(
+        dataset, predictions, missing=missing, n_bootstrap=n_bootstrap, seed=seed, at=at
+    )
 
 
 def load_run(folder: str | Path) -> pd.DataFrame:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +14,7 @@ from harness.errors import HarnessError
 from harness.evaluation import evaluate_predictions
 from harness.experiment import run_all
 from harness.metrics import Aggregate, MissingPolicy
-from harness.records import Predictions, read_predictions, read_records
+from harness.records import Predictions, read_predictions, read_records, scores_from_ranking
 from harness.runner import RunResult
 
 if TYPE_CHECKING:
@@ -70,7 +70,11 @@ def _as_predictions(predictions: Any, dataset: Dataset) -> Predictions:
         for line in predictions:
             if not isinstance(line, Mapping) or "item_id" not in line:
                 raise HarnessError("each prediction must be a mapping with item_id and scores")
-            out.setdefault(int(line.get("repeat", 0)), {})[line["item_id"]] = dict(line["scores"])
+            scores = line.get("scores")
+            if scores is None and "ranking" in line:
+                candidates = dataset.item(line["item_id"]).candidates
+                scores = scores_from_ranking(line["ranking"], candidates)
+            out.setdefault(int(line.get("repeat", 0)), {})[line["item_id"]] = dict(scores or {})
         return out
     raise HarnessError(f"predictions must be a file, a mapping or a list, not {predictions!r}")
 
@@ -82,15 +86,17 @@ def evaluate(
     missing: MissingPolicy = "worst",
     n_bootstrap: int = 1000,
     seed: int = 0,
+    at: Sequence[int] = (),
 ) -> Aggregate:
     """Metrics of your own predictions against a dataset, through the same code as a run:
     `predictions` is a predictions JSONL file, `{item_id: {candidate_id: score}}`, or a list
-    of `{"item_id": ..., "scores": {...}, "repeat": 0}` lines. `.to_json()` gives the
-    metrics.json form; `.per_item` the per-item values."""
+    of `{"item_id": ..., "scores": {...}, "repeat": 0}` (or `"ranking": [...]`) lines; `at`
+    adds hit@K, recall@K, precision@K and ndcg@K. `.to_json()` gives the metrics.json form;
+    `.per_item` the per-item values."""
     data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset, check_audio=False)
     given = _as_predictions(predictions, data)
     return evaluate_predictions(
-        data.items, given, missing=missing, n_bootstrap=n_bootstrap, seed=seed
+        data.items, given, missing=missing, n_bootstrap=n_bootstrap, seed=seed, at=at
     ).aggregate
 
 

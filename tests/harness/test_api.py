@@ -89,3 +89,13 @@ def test_load_run_names_a_folder_that_is_not_a_run(tmp_path: Path) -> None:
 def test_version_matches_the_package_metadata() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert harness.__version__ == project["version"]
+
+
+def test_evaluate_takes_ranking_lines_and_cutoffs(tmp_path: Path) -> None:
+    from tests.conftest import write_pool_dataset
+
+    pool = write_pool_dataset(tmp_path / "pool", 2, 20)
+    lines = [{"item_id": "q0", "ranking": ["s5", "s6", "s7"]}, {"item_id": "q1", "ranking": []}]
+    result = harness.evaluate(pool, lines, at=[3], n_bootstrap=10)
+    assert result.per_item["recall@3"][0] == 1.0
+    assert result.per_item["recall@3"][1] == pytest.approx(3 / 20)  # all tied: chance

@@ -240,3 +240,33 @@ def test_audio_candidates_are_clips_in_a_listwise_prompt(
     )
     assert result.stats.errors == 0 and all(e.audio_parts == 4 for e in server.requests())
     assert np.isfinite([v for r in records for v in r.scores.values() if v is not None]).all()
+
+
+def test_the_musicrs_experiment_file_loads_with_its_audio_lines_uncommented(
+    tmp_path: Path,
+) -> None:
+    from harness.config import load_experiments
+
+    source = (Path(__file__).parents[2] / "experiments" / "musicrs.yaml").read_text()
+    runs = load_experiments(Path(__file__).parents[2] / "experiments" / "musicrs.yaml")
+    assert [r.provider.name for r in runs][:4] == [
+        "popularity",
+        "popularity",
+        "random",
+        "text-embedding",
+    ]
+    assert all(r.metrics.at == (1, 5, 10, 20) for r in runs)
+    opened = source.replace("  # - {dialogue", "  - {dialogue").replace("# rerank:", "rerank:")
+    opened = opened.replace("# context_audio_budget:", "context_audio_budget:")
+    assert opened != source
+    path = tmp_path / "musicrs.yaml"
+    path.write_text(opened)
+    full = load_experiments(path)
+    judges = [r for r in full if r.kind == "judge"]
+    assert len(judges) == 6 and all(r.rerank is not None for r in judges)
+    assert {r.inputs.label for r in judges} == {
+        "query_caption",
+        "none_caption_context-audio",
+        "query_caption_context-audio",
+    }
+    assert all(not r.inputs.context_audio for r in full if r.kind == "scorer")
