@@ -25,8 +25,9 @@ if TYPE_CHECKING:
     from harness.metrics import Aggregate, MissingPolicy
     from harness.runner import RunResult
 
-__all__ = ["evaluate", "load_run", "run"]
-__version__ = "0.2.0"
+from harness._version import __version__
+
+__all__ = ["__version__", "evaluate", "load_run", "run"]
 
 
 def run(
@@ -35,6 +36,7 @@ def run(
     results_dir: str | Path = "results",
     cache_dir: str | Path | None = None,
     show_progress: bool = True,
+    overwrite: bool = False,
     **overrides: Any,
 ) -> list[RunResult]:
     """Run an experiment file, config or mapping; see `harness.api.run`."""
@@ -45,6 +47,7 @@ def run(
         results_dir=results_dir,
         cache_dir=cache_dir,
         show_progress=show_progress,
+        overwrite=overwrite,
         **overrides,
     )
 

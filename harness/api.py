@@ -44,17 +44,23 @@ def run(
     results_dir: str | Path = "results",
     cache_dir: str | Path | None = None,
     show_progress: bool = True,
+    overwrite: bool = False,
     **overrides: Any,
 ) -> list[RunResult]:
     """Run an experiment file (or sweep), an `ExperimentConfig`, or a mapping of its fields;
     `overrides` replace fields of every run (`limit=5`, `dataset="data/other"`). Returns one
     result per run (`.aggregate.to_json()` holds the metrics; `.out_dir` the run folder).
-    Works from inside a running event loop (a Jupyter cell) as well."""
+    A finished run of another configuration under the same name is refused unless
+    `overwrite=True`. Works from inside a running event loop (a Jupyter cell) as well."""
     configs = _configs(experiment, overrides)
     cache = ResponseCache(cache_dir)
     try:
         return run_all(
-            configs, cache=cache, results_dir=Path(results_dir), show_progress=show_progress
+            configs,
+            cache=cache,
+            results_dir=Path(results_dir),
+            show_progress=show_progress,
+            overwrite=overwrite,
         )
     finally:
         cache.close()

@@ -1,5 +1,6 @@
-"""What every `harness` subcommand shares: the consoles, the exit codes, and the wrapper that
-turns an input error into one line and exit code 2."""
+"""What every `harness` subcommand shares: the consoles, the exit codes, the wrapper that
+turns an input error into one line and exit code 2, the version line, and help that shows
+no value hint on flags that take none."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ from typing import Any, TypeVar
 
 import typer
 from rich.markup import escape
+from typer.core import TyperOption
 
+from harness._version import __version__
 from harness.console import terminal
 from harness.errors import HarnessError
+from harness.provenance import git_commit
 
 console = terminal()
 err_console = terminal(stderr=True)
@@ -36,3 +40,24 @@ def user_errors(func: F) -> F:
             raise typer.Exit(EXIT_USAGE) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def version_text() -> str:
+    """`bgm-judge 0.2.0`, with the commit when run from a git checkout."""
+    git = git_commit()
+    if git is None:
+        return f"bgm-judge {__version__}"
+    dirty = ", with local changes" if git["dirty"] else ""
+    return f"bgm-judge {__version__} (git {git['commit'][:12]}{dirty})"
+
+
+_display_type = TyperOption.display_type_rich
+
+
+def _no_hint_on_flags(self: TyperOption, ctx: Any) -> str | None:
+    # Typer's help prints "<bool>" beside --dry-run, --help and --x/--no-x, as if they took
+    # a value; a flag takes none, so it gets no hint.
+    return None if self.is_flag else _display_type(self, ctx)
+
+
+TyperOption.display_type_rich = _no_hint_on_flags  # type: ignore[method-assign]

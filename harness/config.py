@@ -7,10 +7,11 @@ line naming the file, the block and the key, before anything runs.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -115,6 +116,9 @@ class ExperimentConfig(_Common):
     prompt: str = "zero_shot"
     inputs: Inputs = Inputs()
     sweep: str | None = Field(default=None, description="name of the sweep this run came from")
+    label: str | None = Field(
+        default=None, min_length=1, max_length=60, description="the run's name in reports"
+    )
 
     @property
     def results_subdir(self) -> Path:
@@ -155,7 +159,8 @@ class SweepConfig(_Common):
             if combination in seen:  # pinned inputs made two combinations the same
                 continue
             seen.add(combination)
-            model = re.sub(r"[^A-Za-z0-9_.\-]+", "-", provider.model or "default").strip("-")
+            shown = provider.label or provider.model or "default"  # a label tells runs apart
+            model = re.sub(r"[^A-Za-z0-9_.\-]+", "-", shown).strip("-")
             kind = REGISTRY[provider.name].kind
             parts = [
                 provider.name,
@@ -179,7 +184,8 @@ class SweepConfig(_Common):
         names = [r.name for r in runs]
         if len(set(names)) != len(names):
             raise ValueError(
-                "two runs of the sweep get the same name: give the providers distinct models"
+                "two runs of the sweep get the same name: give the providers distinct models "
+                "or a `label:` each"
             )
         return runs
 
@@ -205,7 +211,7 @@ def _field_of(exc: ValidationError) -> tuple[str, str]:
     return where, first["msg"].removeprefix("Value error, ")
 
 
-def _validate_blocks(raw: dict[str, Any], path: Path) -> tuple[dict[str, Any], list[Any]]:
+def _validate_blocks(raw: dict[str, Any], path: Path | str) -> tuple[dict[str, Any], list[Any]]:
     """The file's settings with every provider block validated against its provider's
     options, and the inputs each sweep entry pins."""
     raw = dict(raw)
@@ -234,7 +240,7 @@ def _validate_blocks(raw: dict[str, Any], path: Path) -> tuple[dict[str, Any], l
     return raw, pins
 
 
-def _pinned_inputs(pin: Any, block: Mapping[str, Any], path: Path) -> Inputs | None:
+def _pinned_inputs(pin: Any, block: Mapping[str, Any], path: Path | str) -> Inputs | None:
     if pin is None:
         return None
     try:
@@ -245,9 +251,61 @@ def _pinned_inputs(pin: Any, block: Mapping[str, Any], path: Path) -> Inputs | N
         raise ConfigError(path, field, f"inputs.{where}: {reason}") from None
 
 
-def load_experiments(path: str | Path) -> list[ExperimentConfig]:
+def apply_overrides(raw: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """The file's settings with each `KEY=VALUE` of `--set` applied: KEY a dotted path
+    (`provider.model`, `providers.1.temperature`, `limit`), VALUE read as YAML (`5`, `0.7`,
+    `true`, `[zero_shot, cot]`, `null`). On a sweep, `provider.KEY` sets KEY in every
+    `providers` entry. The result is validated like the file."""
+    raw = copy.deepcopy(raw)
+    for override in overrides:
+        key, sep, text = override.partition("=")
+        path = [part for part in key.strip().split(".")]
+        if not sep or not all(path):
+            raise ConfigError(
+                "--set", override, "expected KEY=VALUE, e.g. provider.model=gemini-2.5-flash"
+            )
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError:
+            raise ConfigError("--set", override, "the value is not valid YAML") from None
+        if (
+            path[0] == "provider"
+            and "provider" not in raw
+            and isinstance(raw.get("providers"), list)
+        ):
+            targets = [["providers", str(i), *path[1:]] for i in range(len(raw["providers"]))]
+        else:
+            targets = [path]
+        for target in targets:
+            _set(raw, target, value, override)
+    return raw
+
+
+def _set(node: Any, path: list[str], value: Any, override: str) -> None:
+    for depth, part in enumerate(path):
+        last = depth == len(path) - 1
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                reason = f"{'.'.join(path[:depth])} has {len(node)} entries; {part!r} is not one"
+                raise ConfigError("--set", override, reason)
+            index: int | str = int(part)
+        elif isinstance(node, dict):
+            index = part
+        else:
+            reason = f"{'.'.join(path[:depth])} is a single value, not a block with keys"
+            raise ConfigError("--set", override, reason)
+        if last:
+            node[index] = value
+        else:
+            if isinstance(node, dict) and not isinstance(node.get(part), dict | list):
+                node[part] = {}
+            node = node[index]
+
+
+def load_experiments(path: str | Path, *, overrides: Sequence[str] = ()) -> list[ExperimentConfig]:
     """Parse and validate an experiment or sweep file (providers, their options, prompt
-    variants); errors name the file, the field and the reason."""
+    variants), with `--set KEY=VALUE` overrides applied first; errors name the file (and the
+    overrides), the field and the reason."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(path, None, "experiment file not found")
@@ -259,10 +317,13 @@ def load_experiments(path: str | Path) -> list[ExperimentConfig]:
         raise ConfigError(path, where, f"not valid YAML ({getattr(exc, 'problem', exc)})") from None
     if not isinstance(raw, dict):
         raise ConfigError(path, None, "expected a mapping of settings")
+    if overrides:
+        raw = apply_overrides(raw, overrides)
+    source = f"{path} with --set {' --set '.join(overrides)}" if overrides else path
     is_sweep = any(isinstance(raw.get(k), list) for k in ("providers", "prompts", "inputs"))
     if is_sweep and "provider" in raw:
-        raise ConfigError(path, "provider", "a sweep lists 'providers', not 'provider'")
-    raw, pins = _validate_blocks(raw, path)
+        raise ConfigError(source, "provider", "a sweep lists 'providers', not 'provider'")
+    raw, pins = _validate_blocks(raw, source)
     try:
         if is_sweep:
             raw = {**raw, **{k: _as_list(raw[k]) for k in ("prompts", "inputs") if k in raw}}
@@ -272,14 +333,14 @@ def load_experiments(path: str | Path) -> list[ExperimentConfig]:
         else:
             runs = [ExperimentConfig.model_validate(raw)]
     except ValidationError as exc:
-        raise ConfigError(path, *_field_of(exc)) from None
+        raise ConfigError(source, *_field_of(exc)) from None
     except ValueError as exc:
-        raise ConfigError(path, None, str(exc)) from None
-    _check_prompts(path, runs)
+        raise ConfigError(source, None, str(exc)) from None
+    _check_prompts(source, runs)
     return runs
 
 
-def _check_prompts(path: Path, runs: list[ExperimentConfig]) -> None:
+def _check_prompts(path: Path | str, runs: list[ExperimentConfig]) -> None:
     """Fail on an unknown prompt variant or `prompt_options` key before anything runs."""
     from harness.errors import HarnessError
     from harness.variants import VARIANTS, check_options

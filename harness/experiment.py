@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from harness.cache import ResponseCache
 from harness.config import ExperimentConfig
 from harness.console import terminal
 from harness.report.formatting import rich_table
 from harness.report.run_report import human_rows, write_comparison
+from harness.report.sources import SWEEP_FILE
+from harness.run_folder import check_run_folder
 from harness.runner import Runner, RunResult
 from harness.sync import run_coroutine
 
@@ -24,19 +28,47 @@ def run_all(
     results_dir: Path = Path("results"),
     show_progress: bool = True,
     console: Console | None = None,
+    overwrite: bool = False,
 ) -> list[RunResult]:
     console = console or terminal()
+    for config in configs:  # before anything runs, not halfway through a sweep
+        check_run_folder(results_dir / config.results_subdir, config, overwrite=overwrite)
     results = []
     for config in configs:
-        runner = Runner(config, cache=cache, results_dir=results_dir, show_progress=show_progress)
+        runner = Runner(
+            config,
+            cache=cache,
+            results_dir=results_dir,
+            show_progress=show_progress,
+            overwrite=overwrite,
+        )
         results.append(run_coroutine(runner.run()))
-    rows: list[tuple[str, Any]] = [(r.config.name, r.metrics_json()) for r in results]
+    scored = [r for r in results if r.no_scores is None]
+    rows: list[tuple[str, Any]] = [(_marked(r), r.metrics_json()) for r in scored]
+    failed = [(r.config.name, r.no_scores or "") for r in results if r.no_scores is not None]
     human = next((r.human.to_json() for r in results if r.human is not None), None)
     sweep = configs[0].sweep if configs else None
     title = sweep or configs[0].name
-    console.print(rich_table(title, [*rows, *human_rows(human)]))
+    if rows:
+        console.print(rich_table(title, [*rows, *human_rows(human)]))
+    for result in results:
+        for mark in result.unofficial:
+            console.print(
+                f"[yellow]†[/] {escape(result.config.name)}: endpoint {escape(mark)} is not the "
+                "provider's official service",
+                highlight=False,
+            )
+    for name, reason in failed:
+        console.print(
+            f"[bold red]no metrics:[/] {escape(name)}: {reason}; chance-level numbers are not "
+            "reported",
+            highlight=False,
+        )
     if sweep:
-        write_comparison(results_dir / sweep / "comparison.md", sweep, rows, human)
+        folder = results_dir / sweep
+        write_comparison(folder / "comparison.md", sweep, rows, human, failed=failed)
+        order = {"sweep": sweep, "runs": [c.name for c in configs]}
+        (folder / SWEEP_FILE).write_text(json.dumps(order, indent=2) + "\n")
     for result in results:
         stats = result.stats
         console.print(
@@ -49,12 +81,5 @@ def run_all(
     return results
 
 
-def find_runs(paths: Sequence[Path]) -> list[Path]:
-    """Run folders among `paths`: each folder with a metrics.json, or those one level below."""
-    found: list[Path] = []
-    for path in paths:
-        if (path / "metrics.json").is_file():
-            found.append(path)
-        elif path.is_dir():
-            found.extend(sorted(p.parent for p in path.glob("*/metrics.json")))
-    return found
+def _marked(result: RunResult) -> str:
+    return result.config.name + (" †" if result.unofficial else "")

@@ -28,8 +28,10 @@ from harness.human_ceiling import human_ceiling
 from harness.joint import position_top1_rates
 from harness.metrics import Aggregate
 from harness.pricing import run_cost
+from harness.provenance import now, provenance, unofficial_endpoints
 from harness.records import Record, RecordWriter, scan_partial, write_predictions, write_sorted
-from harness.report.run_report import write_run_report
+from harness.report.run_report import no_scores_reason, write_run_report
+from harness.run_folder import check_run_folder
 from harness.summaries import Summaries
 from harness.sync import run_coroutine
 from providers import Provider, create_provider
@@ -43,6 +45,8 @@ class RunResult:
     aggregate: Aggregate
     human: Aggregate | None = None  # the human ceiling, when the items carry annotations
     groups: dict[str, Aggregate] = field(default_factory=dict)  # per item group
+    # API endpoints that are not the provider's official service (run.json provenance).
+    unofficial: list[str] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -55,6 +59,11 @@ class RunResult:
             out["groups"] = {name: agg.to_json() for name, agg in self.groups.items()}
         return out
 
+    @property
+    def no_scores(self) -> str | None:
+        """Why the run has no usable score at all (its metrics would be chance level)."""
+        return no_scores_reason(self.aggregate.to_json(), self.stats.to_json())
+
 
 class Runner:
     def __init__(
@@ -66,13 +75,16 @@ class Runner:
         provider: Provider | None = None,
         console: Console | None = None,
         show_progress: bool = True,
+        overwrite: bool = False,
     ) -> None:
         self.config = config
+        self.overwrite = overwrite
         self.cache = cache
         self.out_dir = results_dir / config.results_subdir
         self.provider = provider or create_provider(config.provider)
         self.console = console or terminal(stderr=True)
         self.show_progress = show_progress
+        self.started_at = now()
         self.stats = RunStats()
         self.answerer = Answerer(self.provider, config.provider, cache, self.stats)
         self.plan: CallPlan = call_plan(config, self.provider, self.out_dir)
@@ -122,6 +134,8 @@ class Runner:
     # ---------------------------------------------------------------- the whole run
     async def run(self) -> RunResult:
         started = time.perf_counter()
+        self.started_at = now()
+        check_run_folder(self.out_dir, self.config, overwrite=self.overwrite)
         dataset = self.dataset()
         check_inputs(self.config, dataset, self.provider.kind)
         await self.prepare_summaries(dataset)
@@ -256,6 +270,10 @@ class Runner:
             stats["summaries_cost"] = run_cost(
                 summaries.provider, summaries.model, summaries.records
             )
+        stats["provenance"] = provenance(
+            started_at=self.started_at,
+            endpoints={"provider": self.provider.endpoint(), "summarizer": summaries.endpoint},
+        )
         (self.out_dir / "run.json").write_text(json.dumps(stats, indent=2) + "\n")
         (self.out_dir / "config.yaml").write_text(
             yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False)
@@ -264,7 +282,13 @@ class Runner:
             dataset.items, n_bootstrap=self.config.n_bootstrap, seed=self.config.seed
         )
         result = RunResult(
-            self.config, self.out_dir, self.stats, evaluation.aggregate, human, evaluation.groups
+            self.config,
+            self.out_dir,
+            self.stats,
+            evaluation.aggregate,
+            human,
+            evaluation.groups,
+            unofficial_endpoints(stats),
         )
         write_run_report(
             result.out_dir / "report.md",

@@ -74,6 +74,7 @@ class Summaries:
         self.records: list[Record] = []  # the summariser's calls, for usage and cost
         self.provider: ProviderConfig | None = None
         self.model: str | None = None
+        self.endpoint: dict[str, Any] | None = None  # where the summariser's requests went
 
     def get(self, item: Item) -> str:
         if item.summary:
@@ -124,6 +125,7 @@ class Summaries:
                     summarizer.close()
                     await provider.aclose()
             self.provider, self.model = summarizer.settings, provider.model
+            self.endpoint = provider.endpoint()
             if owned:
                 answerer.stats.model_calls += summarizer.stats.model_calls
                 answerer.stats.retries += summarizer.stats.retries

@@ -25,6 +25,7 @@ NON_IDENTITY_FIELDS = frozenset(
         "timeout_s",
         "reask",
         "prices",
+        "label",
     }
 )
 
@@ -51,6 +52,9 @@ class ProviderConfig(BaseModel):
     timeout_s: float = Field(default=120.0, gt=0)
     reask: int = Field(default=1, ge=0)
     prices: dict[str, float] | None = None
+    label: str | None = Field(
+        default=None, min_length=1, max_length=60, description="how reports name its runs"
+    )
 
 
 BASE_FIELDS = frozenset(ProviderConfig.model_fields)

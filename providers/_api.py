@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import Field
 
@@ -83,6 +84,29 @@ def base_urls(config: ApiOptions, env_var: str) -> list[str]:
                 f"{url!r} is not an http(s) URL (set it in the file or with {env_var})",
             )
     return found
+
+
+def api_endpoint(
+    config: ApiOptions, urls: list[str], env_var: str, official: str | None
+) -> dict[str, Any]:
+    """The effective endpoint for run.json: the base URLs requests go to (the SDK's default
+    is the official one), where they were set (`provider.base_url`, the environment variable,
+    or the default), and whether every one of them is the provider's official service (None
+    for a provider that has none, such as a self-hosted OpenAI-compatible server)."""
+    source = "provider.base_url" if config.base_url is not None else env_var if urls else "default"
+    effective = urls or ([official] if official else [])
+    same_host = official is not None and all(_host(url) == _host(official) for url in effective)
+    return {
+        "base_urls": effective,
+        "source": source,
+        "official_base_url": official,
+        "official": None if official is None else bool(effective) and same_host,
+    }
+
+
+def _host(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    return parts.scheme.lower(), (parts.hostname or "").lower()
 
 
 def answer_identity(

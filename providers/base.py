@@ -61,6 +61,12 @@ class Provider(ABC):
         )
         return {**common, **own, "model": self.model}
 
+    def endpoint(self) -> dict[str, Any] | None:
+        """Where the requests go, for run.json's provenance (API providers: the effective base
+        URLs, where they came from, and whether they are the provider's official service);
+        None for a model that runs in this process."""
+        return None
+
     @abstractmethod
     async def answer(self, request: Request) -> dict[str, Any]:
         """The provider's answer to one request, in the form the response cache stores."""

@@ -31,6 +31,7 @@ from providers._api import (
     ApiOptions,
     ClientPool,
     answer_identity,
+    api_endpoint,
     base_urls,
     env_key,
     parse_retry_after,
@@ -42,6 +43,7 @@ from providers.base import Judge
 
 KEY_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 BASE_URL_ENV = "GEMINI_BASE_URL"
+OFFICIAL_BASE_URL = "https://generativelanguage.googleapis.com"
 _RETRY_DELAY = re.compile(r"^(\d+(?:\.\d+)?)s$")
 
 
@@ -87,6 +89,8 @@ class GeminiJudge(Judge):
         if self.urls or env_key(KEY_ENV) is not None:  # a stand-in server needs none
             return None
         return "GEMINI_API_KEY (or GOOGLE_API_KEY)"
+    def endpoint(self) -> dict[str, Any]:
+        return api_endpoint(self.config, self.urls, BASE_URL_ENV, OFFICIAL_BASE_URL)
 
     def _client(self, url: str | None) -> tuple[Client, httpx.AsyncClient | None, str | None]:
         key = env_key(KEY_ENV)

@@ -37,6 +37,7 @@ from providers._api import (
     ApiOptions,
     ClientPool,
     answer_identity,
+    api_endpoint,
     base_urls,
     env_key,
     parse_retry_after,
@@ -66,6 +67,7 @@ class OpenAIOptions(ApiOptions):
 
 class _ChatCompletionsJudge(Judge):
     label: ClassVar[str] = "OpenAI"
+    official_base_url: ClassVar[str | None] = "https://api.openai.com/v1"
     default_json_mode: ClassVar[JsonMode] = "prompt"
     needs_key: ClassVar[bool] = True
     audio_tokens_per_second: ClassVar[float] = 10.0
@@ -102,6 +104,8 @@ class _ChatCompletionsJudge(Judge):
         if not self.needs_key or self.urls or env_key((self.key_env,)) is not None:
             return None
         return self.key_env
+    def endpoint(self) -> dict[str, Any]:
+        return api_endpoint(self.config, self.urls, BASE_URL_ENV, self.official_base_url)
 
     def _client(self, url: str | None) -> tuple[openai.AsyncOpenAI, str | None]:
         key = env_key((self.key_env,))
@@ -269,6 +273,7 @@ class OpenAICompatibleJudge(_ChatCompletionsJudge):
     """Any OpenAI-compatible server (vLLM, SGLang, ...): needs a base URL and a model name."""
 
     label = "OpenAI-compatible server"
+    official_base_url = None  # self-hosted: there is no official service to compare with
     default_json_mode = "schema"
     needs_key = False
     splits_digits = True

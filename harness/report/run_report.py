@@ -8,6 +8,7 @@ from typing import Any
 
 from harness.human_ceiling import HUMAN_ROW
 from harness.pricing import cost_line
+from harness.provenance import unofficial_endpoints
 from harness.report.formatting import (
     group_rows,
     markdown_table,
@@ -15,6 +16,22 @@ from harness.report.formatting import (
     metric_rows,
     shown_metrics,
 )
+
+UNOFFICIAL_NOTE = (
+    "not the provider's official service: the answers came from whatever serves that URL "
+    "(a local stand-in, a proxy), and the cost is estimated at the official prices"
+)
+
+
+def no_scores_reason(metrics: Mapping[str, Any], stats: Mapping[str, Any]) -> str | None:
+    """Why a run has no metrics worth a table: not one usable score (every call failed, or
+    every answer was unparsable), where the tie-aware metrics would read as chance level."""
+    if metrics.get("coverage") not in (0, 0.0) or not stats.get("calls"):
+        return None
+    calls, errors = stats["calls"], stats.get("errors", 0)
+    if errors == calls:
+        return f"every call failed ({errors} of {calls})"
+    return f"no usable score in {calls} call(s) ({errors} failed, the rest unparsable)"
 
 
 def write_run_report(
@@ -33,25 +50,32 @@ def write_run_report(
         f"- prompt: `{config.prompt}`; inputs: dialogue `{config.inputs.dialogue}`, music `{config.inputs.music}`"
         + (", the item's context audio" if config.inputs.context_audio else ""),
         f"- dataset: `{config.dataset}`; repeats: {config.repeats}; missing scores: `{metrics['missing_policy']}`",
+        *(f"- endpoint {mark}: **{UNOFFICIAL_NOTE}**" for mark in unofficial_endpoints(stats)),
     ]
     if config.rerank is not None:
         lines.append(
             f"- reranks the top {config.rerank.top} of `{config.rerank.retriever.name}` "
             f"(model `{config.rerank.retriever.model or 'default'}`)"
         )
+    lines.append("")
+    failed = no_scores_reason(metrics, stats)
+    if failed is not None:
+        lines += [f"**No metrics: {failed}.** Chance-level numbers are not reported.", ""]
+    else:
+        lines += [
+            markdown_table(
+                metric_header(_names(metrics)),
+                metric_rows(_rows(config.name, metrics) + human_rows(human), _names(metrics)),
+            ),
+            "",
+            "Means with 95% percentile-bootstrap CIs over items"
+            + (" (± std across repeats)." if config.repeats > 1 else ".")
+            + _without_relevant(metrics)
+            + (HUMAN_NOTE if human is not None else ""),
+            "",
+            *_group_section([(config.name, metrics)], "group"),
+        ]
     lines += [
-        "",
-        markdown_table(
-            metric_header(_names(metrics)),
-            metric_rows(_rows(config.name, metrics) + human_rows(human), _names(metrics)),
-        ),
-        "",
-        "Means with 95% percentile-bootstrap CIs over items"
-        + (" (± std across repeats)." if config.repeats > 1 else ".")
-        + _without_relevant(metrics)
-        + (HUMAN_NOTE if human is not None else ""),
-        "",
-        *_group_section([(config.name, metrics)], "group"),
         f"Calls: {stats['calls']} ({stats['cache_hits']} from cache, {stats['model_calls']} to the model, "
         f"{stats['retries']} retries); failed: {stats['errors']}; unparsable answers: "
         f"{stats['parse_failures']}; tokens in/out: {stats['input_tokens']}/{stats['output_tokens']}.",
@@ -113,11 +137,22 @@ def write_comparison(
     title: str,
     runs: Sequence[tuple[str, Mapping[str, Any]]],
     human: Mapping[str, Any] | None = None,
+    *,
+    failed: Sequence[tuple[str, str]] = (),
 ) -> None:
+    """The sweep's table; `failed` lists (run, why) for runs without a usable score, which
+    get a line instead of a row of chance-level numbers."""
     names = shown_metrics(m for _, m in runs)
-    rows = metric_rows([*runs, *human_rows(human)], names)
-    body = [f"# {title}", "", markdown_table(metric_header(names), rows), ""]
-    if human is not None:
-        body += [HUMAN_NOTE.strip(), ""]
+    body = [f"# {title}", ""]
+    if runs:
+        rows = metric_rows([*runs, *human_rows(human)], names)
+        body += [markdown_table(metric_header(names), rows), ""]
+        if human is not None:
+            body += [HUMAN_NOTE.strip(), ""]
+    if any(name.endswith(" †") for name, _ in runs):
+        body += ["† endpoint is not the provider's official service (see the run's report.md).", ""]
+    body += [f"- `{name}`: no metrics, {reason}." for name, reason in failed]
+    if failed:
+        body.append("")
     body += _group_section(runs, "run / group")
     path.write_text("\n".join(body))

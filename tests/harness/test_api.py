@@ -87,8 +87,13 @@ def test_load_run_names_a_folder_that_is_not_a_run(tmp_path: Path) -> None:
 
 
 def test_version_matches_the_package_metadata() -> None:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert harness.__version__ == project["version"]
+    from importlib import metadata
+
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert pyproject["project"]["dynamic"] == ["version"]  # read from harness/_version.py
+    dynamic = pyproject["tool"]["setuptools"]["dynamic"]["version"]
+    assert dynamic == {"attr": "harness._version.__version__"}
+    assert harness.__version__ == metadata.version("bgm-judge")
 
 
 def test_evaluate_takes_ranking_lines_and_cutoffs(tmp_path: Path) -> None:

@@ -165,7 +165,9 @@ def test_repeats_share_answers_when_decoding_is_greedy(tiny_dataset: Path, tmp_p
     result, judge = run(config, tmp_path)
     assert result.stats.calls == 24
     assert len(judge.calls) == 12  # repeat 1 is answered from the cache
-    sampled = make_config(tiny_dataset, temperature=0.7).model_copy(update={"repeats": 2})
+    sampled = make_config(tiny_dataset, temperature=0.7).model_copy(
+        update={"repeats": 2, "name": "t_sampled"}  # another configuration: another folder
+    )
     _, judge = run(sampled, tmp_path)
     assert len(judge.calls) == 24
 

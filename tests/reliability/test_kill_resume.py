@@ -50,7 +50,8 @@ def test_sigkill_at_several_points_then_resume(make_dataset: MakeDataset, tmp_pa
     dataset = make_dataset(n_items=N_ITEMS, n_clips=16)
     cache_dir, results = tmp_path / "cache", tmp_path / "results"
     env = {**os.environ, "BGM_JUDGE_CACHE": str(cache_dir)}
-    run_args = ["--results-dir", str(results), "--no-progress"]
+    # --overwrite: the earlier run below used --limit, another configuration.
+    run_args = ["--results-dir", str(results), "--no-progress", "--overwrite"]
 
     with FakeServer(fast_settings(latency_s=0.03)) as server:
         experiment = write_experiment(

@@ -1,0 +1,75 @@
+"""A run folder belongs to one configuration: re-running under the same name with settings
+that change the results is refused (unless the user asks to overwrite), so a finished run is
+never silently replaced by a different one."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.config import ExperimentConfig
+from harness.errors import HarnessError
+
+# Settings that change how a run goes or how it is shown, never its records or metrics.
+NOT_RESULTS = frozenset(
+    {
+        "label",
+        "max_concurrency",
+        "rpm",
+        "max_attempts",
+        "max_retry_time_s",
+        "retry_wait_s",
+        "retry_max_wait_s",
+        "timeout_s",
+        "prices",
+    }
+)
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, inner in value.items():
+            if str(key) not in NOT_RESULTS:
+                out |= _flatten(inner, f"{prefix}{key}.")
+        return out
+    return {prefix.rstrip("."): value}
+
+
+def config_differences(previous: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """`key: old -> new` for every setting that differs and changes the results."""
+    old, new = _flatten(previous), _flatten(current)
+    return [
+        f"{key}: {old.get(key)!r} -> {new.get(key)!r}"
+        for key in sorted(old.keys() | new.keys())
+        if old.get(key) != new.get(key)
+    ]
+
+
+def check_run_folder(out_dir: Path, config: ExperimentConfig, *, overwrite: bool = False) -> None:
+    """Refuse to run `config` into `out_dir` when a finished run of another configuration is
+    there (its config.yaml differs in a setting that changes the results)."""
+    saved = out_dir / "config.yaml"
+    if overwrite or not saved.is_file():
+        return
+    try:
+        previous = yaml.safe_load(saved.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError):
+        previous = None
+    if not isinstance(previous, Mapping):
+        raise HarnessError(
+            f"{saved}: not a readable config.yaml; move the folder away or pass --overwrite "
+            "(overwrite=True in Python)"
+        )
+    changes = config_differences(previous, config.model_dump(mode="json"))
+    if changes:
+        shown = "; ".join(changes[:4]) + (
+            f"; and {len(changes) - 4} more" if len(changes) > 4 else ""
+        )
+        raise HarnessError(
+            f"{out_dir} holds a finished run of another configuration ({shown}): give this "
+            "run another name, or pass --overwrite (overwrite=True in Python) to replace it"
+        )

@@ -1,0 +1,163 @@
+"""Command-line conventions: --version and -h, flags without a value hint, --set overrides
+validated like the file, a finished run never silently replaced by another configuration,
+`harness runs`, and runs without a usable score reported as such, not as chance numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+import harness
+from harness.cli import app
+from harness.config import load_experiments
+
+runner = CliRunner()
+
+
+def experiment(tmp_path: Path, dataset: Path, body: str, name: str = "exp") -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(f"name: {name}\ndataset: {dataset}\nn_bootstrap: 20\n{body}")
+    return path
+
+
+def run(tmp_path: Path, *args: str) -> tuple[int, str, str]:
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            *args,
+            "--results-dir",
+            str(tmp_path / "results"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--no-progress",
+        ],
+    )
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_version_and_short_help() -> None:
+    version = runner.invoke(app, ["--version"])
+    assert version.exit_code == 0 and version.stdout.startswith(f"bgm-judge {harness.__version__}")
+    for args in (["-h"], ["run", "-h"], ["report", "-h"], ["construct", "stage4", "-h"]):
+        shown = runner.invoke(app, args)
+        assert shown.exit_code == 0 and "Usage:" in shown.stdout, args
+
+
+@pytest.mark.parametrize("command", ["run", "report", "annotate", "runs", "view", "evaluate"])
+def test_flags_show_no_value_hint(command: str) -> None:
+    shown = runner.invoke(app, [command, "--help"], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0
+    assert "<bool>" not in shown.stdout
+    if command in ("run", "evaluate"):
+        assert "<int>" in shown.stdout or "<path>" in shown.stdout  # options that take one keep it
+
+
+def test_set_overrides_the_file_and_is_validated_like_it(
+    tiny_dataset: Path, tmp_path: Path
+) -> None:
+    path = experiment(tmp_path, tiny_dataset, "provider: {name: mock, model: a}\n")
+    (config,) = load_experiments(path, overrides=["provider.model=b", "limit=2", "seed=7"])
+    assert (config.provider.model, config.limit, config.seed) == ("b", 2, 7)
+    sweep = experiment(
+        tmp_path,
+        tiny_dataset,
+        "providers:\n  - {name: mock, model: a}\n  - {name: mock, model: b}\n",
+        "sw",
+    )
+    configs = load_experiments(
+        sweep,
+        overrides=["provider.temperature=0.5", "prompts=[zero_shot, cot]", "providers.1.model=c"],
+    )
+    assert [(c.provider.model, c.prompt) for c in configs] == [
+        ("a", "zero_shot"),
+        ("a", "cot"),
+        ("c", "zero_shot"),
+        ("c", "cot"),
+    ]
+    assert {c.provider.temperature for c in configs} == {0.5}
+
+    code, _, err = run(tmp_path, str(path), "--set", "provider.modle=b")
+    assert code == 2 and "with --set provider.modle=b" in err and "'modle'" in err
+    code, _, err = run(tmp_path, str(path), "--set", "limit")
+    assert code == 2 and "expected KEY=VALUE" in err
+    code, _, err = run(tmp_path, str(path), "--set", "limit=-1")
+    assert code == 2 and "limit" in err and "Traceback" not in err
+    code, _, err = run(tmp_path, str(sweep), "--set", "providers.5.model=x")
+    assert code == 2 and "has 2 entries" in err
+    code, _, _ = run(tmp_path, str(path), "--set", "provider.model=b", "--set", "limit=2")
+    assert code == 0
+    saved = yaml.safe_load((tmp_path / "results" / "exp" / "config.yaml").read_text())
+    assert saved["provider"]["model"] == "b" and saved["limit"] == 2
+
+
+def test_a_finished_run_is_not_replaced_by_another_configuration(
+    tiny_dataset: Path, tmp_path: Path
+) -> None:
+    path = experiment(tmp_path, tiny_dataset, "provider: {name: mock, model: a}\n")
+    assert run(tmp_path, str(path))[0] == 0
+    metrics = (tmp_path / "results" / "exp" / "metrics.json").read_bytes()
+    assert run(tmp_path, str(path), "--set", "provider.max_concurrency=2")[0] == 0  # same results
+    code, _, err = run(tmp_path, str(path), "--set", "provider.model=b")
+    assert code == 2 and "another configuration (provider.model: 'a' -> 'b')" in err
+    assert (tmp_path / "results" / "exp" / "metrics.json").read_bytes() == metrics
+    code, _, _ = run(tmp_path, str(path), "--set", "provider.model=b", "--overwrite")
+    assert code == 0
+    saved = yaml.safe_load((tmp_path / "results" / "exp" / "config.yaml").read_text())
+    assert saved["provider"]["model"] == "b"
+    # A sweep is checked before any of its runs starts.
+    sweep = experiment(
+        tmp_path,
+        tiny_dataset,
+        "providers:\n  - {name: mock, model: x}\n  - {name: mock, model: b}\n",
+        "sw",
+    )
+    assert run(tmp_path, str(sweep))[0] == 0
+    code, _, err = run(tmp_path, str(sweep), "--set", "providers.1.temperature=0.5")
+    assert code == 2 and "mock_b_zero_shot_full_audio" in err
+
+
+def test_every_call_failed_exits_non_zero_without_chance_numbers(
+    tiny_dataset: Path, tmp_path: Path
+) -> None:
+    path = experiment(
+        tmp_path, tiny_dataset, "provider: {name: mock, answers: {'*': '!permanent'}}\n"
+    )
+    code, out, err = run(tmp_path, str(path))
+    assert code == 1 and "12 of 12 call(s) failed" in " ".join(err.split())
+    assert "no metrics: exp: every call failed (12 of 12)" in " ".join(out.split())
+    assert "Hit@1" not in out and "0.250" not in out
+    report = (tmp_path / "results" / "exp" / "report.md").read_text()
+    assert "No metrics: every call failed (12 of 12)" in report and "| Hit@1 |" not in report
+
+    unparsable = experiment(
+        tmp_path, tiny_dataset, "provider: {name: mock, answers: {'*': 'no'}}\n", "u"
+    )
+    code, out, _ = run(tmp_path, str(unparsable))
+    assert code == 1 and "no usable score in 12 call(s)" in " ".join(out.split())
+    assert "Hit@1" not in out
+
+
+def test_runs_lists_finished_runs_with_key_figures(tiny_dataset: Path, tmp_path: Path) -> None:
+    sweep = experiment(
+        tmp_path, tiny_dataset, "providers:\n  - {name: random}\n  - {name: mock, model: a}\n", "sw"
+    )
+    assert run(tmp_path, str(sweep))[0] == 0
+    (tmp_path / "results" / "broken").mkdir()
+    (tmp_path / "results" / "broken" / "records.partial.jsonl").write_text("")
+    listed = runner.invoke(app, ["runs", str(tmp_path / "results")], env={"COLUMNS": "250"})
+    assert listed.exit_code == 0, listed.output
+    lines = [line for line in listed.stdout.splitlines() if "sw/" in line]
+    assert "zero_shot" not in lines[0]  # a scorer takes no prompt
+    assert ["random" in lines[0], "mock" in lines[1]] == [True, True]  # the experiment's order
+    metrics = json.loads(
+        (tmp_path / "results" / "sw" / "mock_a_zero_shot_full_audio" / "metrics.json").read_text()
+    )
+    assert f"{metrics['metrics']['hit@1']['mean']:.3f}" in lines[1] and "0/12" in lines[1]
+    assert "unfinished run" in listed.stderr and "broken" in listed.stderr
+    empty = runner.invoke(app, ["runs", str(tmp_path / "nothing")])
+    assert empty.exit_code == 2 and "no finished runs" in empty.stderr
