@@ -17,10 +17,12 @@ from harness.cli_support import (
     console,
     err_console,
     user_errors,
+    version_text,
 )
 from harness.construct.cli import app as construct_app
 from harness.errors import HarnessError
 from harness.importers.cli import app as import_app
+from harness.results_cli import report, runs, view
 
 app = typer.Typer(
     help="bgm-judge: evaluate background-music recommendation for dialogues (DialBGM).",
@@ -28,12 +30,36 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode="markdown",  # docstrings reflow; [brackets] in help stay literal
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(construct_app, name="construct")
 app.add_typer(import_app, name="import")
 # The group's name before 0.2; kept for one release.
 app.add_typer(construct_app, name="build", hidden=True)
 app.command()(annotate)
+app.command()(report)
+app.command()(runs)
+app.command()(view)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        console.print(version_text(), highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", is_eager=True, callback=_print_version
+        ),
+    ] = False,
+) -> None:
+    pass
+
+
 if TYPE_CHECKING:
     from harness.runner import RunResult
 
@@ -71,6 +97,23 @@ def run(
             "typical answer plus a thinking model's typical thinking]."
         ),
     ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="Override a setting of the file, validated like it: KEY=VALUE with a dotted "
+            "key (provider.model=gemini-2.5-flash, limit=5, prompts=[zero_shot,cot]); "
+            "repeatable. On a sweep, provider.KEY sets it in every providers entry.",
+        ),
+    ] = None,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite",
+            help="Replace a finished run of the same name made with another configuration "
+            "(otherwise refused).",
+        ),
+    ] = False,
 ) -> None:
     """Run an experiment: call the model (or the cache) for every item, then write
     records.jsonl, metrics.json, report.md and the resolved config to results/NAME/."""
@@ -78,7 +121,7 @@ def run(
     from harness.config import load_experiments
     from harness.experiment import run_all
 
-    configs = load_experiments(experiment)
+    configs = load_experiments(experiment, overrides=set_ or ())
     if limit:
         configs = [c.model_copy(update={"limit": limit}) for c in configs]
     cache = ResponseCache(cache_dir)
@@ -97,7 +140,13 @@ def run(
             cache.close()
         return
     try:
-        results = run_all(configs, cache=cache, results_dir=results_dir, show_progress=progress)
+        results = run_all(
+            configs,
+            cache=cache,
+            results_dir=results_dir,
+            show_progress=progress,
+            overwrite=overwrite,
+        )
     except KeyboardInterrupt:
         err_console.print(
             "[bold yellow]interrupted:[/] re-run the same command to resume "
@@ -109,6 +158,8 @@ def run(
     if not all(r.complete for r in results):
         for line in failure_summary(results):
             err_console.print(line, highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_INCOMPLETE)
+    if any(r.no_scores is not None for r in results):  # every answer unparsable
         raise typer.Exit(EXIT_INCOMPLETE)
 
 
@@ -254,83 +305,6 @@ def providers() -> None:
     for name, entry in sorted(REGISTRY.items()):
         table.add_row(name, entry.kind, entry.summary, entry.extra or "")
     console.print(table)
-
-
-@app.command()
-@user_errors
-def report(
-    runs: Annotated[
-        list[Path], typer.Argument(help="Run folders (results/NAME) or sweep folders.")
-    ],
-    out: Annotated[
-        Path | None,
-        typer.Option(help="Folder for the report files [default: RUN when only one is given]."),
-    ] = None,
-    baseline: Annotated[
-        Path | None,
-        typer.Option(help="Run folder to compare every run against (paired statistics)."),
-    ] = None,
-    dataset: Annotated[
-        Path | None,
-        typer.Option(help="Dataset folder, if not where the runs' config.yaml says."),
-    ] = None,
-    html: Annotated[bool, typer.Option(help="Write the HTML report (report.html).")] = True,
-    embed_audio: Annotated[
-        bool,
-        typer.Option(help="Embed the audio in report.html (else linked relative to it)."),
-    ] = False,
-    n_permutations: Annotated[
-        int, typer.Option(help="Sign-flip permutations for paired p-values.")
-    ] = 10000,
-    seed: Annotated[int, typer.Option(help="Seed of the paired bootstrap and permutations.")] = 0,
-    score: Annotated[
-        str,
-        typer.Option(
-            help="Which scores the metrics and paired statistics use: greedy (the answers) "
-            "or expected (the judges' probability-weighted scores, where a run has them)."
-        ),
-    ] = "greedy",
-) -> None:
-    """Compare finished runs: metrics with CIs, coverage, tie and parse-failure rates, calls,
-    tokens and cost; paired differences against --baseline (bootstrap CI, sign-flip p);
-    agreement between runs and the human ranking; position bias of joint prompts; plots; and
-    a self-contained HTML report with a per-dialogue browser."""
-    from harness.experiment import find_runs
-    from harness.report.analysis import analyse
-    from harness.report.loading import load_runs
-    from harness.report.tables import comparison_rich_table, paired_rich_table
-    from harness.report.writing import write_report
-
-    found = find_runs(runs)
-    if not found:
-        raise HarnessError(
-            "no finished runs (folders with metrics.json) under " + ", ".join(map(str, runs))
-        )
-    if baseline is not None:
-        if not (baseline / "metrics.json").is_file():
-            raise HarnessError(
-                f"--baseline {baseline}: not a finished run folder (no metrics.json)"
-            )
-        resolved = [p.resolve() for p in found]
-        if baseline.resolve() not in resolved:
-            found.append(baseline)
-    if out is None:
-        if len(runs) != 1:
-            raise HarnessError("give --out DIR when comparing runs from several folders")
-        out = runs[0]
-    if score not in ("greedy", "expected"):
-        raise HarnessError(f"--score must be 'greedy' or 'expected', not {score!r}")
-    loaded = load_runs(found, dataset=dataset, score=score)  # type: ignore[arg-type]
-    base = None
-    if baseline is not None:
-        base = next(r for r in loaded if r.path.resolve() == baseline.resolve())
-    analysis = analyse(loaded, base, n_permutations=n_permutations, seed=seed)
-    title = out.resolve().name or "comparison"
-    written = write_report(analysis, out, title=title, html=html, embed_audio=embed_audio)
-    console.print(comparison_rich_table(title, loaded, analysis.human))
-    if base is not None:
-        console.print(paired_rich_table(analysis))
-    console.print(f"[dim]wrote {', '.join(p.name for p in written)} to {out}/[/]")
 
 
 def main() -> None:  # pragma: no cover

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -143,6 +144,33 @@ def paired_metrics(
             seed=seed,
         )
     return out
+
+
+# ------------------------------------------------------------------------ many p-values
+Correction = Literal["holm", "bh", "none"]
+CORRECTION_NAMES: dict[str, str] = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "none"}
+
+
+def adjust_p_values(p_values: Sequence[float], method: Correction = "holm") -> FloatArray:
+    """p-values adjusted for reporting several at once: Holm's step-down (controls the
+    family-wise error rate) or Benjamini-Hochberg (the false discovery rate, through
+    `scipy.stats.false_discovery_control`); "none" returns them as they are."""
+    p = np.asarray(p_values, dtype=np.float64)
+    if method == "none" or p.size <= 1:
+        return p.copy()
+    if method == "bh":
+        from scipy.stats import false_discovery_control
+
+        adjusted: FloatArray = np.asarray(false_discovery_control(p, method="bh"))
+        return adjusted
+    if method != "holm":
+        raise ValueError(f"unknown correction {method!r} (holm, bh or none)")
+    order = np.argsort(p, kind="stable")
+    m = p.size
+    stepped = np.maximum.accumulate((m - np.arange(m)) * p[order])
+    holm: FloatArray = np.empty(m)
+    holm[order] = np.minimum(stepped, 1.0)
+    return holm
 
 
 # ------------------------------------------------------------------------ agreement

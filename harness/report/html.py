@@ -1,152 +1,137 @@
 """The self-contained HTML report: one file with the tables, the figures (inlined PNGs) and a
-per-dialogue browser (turns, candidates with captions and audio players, the human rank, each
-run's score and raw answer), with filters for disagreements and parse failures."""
+dialogue browser for benchmark-sized runs: the dialogues travel as JSON and the page draws
+one page of them at a time, with search, filters (disagreement with the human, parse
+failures) and pagination. Per dialogue: the turns, the candidates in the human's order with
+captions and one audio player each (every clip's audio once in the file), each run's score,
+and every raw answer full-width below."""
 
 from __future__ import annotations
 
-import base64
-import mimetypes
-import os
-from dataclasses import dataclass, field
+import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import jinja2
 import numpy as np
 
-from harness.dataset import Clip, Item
 from harness.records import Record
 from harness.report.analysis import Analysis
+from harness.report.labels import shorten_unique
 from harness.report.loading import RunData
+from harness.report.media import AudioMode, audio_sources, data_uri
 from harness.report.tables import (
     PAIRED_HEADER,
     POSITION_HEADER,
     agreement_rows,
     comparison_header,
     comparison_rows,
+    endpoint_notes,
+    paired_note,
     paired_rows,
+    paired_title,
     position_bias_rows,
 )
 
-AUDIO_TYPES = {
-    ".wav": "audio/wav",
-    ".mp3": "audio/mpeg",
-    ".flac": "audio/flac",
-    ".ogg": "audio/ogg",
-}
+# Polls the server and offers a reload when the results change.
+LIVE_SCRIPT = """<script>
+(function () {
+  var seen = null;
+  function check() {
+    fetch("/_signature").then(function (r) { return r.text(); }).then(function (s) {
+      if (seen === null) { seen = s; return; }
+      if (s !== seen) {
+        var bar = document.getElementById("live-banner");
+        if (bar) { bar.hidden = false; } else { location.reload(); }
+      }
+    }).catch(function () {});
+  }
+  check();
+  setInterval(check, 3000);
+})();
+</script>"""
+
+HEADER_WIDTH = 14  # characters of a run's label in a column header (the full one on hover)
 
 
-def data_uri(payload: bytes, mime: str) -> str:
-    return f"data:{mime};base64,{base64.b64encode(payload).decode('ascii')}"
+def _answer(run_index: int, record: Record) -> dict[str, Any]:
+    return {
+        "run": run_index,
+        "candidates": record.candidates,
+        "repeat": record.repeat,
+        "raw": record.raw,
+        "error": record.error,
+        "parse_error": record.parse_error,
+    }
 
 
-def audio_type(path: Path) -> str:
-    suffix = path.suffix.lower()
-    return AUDIO_TYPES.get(suffix) or mimetypes.guess_type(path.name)[0] or "audio/wav"
+def _score_text(value: float) -> str:
+    return "n/a" if not np.isfinite(value) else f"{value:.3g}"
 
 
-def audio_source(clip: Clip, out_dir: Path, *, embed: bool) -> str:
-    """The clip's audio as a data URI, or as a URL relative to `out_dir` (resolved)."""
-    if embed:
-        return data_uri(clip.path.read_bytes(), audio_type(clip.path))
-    relative = os.path.relpath(clip.path.resolve(), out_dir)
-    return quote(Path(relative).as_posix())
-
-
-@dataclass
-class Answer:
-    repeat: int
-    candidates: list[str]
-    raw: str | None
-    error: str | None
-    parse_error: str | None
-
-
-@dataclass
-class Cell:
-    score: str
-    top: bool
-    answers: list[Answer] = field(default_factory=list)
-
-
-@dataclass
-class CandidateView:
-    id: str
-    caption: str
-    audio_src: str | None
-    audio_type: str
-    human_rank: int | None
-    cells: list[Cell]
-
-
-@dataclass
-class ItemView:
-    id: str
-    item: Item
-    candidates: list[CandidateView]
-    joint_answers: list[tuple[str, Answer]]  # (run label, answer) for multi-candidate calls
-    disagree: list[int]  # indices of runs whose top-1 is not the human's first
-    parse_failure: bool
-
-
-def _answer(record: Record) -> Answer:
-    return Answer(record.repeat, record.candidates, record.raw, record.error, record.parse_error)
-
-
-def item_views(runs: list[RunData], out_dir: Path, *, embed_audio: bool) -> list[ItemView]:
-    """Items of the first run's dataset that any run scored, in dataset order."""
-    out_dir = out_dir.resolve()
+def item_data(runs: list[RunData]) -> list[dict[str, Any]]:
+    """Items of the first run's dataset that any run scored, in dataset order, as the page
+    script reads them; candidates in the human's order (unranked ones last)."""
     reference = runs[0].dataset
     hits = [run.per_item()["hit@1"] for run in runs]
-    by_item: list[dict[str, list[Record]]] = []
+    grouped: list[dict[str, list[Record]]] = []
     for run in runs:
-        grouped: dict[str, list[Record]] = {}
+        by_item: dict[str, list[Record]] = {}
         for record in run.records:
-            grouped.setdefault(record.item_id, []).append(record)
-        by_item.append(grouped)
-    views = []
+            by_item.setdefault(record.item_id, []).append(record)
+        grouped.append(by_item)
+    out = []
     for item in reference.items:
         if not any(item.id in run.scores for run in runs):
             continue
         ranking = list(item.human_ranking or [])
+        relevance = item.relevance if item.relevance_form else {}
         candidates = []
         for pos, cid in enumerate(item.candidates):
             cells = []
-            for run, grouped in zip(runs, by_item, strict=True):
+            for run in runs:
                 scores = run.scores.get(item.id)
                 if scores is None or len(scores) != len(item.candidates):
                     scores = np.full(len(item.candidates), np.nan)
-                value = float(scores[pos])
                 best = np.nanmax(scores) if np.isfinite(scores).any() else np.nan
-                top = bool(np.isfinite(value) and value == best)
-                single = [_answer(r) for r in grouped.get(item.id, []) if r.candidates == [cid]]
-                text = "n/a" if not np.isfinite(value) else f"{value:.3g}"
-                cells.append(Cell(text, top, single))
+                value = float(scores[pos])
+                cells.append({"score": _score_text(value), "top": bool(value == best)})
             clip = reference.clips.get(cid)
-            heard = clip if clip is not None and clip.has_audio else None  # not a text-only one
             candidates.append(
-                CandidateView(
-                    id=cid,
-                    caption=clip.text if clip else "",
-                    audio_src=audio_source(heard, out_dir, embed=embed_audio) if heard else None,
-                    audio_type=audio_type(heard.path) if heard else "audio/wav",
-                    human_rank=ranking.index(cid) + 1 if cid in ranking else None,
-                    cells=cells,
-                )
+                {
+                    "id": cid,
+                    "caption": clip.text if clip else "",
+                    "rank": ranking.index(cid) + 1 if cid in ranking else None,
+                    "relevance": relevance.get(cid),
+                    "cells": cells,
+                }
             )
-        joint = [
-            (run.label, _answer(r))
-            for run, grouped in zip(runs, by_item, strict=True)
-            for r in grouped.get(item.id, [])
-            if len(r.candidates) > 1 and (r.raw is not None or r.error)
+        candidates.sort(key=lambda c: (c["rank"] is None, c["rank"] or 0))
+        answers = [
+            _answer(i, record)
+            for i, by_item in enumerate(grouped)
+            for record in by_item.get(item.id, [])
+            if record.raw is not None or record.error or record.parse_error
         ]
-        disagree = [i for i, hit in enumerate(hits) if hit.get(item.id, 1.0) < 1.0]
-        failed = any(
-            r.parse_error is not None for grouped in by_item for r in grouped.get(item.id, [])
+        out.append(
+            {
+                "id": item.id,
+                "turns": [[turn.speaker, turn.text] for turn in item.dialogue],
+                "query": item.query,
+                "summary": item.summary,
+                "candidates": candidates,
+                "answers": answers,
+                "disagree": [i for i, hit in enumerate(hits) if hit.get(item.id, 1.0) < 1.0],
+                "parse_failure": any(a["parse_error"] is not None for a in answers),
+            }
         )
-        views.append(ItemView(item.id, item, candidates, joint, disagree, failed))
-    return views
+    return out
+
+
+def script_json(value: Any) -> str:
+    """JSON that is safe inside a <script> element (no "</script>", no "<!--")."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def _compact(header: list[str], rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
@@ -167,7 +152,14 @@ def render_html(
     *,
     title: str = "bgm-judge report",
     embed_audio: bool = False,
+    audio: AudioMode | None = None,
+    live: bool = False,
+    warnings: Sequence[str] = (),
 ) -> str:
+    """The report page. Audio: linked relative to `out_dir`, embedded (`embed_audio`), or
+    `audio` (a function giving each clip's URL, for a server). `live`: served by
+    `harness view`, which the page polls for new results. `warnings`: what could not be
+    read, shown at the top."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("harness.report", "templates"),
         autoescape=True,
@@ -176,19 +168,37 @@ def render_html(
         lstrip_blocks=True,
     )
     template = env.get_template("report.html.jinja")
-    images = {name: data_uri(png, "image/png") for name, png in figures.items()}
+    runs = analysis.runs
+    labels = [run.label for run in runs]
+    short = dict(zip(labels, shorten_unique(labels, HEADER_WIDTH), strict=True))
+    short["human"] = "human"
+    items = item_data(runs) if runs else []
+    shown = {c["id"] for item in items for c in item["candidates"]}
+    clips = [clip for cid, clip in runs[0].dataset.clips.items() if cid in shown] if runs else []
+    mode: AudioMode = audio if audio is not None else "embed" if embed_audio else "link"
+    data = {
+        "runs": [{"label": label, "short": short[label]} for label in labels],
+        "audio": audio_sources(clips, out_dir, mode),
+        "items": items,
+    }
     context: dict[str, Any] = {
         "title": title,
-        "runs": analysis.runs,
-        "baseline": analysis.baseline.label if analysis.baseline else None,
-        "comparison": _compact(comparison_header(analysis.runs), comparison_rows(analysis.runs)),
-        "paired": (PAIRED_HEADER, paired_rows(analysis)) if analysis.baseline else None,
+        "runs": runs,
+        "short": short,
+        "paired_title": paired_title(analysis) if analysis.paired else None,
+        "paired_note": paired_note(analysis) if analysis.paired else None,
+        "pair_notes": analysis.notes,
+        "endpoint_notes": [note.replace("`", "") for note in endpoint_notes(runs)],
+        "comparison": _compact(comparison_header(runs), comparison_rows(runs)),
+        "paired": (PAIRED_HEADER, paired_rows(analysis)) if analysis.paired else None,
         "agreement": (["", *analysis.agreement.labels], agreement_rows(analysis)),
         "position": (POSITION_HEADER, position_bias_rows(analysis))
         if analysis.position_bias
         else None,
-        "images": images,
-        "items": item_views(analysis.runs, out_dir, embed_audio=embed_audio),
-        "repeats": any(run.aggregate.n_repeats > 1 for run in analysis.runs),
+        "images": {name: data_uri(png, "image/png") for name, png in figures.items()},
+        "repeats": any(run.aggregate.n_repeats > 1 for run in runs),
+        "data": script_json(data),
+        "live_script": LIVE_SCRIPT if live else "",
+        "warnings": list(warnings),
     }
     return template.render(**context)

@@ -15,7 +15,9 @@ from harness.dataset import Dataset, load_dataset
 from harness.errors import HarnessError
 from harness.evaluation import evaluate_records, expected_score_records
 from harness.metrics import Aggregate, FloatArray
-from harness.records import Record, read_records
+from harness.provenance import unofficial_endpoints
+from harness.records import Record, read_predictions, read_records
+from harness.report.labels import generated_labels
 from providers import REGISTRY
 
 
@@ -42,6 +44,13 @@ class RunData:
             out["groups"] = {name: agg.to_json() for name, agg in self.groups.items()}
         return out
 
+    kind: Literal["run", "predictions"] = "run"  # a run folder, or a predictions file
+
+    @property
+    def name(self) -> str:
+        """The run's own name (its folder), whatever label it is shown under."""
+        return str(self.config.get("name") or self.path.name)
+
     @property
     def provider(self) -> dict[str, Any]:
         provider: dict[str, Any] = self.config.get("provider") or {}
@@ -49,15 +58,24 @@ class RunData:
 
     @property
     def prompt(self) -> str:
-        """The prompt variant; "n/a" for scorers, which take no prompt."""
+        """The prompt variant; "n/a" for scorers, which take no prompt, and predictions."""
         entry = REGISTRY.get(str(self.provider.get("name")))
-        return "n/a" if entry and entry.kind == "scorer" else str(self.config.get("prompt", "?"))
+        if self.kind == "predictions" or (entry and entry.kind == "scorer"):
+            return "n/a"
+        return str(self.config.get("prompt", "?"))
 
     @property
     def inputs(self) -> str:
+        if self.kind == "predictions":
+            return "n/a"
         inputs = self.config.get("inputs") or {}
         shown = f"{inputs.get('dialogue', 'full')}/{inputs.get('music', 'audio')}"
         return shown + ("+context audio" if inputs.get("context_audio") else "")
+
+    @property
+    def unofficial_endpoints(self) -> list[str]:
+        """API endpoints of this run that are not the provider's official service."""
+        return unofficial_endpoints(self.stats)
 
     @property
     def parse_failures(self) -> int:
@@ -114,11 +132,7 @@ def load_run(
             f"{path}: dataset folder {str(root)!r} of this run not found; run from the folder "
             "the run was made in, or pass --dataset DIR"
         )
-    cache = datasets if datasets is not None else {}
-    key = root.resolve()
-    if key not in cache:
-        cache[key] = load_dataset(root, check_audio=False)
-    data = cache[key]
+    data = _dataset(root, datasets)
     if config.get("limit"):
         data = data.subset([item.id for item in data.items[: int(config["limit"])]])
     evaluated = records
@@ -152,6 +166,67 @@ def load_run(
     )
 
 
+def _dataset(root: Path, datasets: dict[Path, Dataset] | None) -> Dataset:
+    cache = datasets if datasets is not None else {}
+    key = root.resolve()
+    if key not in cache:
+        cache[key] = load_dataset(root, check_audio=False)
+    return cache[key]
+
+
+def load_predictions(
+    path: Path, dataset: Path, *, datasets: dict[Path, Dataset] | None = None
+) -> RunData:
+    """Your own predictions (the JSONL that `harness evaluate` reads) as a run: one record
+    per item and repeat, scored against `dataset` with the run defaults (missing scores
+    ranked worst, 1,000 bootstrap resamples, seed 0)."""
+    data = _dataset(dataset, datasets)
+    predictions = read_predictions(path, list(data.items))
+    records = [
+        Record(
+            item_id=item_id,
+            candidates=[c for c in data.item(item_id).candidates if c in scores],
+            repeat=repeat,
+            scores=scores,
+        )
+        for repeat, by_item in sorted(predictions.items())
+        for item_id, scores in by_item.items()
+    ]
+    name = path.parent.name if path.name == "predictions.jsonl" else path.stem
+    config: dict[str, Any] = {
+        "name": name,
+        "dataset": str(dataset),
+        "provider": {"name": "predictions", "model": name},
+        "repeats": max(predictions, default=0) + 1,
+    }
+    evaluation = evaluate_records(data.items, records, repeats=config["repeats"])
+    return RunData(
+        path=path,
+        label=name,
+        config=config,
+        stats={},
+        records=records,
+        dataset=data,
+        aggregate=evaluation.aggregate,
+        scores=evaluation.mean_scores(),
+        kind="predictions",
+    )
+
+
+def assign_labels(runs: Sequence[RunData]) -> None:
+    """Short, unique labels: each run's `label:`, else what tells it apart from the others."""
+    labels = generated_labels(
+        [run.config for run in runs],
+        [run.name for run in runs],
+        [
+            run.path.parent.name if run.kind == "run" else run.path.parent.parent.name
+            for run in runs
+        ],
+    )
+    for run, label in zip(runs, labels, strict=True):
+        run.label = label
+
+
 def load_runs(
     paths: Sequence[Path],
     *,
@@ -160,8 +235,5 @@ def load_runs(
 ) -> list[RunData]:
     datasets: dict[Path, Dataset] = {}
     runs = [load_run(path, dataset=dataset, datasets=datasets, score=score) for path in paths]
-    labels = [run.label for run in runs]
-    for run in runs:  # two runs of the same name (different sweeps): label by folder
-        if labels.count(run.label) > 1:
-            run.label = str(run.path)
+    assign_labels(runs)
     return runs

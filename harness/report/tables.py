@@ -22,8 +22,9 @@ from harness.report.formatting import (
     shown_metrics,
 )
 from harness.report.loading import RunData
+from harness.report.pivot import pivot_markdown
 from harness.report.run_report import HUMAN_NOTE
-from harness.stats import PairedDifference
+from harness.stats import CORRECTION_NAMES, PairedDifference
 
 
 def estimated_cost(stats: Mapping[str, Any]) -> float | None:
@@ -48,6 +49,24 @@ def _tokens(stats: Mapping[str, Any]) -> str:
 def table_metrics(runs: Sequence[RunData], *, compact: bool = False) -> list[str]:
     """The metric columns of the comparison (see `shown_metrics`)."""
     return shown_metrics((run.aggregate.to_json() for run in runs), compact=compact)
+
+
+UNOFFICIAL_MARK = " †"
+
+
+def marked(run: RunData) -> str:
+    """The run's label, with a dagger when its endpoint is not the provider's official one."""
+    return run.label + (UNOFFICIAL_MARK if run.unofficial_endpoints else "")
+
+
+def endpoint_notes(runs: Sequence[RunData]) -> list[str]:
+    """One line per run marked with a dagger: which endpoint it called."""
+    return [
+        f"† `{run.label}`: {'; '.join(run.unofficial_endpoints)} is not the provider's official "
+        "service; its numbers are not that provider's, and its cost is estimated at official prices."
+        for run in runs
+        if run.unofficial_endpoints
+    ]
 
 
 def comparison_header(runs: Sequence[RunData], *, compact: bool = False) -> list[str]:
@@ -77,7 +96,7 @@ def comparison_rows(runs: Sequence[RunData], *, compact: bool = False) -> list[l
         cost = estimated_cost(run.stats)
         rows.append(
             [
-                run.label,
+                marked(run),
                 str(run.provider.get("name", "?")),
                 str(run.provider.get("model") or "default"),
                 run.prompt,
@@ -126,6 +145,7 @@ def comparison_csv_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
             "run": run.label,
             "path": str(run.path),
             "score": run.score,
+            "official_endpoint": not run.unofficial_endpoints,
             "provider": run.provider.get("name"),
             "model": run.provider.get("model"),
             "prompt": run.prompt,
@@ -177,7 +197,18 @@ def human_csv_rows(human: Aggregate | None) -> list[dict[str, Any]]:
     return [row]
 
 
-PAIRED_HEADER = ["run", "metric", "items", "run mean", "baseline mean", "difference", "95% CI", "p"]
+PAIRED_HEADER = [
+    "run",
+    "baseline",
+    "metric",
+    "items",
+    "run mean",
+    "baseline mean",
+    "difference",
+    "95% CI",
+    "p",
+    "p adj.",
+]
 
 
 def _p_text(diff: PairedDifference) -> str:
@@ -192,6 +223,7 @@ def paired_rows(analysis: Analysis) -> list[list[str]]:
             rows.append(
                 [
                     label,
+                    analysis.paired_with.get(label, "?"),
                     metric_label(name),
                     str(diff.n_items),
                     "n/a" if empty else f"{diff.run_mean:.3f}",
@@ -199,16 +231,46 @@ def paired_rows(analysis: Analysis) -> list[list[str]]:
                     "n/a" if empty else f"{diff.difference:+.3f}",
                     "n/a" if empty else f"[{diff.ci95[0]:+.3f}, {diff.ci95[1]:+.3f}]",
                     _p_text(diff),
+                    f"{analysis.adjusted_p[label][name]:.4f}",
                 ]
             )
     return rows
 
 
+def paired_note(analysis: Analysis) -> str:
+    """How the paired table reads: the difference, its CI, p and the adjustment."""
+    count = sum(len(by) for by in analysis.paired.values())
+    adjusted = (
+        f"p adj.: {CORRECTION_NAMES[analysis.correction]}-adjusted over the {count} p-values "
+        "of this table"
+        if analysis.correction != "none" and count > 1
+        else "p adj.: as p (no adjustment)"
+    )
+    return (
+        "Difference = run - baseline on the items both runs scored; 95% paired-bootstrap "
+        "CI; two-sided sign-flip permutation p (exact, or Monte Carlo where marked MC); "
+        + adjusted
+        + "."
+    )
+
+
+def paired_title(analysis: Analysis) -> str:
+    if analysis.pair_by is not None:
+        return f"Paired comparison: each run against its own {analysis.pair_by} run"
+    assert analysis.baseline is not None
+    return f"Paired comparison against `{analysis.baseline.label}`"
+
+
 def paired_csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
-    assert analysis.baseline is not None or not analysis.paired
-    base = analysis.baseline.label if analysis.baseline else None
     return [
-        {"run": label, "baseline": base, "metric": name, **diff.to_json()}
+        {
+            "run": label,
+            "baseline": analysis.paired_with.get(label),
+            "metric": name,
+            **diff.to_json(),
+            "p_adjusted": analysis.adjusted_p[label][name],
+            "correction": analysis.correction,
+        }
         for label, metrics in analysis.paired.items()
         for name, diff in metrics.items()
     ]
@@ -314,16 +376,22 @@ def comparison_markdown(analysis: Analysis, title: str = "comparison") -> str:
             "",
             markdown_table(metric_header(names, "run / group"), group_rows(groups, names)),
         ]
-    if analysis.baseline is not None:
+    notes = endpoint_notes(analysis.runs)
+    if notes:
+        lines += ["", *notes]
+    pivot = pivot_markdown(analysis.runs)
+    if pivot:
+        lines += ["", "## Model x prompt", "", pivot]
+    if analysis.paired or analysis.notes:
+        lines += ["", f"## {paired_title(analysis)}", ""]
+    if analysis.paired:
         lines += [
-            "",
-            f"## Paired comparison against `{analysis.baseline.label}`",
-            "",
             markdown_table(PAIRED_HEADER, paired_rows(analysis)),
             "",
-            "Difference = run - baseline on the items both runs scored; 95% paired-bootstrap "
-            "CI; two-sided sign-flip permutation p (exact, or Monte Carlo where marked MC).",
+            paired_note(analysis),
         ]
+    if analysis.notes:
+        lines += ["", *(f"- no baseline: {note}" for note in analysis.notes)]
     agreement = analysis.agreement
     lines += [
         "",
@@ -372,12 +440,10 @@ def comparison_rich_table(
 
 
 def paired_rich_table(analysis: Analysis) -> Table:
-    assert analysis.baseline is not None
-    table = Table(
-        title=f"paired comparison against {analysis.baseline.label}", title_justify="left"
-    )
+    table = Table(title=paired_title(analysis).replace("`", ""), title_justify="left")
     for column in PAIRED_HEADER:
-        table.add_column(column, justify="left" if column in ("run", "metric") else "right")
+        left = column in ("run", "baseline", "metric")
+        table.add_column(column, justify="left" if left else "right")
     for row in paired_rows(analysis):
         table.add_row(*row)
     return table

@@ -1,5 +1,6 @@
-"""Writing `harness report`'s files: comparison.md/.csv, paired.csv, agreement.csv/.png,
-position_bias.csv/.png, metrics.png and report.html."""
+"""Writing `harness report`'s files: comparison.md/.csv/.tex, pivot.tex/.csv (several
+prompts), paired.csv, agreement.csv, position_bias.csv, the figures (metrics, agreement,
+position bias) as PNG, PDF and SVG, and report.html."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from typing import Any
 
 from harness.report import plots
 from harness.report.analysis import Analysis
+from harness.report.latex import comparison_tex, pivot_tex
+from harness.report.pivot import pivot_csv_rows
 from harness.report.tables import (
+    UNOFFICIAL_MARK,
     agreement_csv_rows,
     comparison_csv_rows,
     comparison_markdown,
@@ -29,6 +33,22 @@ def write_csv(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
         writer.writerows(rows)
 
 
+def report_figures(analysis: Analysis, *, files: bool = True) -> dict[str, plots.Figure]:
+    """The report's figures by name (metrics, agreement, position_bias for joint runs);
+    `files=False` renders only the page PNGs (for `harness view`)."""
+    figures = {
+        "metrics": plots.metric_bars(
+            [(run.label, run.aggregate.metrics) for run in analysis.runs],
+            analysis.chance,
+            files=files,
+        ),
+        "agreement": plots.agreement_heatmap(analysis.agreement, files=files),
+    }
+    if analysis.position_bias:
+        figures["position_bias"] = plots.position_bars(analysis.position_bias, files=files)
+    return figures
+
+
 def write_report(
     analysis: Analysis,
     out: Path,
@@ -36,35 +56,36 @@ def write_report(
     title: str = "comparison",
     html: bool = True,
     embed_audio: bool = False,
+    warnings: Sequence[str] = (),
 ) -> list[Path]:
-    """Write comparison.md/.csv, paired.csv (with a baseline), agreement.csv/.png,
-    position_bias.csv/.png (joint runs), metrics.png and report.html into `out`."""
+    """Write the report's files into `out` (see the module's docstring); returns their paths."""
     out.mkdir(parents=True, exist_ok=True)
+    runs = analysis.runs
     files: dict[str, str | bytes | list[dict[str, Any]]] = {
         "comparison.md": comparison_markdown(analysis, title),
-        "comparison.csv": comparison_csv_rows(analysis.runs) + human_csv_rows(analysis.human),
+        "comparison.csv": comparison_csv_rows(runs) + human_csv_rows(analysis.human),
+        "comparison.tex": comparison_tex(
+            runs, marks=[UNOFFICIAL_MARK if run.unofficial_endpoints else "" for run in runs]
+        ),
         "agreement.csv": agreement_csv_rows(analysis),
     }
-    if analysis.baseline is not None:
+    pivot = pivot_tex(runs)
+    if pivot is not None:
+        files["pivot.tex"] = pivot
+        files["pivot.csv"] = pivot_csv_rows(runs)
+    if analysis.paired:
         files["paired.csv"] = paired_csv_rows(analysis)
-    figures = {
-        "metrics": plots.metric_bars([(run.label, run.aggregate.metrics) for run in analysis.runs]),
-        "agreement": plots.agreement_heatmap(analysis.agreement),
-    }
     if analysis.position_bias:
         files["position_bias.csv"] = position_bias_csv_rows(analysis)
-        figures["position"] = plots.position_bars(analysis.position_bias)
-    names = {
-        "metrics": "metrics.png",
-        "agreement": "agreement.png",
-        "position": "position_bias.png",
-    }
-    files |= {names[key]: png for key, png in figures.items()}
+    figures = report_figures(analysis)
+    for key, figure in figures.items():
+        files |= {f"{key}.{fmt}": data for fmt, data in figure.files.items()}
     if html:
         from harness.report.html import render_html  # jinja2 is only needed here
 
+        pages = {key: figure.page_png for key, figure in figures.items()}
         files["report.html"] = render_html(
-            analysis, figures, out, title=title, embed_audio=embed_audio
+            analysis, pages, out, title=title, embed_audio=embed_audio, warnings=warnings
         )
     written = []
     for name, content in files.items():

@@ -4,6 +4,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy.stats import kendalltau
 
 from harness.dataset import Item
@@ -173,3 +175,45 @@ def test_position_bias_none_without_joint_calls() -> None:
     assert (
         position_bias([Record(item_id="d", candidates=["a"], raw="x", scores={"a": 1.0})]) is None
     )
+
+
+# ------------------------------------------------------------------------ many p-values
+def _holm_by_definition(p: list[float]) -> list[float]:
+    """Holm (1979): the i-th smallest p times (m - i + 1), made monotone, capped at 1."""
+    m = len(p)
+    order = sorted(range(m), key=lambda i: p[i])
+    out = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return out
+
+
+def _bh_by_definition(p: list[float]) -> list[float]:
+    """Benjamini-Hochberg: min over j >= i of m p_(j) / j, capped at 1."""
+    m = len(p)
+    order = sorted(range(m), key=lambda i: p[i])
+    out = [0.0] * m
+    for rank, i in enumerate(order):
+        out[i] = min(1.0, min(m * p[order[j]] / (j + 1) for j in range(rank, m)))
+    return out
+
+
+def test_adjusted_p_values_on_a_worked_example() -> None:
+    from harness.stats import adjust_p_values
+
+    p = [0.01, 0.04, 0.03, 0.005]
+    assert list(adjust_p_values(p, "holm")) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert list(adjust_p_values(p, "bh")) == pytest.approx([0.02, 0.04, 0.04, 0.02])
+    assert list(adjust_p_values(p, "none")) == p
+    assert list(adjust_p_values([0.2], "holm")) == [0.2]
+
+
+@given(st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=30))
+def test_adjusted_p_values_match_their_definitions(p: list[float]) -> None:
+    from harness.stats import adjust_p_values
+
+    assert list(adjust_p_values(p, "holm")) == pytest.approx(_holm_by_definition(p))
+    assert list(adjust_p_values(p, "bh")) == pytest.approx(_bh_by_definition(p))
+    assert all(a >= q - 1e-12 for a, q in zip(adjust_p_values(p, "holm"), p, strict=True))

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import base64
+import io
+import json
+import re
 import shutil
 from html.parser import HTMLParser
 from pathlib import Path
@@ -8,6 +11,7 @@ from typing import Any
 from urllib.parse import unquote
 
 import pytest
+import soundfile
 
 from harness.report.analysis import analyse
 from harness.report.loading import load_runs
@@ -54,10 +58,23 @@ def make_report(root: Path, *, embed_audio: bool = False) -> Path:
     return out / "report.html"
 
 
+def report_data(html: str) -> dict[str, Any]:
+    """The dialogue browser's data: the JSON in <script id="report-data">."""
+    match = re.search(
+        r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S
+    )
+    assert match is not None
+    data: dict[str, Any] = json.loads(match.group(1))
+    return data
+
+
 def test_html_is_escaped_and_has_no_network_assets(tmp_path: Path) -> None:
     html = make_report(tmp_path).read_text()
     assert SCRIPT not in html
-    assert "&lt;script&gt;alert(&#34;raw&#34;)&lt;/script&gt;" in html
+    block = html.split('id="report-data">')[1].split("</script>")[0]
+    assert "<" not in block and "\\u003cscript\\u003ealert" in block  # escaped in the JSON
+    answers = [a["raw"] for item in report_data(html)["items"] for a in item["answers"]]
+    assert SCRIPT in answers  # and the page shows it as text (test_report_in_chromium)
     assert "http://" not in html and "https://" not in html
     parsed = _parse(html)
     images = [attrs["src"] or "" for attrs in parsed.find("img")]
@@ -67,34 +84,50 @@ def test_html_is_escaped_and_has_no_network_assets(tmp_path: Path) -> None:
     ]
 
 
-def test_audio_sources_are_relative_to_the_report(tmp_path: Path) -> None:
+def test_audio_sources_are_relative_to_the_report_once_per_clip(tmp_path: Path) -> None:
     report = make_report(tmp_path)
-    sources = [attrs["src"] or "" for attrs in _parse(report.read_text()).find("source")]
+    sources = report_data(report.read_text())["audio"]
     assert len(sources) == 4 * N_ITEMS
-    assert sources[0].startswith("../data%20set/audio/")
-    for src in sources:
+    assert sources["c0_0"].startswith("../data%20set/audio/")
+    for src in sources.values():
         target = (report.parent / unquote(src)).resolve()
         assert target.is_file() and target.parent == (tmp_path / "data set" / "audio").resolve()
 
 
-def test_audio_can_be_embedded(tmp_path: Path) -> None:
+def test_audio_can_be_embedded_as_a_compressed_preview(tmp_path: Path) -> None:
     report = make_report(tmp_path, embed_audio=True)
-    source = _parse(report.read_text()).find("source")[0]
-    prefix = "data:audio/wav;base64,"
-    assert (source["src"] or "").startswith(prefix) and source["type"] == "audio/wav"
-    wav = base64.b64decode((source["src"] or "")[len(prefix) :])
-    assert wav == (tmp_path / "data set" / "audio" / "c0_3.wav").read_bytes()  # d0 shows c0_3 first
+    src = report_data(report.read_text())["audio"]["c0_3"]
+    prefix = "data:audio/ogg;base64,"
+    assert src.startswith(prefix)
+    samples, rate = soundfile.read(io.BytesIO(base64.b64decode(src[len(prefix) :])))
+    assert samples.ndim == 1 and len(samples) / rate == pytest.approx(0.5, abs=0.02)
 
 
-def test_items_carry_disagreement_and_parse_failure_flags(tmp_path: Path) -> None:
-    articles = {
-        attrs["data-item"]: attrs
-        for attrs in _parse(make_report(tmp_path).read_text()).find("article")
-    }
-    assert len(articles) == N_ITEMS
+def test_embedded_audio_is_deduplicated_and_small(tmp_path: Path) -> None:
+    """Ten dialogues share the same four 5-second clips: each clip is in the file once, as
+    Ogg Vorbis, so the page is a fraction of the WAV bytes of even one copy of each clip."""
+    dataset = write_tiny_dataset(tmp_path / "data", n_items=1, seconds=5.0)
+    (first,) = [json.loads(line) for line in (dataset / "items.jsonl").read_text().splitlines()]
+    items = [{**first, "id": f"d{i}"} for i in range(10)]
+    (dataset / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
+    scores = {f"d{i}": tiny_scores(1)["d0"] for i in range(10)}
+    run = write_run(tmp_path / "results" / "shared", dataset, pointwise_records(scores))
+    write_report(analyse(load_runs([run])), tmp_path / "report", embed_audio=True)
+    html = (tmp_path / "report" / "report.html").read_text()
+    wav_bytes = sum(p.stat().st_size for p in (dataset / "audio").glob("*.wav"))
+    assert html.count("data:audio/") == 4
+    assert len(html.encode()) < wav_bytes / 4, (len(html), wav_bytes)
+
+
+def test_items_carry_flags_and_candidates_in_human_order(tmp_path: Path) -> None:
+    items = {item["id"]: item for item in report_data(make_report(tmp_path).read_text())["items"]}
+    assert len(items) == N_ITEMS
     for i in range(N_ITEMS):
-        assert articles[f"d{i}"]["data-disagree"] == ("0" if i >= 6 else "")
-        assert articles[f"d{i}"]["data-parse-failure"] == ("1" if i == 0 else "0")
+        assert items[f"d{i}"]["disagree"] == ([0] if i >= 6 else [])
+        assert items[f"d{i}"]["parse_failure"] == (i == 0)
+        # The dataset lists d<i>'s candidates in reverse; the page follows the human ranking.
+        assert [c["id"] for c in items[f"d{i}"]["candidates"]] == [f"c{i}_{j}" for j in range(4)]
+        assert [c["rank"] for c in items[f"d{i}"]["candidates"]] == [1, 2, 3, 4]
 
 
 # ------------------------------------------------------------------------ in Chromium
@@ -189,3 +222,67 @@ def test_report_in_chromium(page: Any, tmp_path: Path) -> None:
 def test_embedded_audio_plays_in_chromium(page: Any, tmp_path: Path) -> None:
     page.goto(make_report(tmp_path, embed_audio=True).as_uri())
     assert _playable(page) == pytest.approx(0.5, abs=0.01)
+
+
+def test_report_in_chromium_reads_at_benchmark_scale(page: Any, tmp_path: Path) -> None:
+    """1,200 dialogues: one page of them in the DOM at a time, search, pagination, a deep
+    link, and run columns headed by short labels with the full one on hover."""
+    n = 1200
+    dataset = write_tiny_dataset(tmp_path / "data", n_items=n, seconds=0.02)
+    long_a = {"name": "mock", "model": "m", "label": "gemini_gemini-2.5-pro_zero_shot_full_audio"}
+    long_b = {"name": "mock", "model": "m", "label": "gemini_gemini-2.5-pro_cot_full_audio"}
+    answers = {"c0_1": "reasoning " * 400 + '{"score": 3}'}
+    a = write_run(
+        tmp_path / "r" / "a",
+        dataset,
+        pointwise_records(tiny_scores(n), raw=answers),
+        provider=long_a,
+    )
+    b = write_run(
+        tmp_path / "r" / "b",
+        dataset,
+        pointwise_records(tiny_scores(n, reverse=True)),
+        provider=long_b,
+    )
+    write_report(analyse(load_runs([a, b])), tmp_path / "report")
+    page.goto((tmp_path / "report" / "report.html").as_uri())
+
+    assert page.locator("article.item").count() == 25
+    assert _visible_items(page)[:2] == ["d0", "d1"]
+    assert page.locator("#page-info").inner_text().startswith("page 1 of 48")
+    page.click("#next-page")
+    assert _visible_items(page)[0] == "d25"
+    page.select_option("#page-size", "100")
+    assert page.locator("article.item").count() == 100 and _visible_items(page)[0] == "d0"
+    page.fill("#search", "d1199")
+    assert _visible_items(page) == ["d1199"]
+    assert page.locator("#shown-count").inner_text() == f"1 of {n} dialogues shown"
+    page.fill("#search", "HELLO 119")  # case-insensitive, in the turns: d119, d1190-d1199
+    assert len(_visible_items(page)) == 11
+    page.fill("#search", "")
+    page.check("#filter-disagree")
+    page.select_option("#filter-run", "0")
+    assert _visible_items(page) == []  # run a agrees with the human everywhere
+    page.uncheck("#filter-disagree")
+    page.goto("about:blank")
+    page.goto((tmp_path / "report" / "report.html").as_uri() + "#item-d600")
+    page.wait_for_function("document.getElementById('item-d600') !== null")
+    assert page.locator("#page-info").inner_text().startswith("page 25 of 48")
+
+    # Run columns: short, distinct labels; the full label on hover.
+    headers = page.locator("#item-d600 th.run abbr")
+    titles = [headers.nth(i).get_attribute("title") for i in range(2)]
+    shown = [headers.nth(i).inner_text() for i in range(2)]
+    assert titles == [long_a["label"], long_b["label"]]
+    assert len(set(shown)) == 2 and all(len(text) <= 14 for text in shown)
+    # Candidates in the human's order; the raw answer full-width and left-aligned.
+    page.fill("#search", "d0")
+    ranks = page.locator("#item-d0 table.candidates tbody tr td:first-child").all_inner_texts()
+    assert ranks == ["1", "2", "3", "4"]
+    page.locator("#item-d0 details", has_text="clip c0_1").first.locator("summary").click()
+    widths = page.eval_on_selector(
+        "#item-d0",
+        """a => ({article: a.clientWidth, pre: a.querySelector('details[open] pre').clientWidth,
+                 align: getComputedStyle(a.querySelector('details[open] pre')).textAlign})""",
+    )
+    assert widths["pre"] > 0.8 * widths["article"] and widths["align"] in ("left", "start")

@@ -104,7 +104,7 @@ def test_identical_runs_compare_to_zero_difference_and_p_one(dataset: Path, tmp_
     rows = _csv(out / "paired.csv")
     assert len(rows) == 4
     for row in rows:
-        assert row["run"] == str(run) and row["baseline"] == str(copy)  # same names: paths
+        assert row["run"] == "same (a)" and row["baseline"] == "same (b)"  # told apart by folder
         assert float(row["difference"]) == 0.0
         assert float(row["p_value"]) == 1.0
 

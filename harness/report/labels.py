@@ -1,0 +1,112 @@
+"""Run labels for tables and figures: the user's `label:` where given (a run's, or its
+provider block's), else only what tells the compared runs apart (the model, the prompt, the
+inputs) instead of the full run name; always unique, and shortened for narrow places
+without ever making two labels the same."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+ELLIPSIS = "…"
+
+
+def _model_part(config: Mapping[str, Any], with_provider: bool) -> str:
+    provider: Mapping[str, Any] = config.get("provider") or {}
+    if provider.get("label"):
+        return str(provider["label"])
+    name = str(provider.get("name") or "")
+    if name == "predictions":  # your own predictions: the file's or folder's name
+        return str(provider.get("model") or config.get("name"))
+    model = str(provider.get("model") or name or config.get("name") or "?")
+    if with_provider and name and name.lower() not in model.lower():
+        return f"{name}:{model}"
+    return model
+
+
+def _inputs(config: Mapping[str, Any]) -> str | None:
+    inputs = config.get("inputs")
+    if not isinstance(inputs, Mapping):
+        return None
+    return f"{inputs.get('dialogue', 'full')}/{inputs.get('music', 'audio')}"
+
+
+def generated_labels(
+    configs: Sequence[Mapping[str, Any]], names: Sequence[str], folders: Sequence[str]
+) -> list[str]:
+    """A label per run: its own `label:`, else the parts of its setup that differ between
+    the runs compared (model or provider label, prompt, inputs), else its name; made unique
+    with the folder it sits in (the sweep's), then a number."""
+    providers = {str((c.get("provider") or {}).get("name")) for c in configs} - {"predictions"}
+    parts = [(_model_part(c, len(providers) > 1), c.get("prompt"), _inputs(c)) for c in configs]
+    # A setting varies when two runs that have it differ (your predictions have neither a
+    # prompt nor inputs).
+    varying = [len({p[i] for p in parts if p[i] is not None}) > 1 for i in range(3)]
+    if not any(varying):
+        varying[0] = True
+    labels = []
+    for config, name, setup in zip(configs, names, parts, strict=True):
+        if config.get("label"):
+            labels.append(str(config["label"]))
+            continue
+        shown = [str(p) for p, vary in zip(setup, varying, strict=True) if vary and p]
+        labels.append(" · ".join(shown) if len(configs) > 1 and shown else name)
+    labels = [
+        f"{label} ({folder})" if folder and labels.count(label) > 1 else label
+        for label, folder in zip(labels, folders, strict=True)
+    ]
+    return unique(labels)
+
+
+def unique(labels: Sequence[str]) -> list[str]:
+    """The labels, the second and later of equal ones numbered: "a", "a #2", "a #3"."""
+    taken: set[str] = set()
+    out = []
+    for label in labels:
+        candidate, n = label, 1
+        while candidate in taken:
+            n += 1
+            candidate = f"{label} #{n}"
+        taken.add(candidate)
+        out.append(candidate)
+    return out
+
+
+def short(label: str, width: int) -> str:
+    """The label cut in the middle to `width` characters (it stays whole if it fits)."""
+    if len(label) <= width:
+        return label
+    head = (width - 1) // 2
+    return label[:head] + ELLIPSIS + label[len(label) - (width - 1 - head) :]
+
+
+def shorten_unique(labels: Sequence[str], width: int) -> list[str]:
+    """Each (unique) label in at most `width` characters, no two the same: labels that fit
+    stay whole; a cut that would collide tries other head/tail splits, then a number."""
+    if width < 5:
+        raise ValueError("labels need at least 5 characters to stay unique")
+    if len(set(labels)) != len(labels):
+        raise ValueError("labels must be unique before they are shortened")
+    cuts = [short(label, width) for label in labels]
+    taken = {label for label in labels if len(label) <= width}
+    out = []
+    for label, cut in zip(labels, cuts, strict=True):
+        if len(label) <= width:
+            out.append(label)
+            continue
+        if cut not in taken and cuts.count(cut) == 1:
+            choice = cut
+        else:
+            splits = (
+                label[:head] + ELLIPSIS + label[len(label) - (width - 1 - head) :]
+                for head in range(width - 2, 0, -1)
+            )
+            choice = next((s for s in splits if s not in taken and s not in cuts), "")
+            n = 1
+            while not choice or choice in taken:
+                n += 1
+                suffix = f"{ELLIPSIS}{n}"
+                choice = label[: width - len(suffix)] + suffix
+        taken.add(choice)
+        out.append(choice)
+    return out

@@ -1,0 +1,140 @@
+"""`harness view`: the HTML report of one or several runs served live. Each page load
+re-reads the results when a run was added or changed (by the files' sizes and modification
+times), so a sweep can be watched while it runs; the page polls and offers a reload when the
+results change. Audio is served by clip id. Standard library only."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit
+
+from harness.dataset import Clip
+from harness.errors import HarnessError
+from harness.report.analysis import analyse
+from harness.report.html import LIVE_SCRIPT
+from harness.report.media import audio_type
+from harness.report.sources import discover, load_sources
+
+WATCHED = ("metrics.json", "records.jsonl", "run.json", "config.yaml")
+
+
+@dataclass
+class Page:
+    signature: tuple[Any, ...]
+    html: bytes
+    clips: dict[str, Path]
+
+
+def _signature(paths: Sequence[Path]) -> tuple[Any, ...]:
+    """What the page depends on: every source and the size and time of its files."""
+    found = discover(paths)
+    stamps: list[Any] = []
+    for source in found.sources:
+        files = (
+            [source.path] if source.kind == "predictions" else [source.path / n for n in WATCHED]
+        )
+        for file in files:
+            try:
+                stat = file.stat()
+            except OSError:
+                continue
+            stamps.append((str(file), stat.st_size, stat.st_mtime_ns))
+    return (tuple(stamps), tuple(found.warnings))
+
+
+class LiveReport:
+    """The report page of `paths`, rebuilt when the results change."""
+
+    def __init__(self, paths: Sequence[Path], *, dataset: Path | None = None) -> None:
+        self.paths = list(paths)
+        self.dataset = dataset
+        self._page: Page | None = None
+        self._lock = threading.Lock()
+
+    def signature(self) -> str:
+        return str(hash(_signature(self.paths)))
+
+    def page(self) -> Page:
+        with self._lock:
+            signature = _signature(self.paths)
+            if self._page is None or self._page.signature != signature:
+                self._page = self._build(signature)
+            return self._page
+
+    def _build(self, signature: tuple[Any, ...]) -> Page:
+        from harness.report.html import render_html
+        from harness.report.writing import report_figures
+
+        found = discover(self.paths)
+        runs, warnings = load_sources(found.sources, dataset=self.dataset)
+        warnings = found.warnings + warnings
+        title = ", ".join(p.resolve().name or str(p) for p in self.paths)
+        if not runs:
+            return Page(signature, _waiting(title, warnings).encode(), {})
+        analysis = analyse(runs)
+        figures = {name: f.page_png for name, f in report_figures(analysis, files=False).items()}
+
+        def url(clip: Clip) -> str:
+            return "/audio/" + quote(clip.id, safe="")
+
+        html = render_html(
+            analysis, figures, Path("."), title=title, audio=url, live=True, warnings=warnings
+        )
+        clips = {cid: clip.path for cid, clip in runs[0].dataset.clips.items() if clip.has_audio}
+        return Page(signature, html.encode(), clips)
+
+
+def _waiting(title: str, warnings: Sequence[str]) -> str:
+    from html import escape
+
+    notes = "".join(f"<li>{escape(w)}</li>" for w in warnings)
+    return (
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{escape(title)}</title>"
+        "</head><body><h1>No finished runs yet</h1><p>This page reloads when there are.</p>"
+        f"<ul>{notes}</ul>{LIVE_SCRIPT}</body></html>"
+    )
+
+
+def handler(report: LiveReport) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            path = urlsplit(self.path).path
+            try:
+                if path in ("/", "/index.html"):
+                    self._send(report.page().html, "text/html; charset=utf-8")
+                elif path == "/_signature":
+                    self._send(report.signature().encode(), "text/plain; charset=utf-8")
+                elif path.startswith("/audio/"):
+                    clip = report.page().clips.get(unquote(path.removeprefix("/audio/")))
+                    if clip is None or not clip.is_file():
+                        self.send_error(HTTPStatus.NOT_FOUND, "no such clip")
+                        return
+                    self._send(clip.read_bytes(), audio_type(clip))
+                else:
+                    self.send_error(HTTPStatus.NOT_FOUND)
+            except HarnessError as exc:
+                self._send(str(exc).encode(), "text/plain; charset=utf-8", HTTPStatus.BAD_REQUEST)
+
+        def _send(self, body: bytes, mime: str, status: HTTPStatus = HTTPStatus.OK) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", mime)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return  # the terminal shows what the command printed, not every request
+
+    return Handler
+
+
+def serve(report: LiveReport, host: str, port: int) -> ThreadingHTTPServer:
+    """A server for `report` bound to host:port (not yet serving: call serve_forever)."""
+    return ThreadingHTTPServer((host, port), handler(report))

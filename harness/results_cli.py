@@ -1,0 +1,274 @@
+"""`harness report`, `harness runs` and `harness view`: what a user does with finished runs
+and their own predictions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from harness.cli_support import console, err_console, user_errors
+from harness.errors import HarnessError
+
+RUNS_HELP = (
+    "Run folders, sweep folders (searched at any depth), predictions JSONL files, or folders "
+    "holding only predictions.jsonl."
+)
+
+
+def _warn(lines: Sequence[str]) -> None:
+    for line in lines:
+        err_console.print(
+            f"[bold yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True
+        )
+
+
+@user_errors
+def report(
+    runs: Annotated[list[Path], typer.Argument(help=RUNS_HELP)],
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Folder for the report files [default: RUN when only one is given]."),
+    ] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(help="Run (or predictions file) to compare every run against."),
+    ] = None,
+    pair_by: Annotated[
+        str | None,
+        typer.Option(
+            help="Compare each run with its own baseline: the run that differs only in this "
+            "setting, e.g. prompt=zero_shot (each model's CoT run against its zero-shot run)."
+        ),
+    ] = None,
+    correction: Annotated[
+        str,
+        typer.Option(help="Adjust the paired p-values for their number: holm, bh or none."),
+    ] = "holm",
+    dataset: Annotated[
+        Path | None,
+        typer.Option(
+            help="Dataset folder, if not where the runs' config.yaml says (predictions files "
+            "need it unless a run folder names the dataset)."
+        ),
+    ] = None,
+    html: Annotated[bool, typer.Option(help="Write the HTML report (report.html).")] = True,
+    embed_audio: Annotated[
+        bool,
+        typer.Option(
+            help="Embed the audio in report.html (compressed, each clip once; else linked "
+            "relative to it)."
+        ),
+    ] = False,
+    n_permutations: Annotated[
+        int, typer.Option(help="Sign-flip permutations for paired p-values.")
+    ] = 10000,
+    seed: Annotated[int, typer.Option(help="Seed of the paired bootstrap and permutations.")] = 0,
+    score: Annotated[
+        str,
+        typer.Option(
+            help="Which scores the metrics and paired statistics use: greedy (the answers) "
+            "or expected (the judges' probability-weighted scores, where a run has them)."
+        ),
+    ] = "greedy",
+) -> None:
+    """Compare finished runs and your own predictions: metrics with CIs, coverage, tie and
+    parse-failure rates, calls, tokens and cost; LaTeX tables and a model x prompt pivot;
+    paired differences against --baseline or --pair-by (bootstrap CI, sign-flip p, adjusted
+    for many p-values); agreement between runs and the human ranking; position bias of joint
+    prompts; figures (PNG, PDF, SVG); and an HTML report with a dialogue browser."""
+    from harness.report.analysis import analyse
+    from harness.report.pairing import parse_pair_by
+    from harness.report.sources import discover, load_sources
+    from harness.report.tables import comparison_rich_table, paired_rich_table
+    from harness.report.writing import write_report
+    from harness.stats import CORRECTION_NAMES
+
+    if correction not in CORRECTION_NAMES:
+        raise HarnessError(f"--correction must be holm, bh or none, not {correction!r}")
+    if score not in ("greedy", "expected"):
+        raise HarnessError(f"--score must be 'greedy' or 'expected', not {score!r}")
+    if baseline is not None and pair_by is not None:
+        raise HarnessError("give --baseline or --pair-by, not both")
+    pair = parse_pair_by(pair_by) if pair_by is not None else None
+    if out is None:
+        if len(runs) != 1:
+            raise HarnessError("give --out DIR when comparing runs from several folders")
+        out = runs[0].parent if runs[0].is_file() else runs[0]
+    found = discover([*runs, *([baseline] if baseline is not None else [])])
+    _warn(found.warnings)
+    loaded, warnings = load_sources(found.sources, dataset=dataset, score=score)  # type: ignore[arg-type]
+    _warn(warnings)
+    if not loaded:
+        raise HarnessError(
+            "no finished runs (folders with metrics.json) or predictions files to report under "
+            + ", ".join(map(str, runs))
+        )
+    base = None
+    if baseline is not None:
+        wanted = discover([baseline]).sources
+        paths = {s.path.resolve() for s in wanted}
+        base = next((r for r in loaded if r.path.resolve() in paths), None)
+        if len(wanted) != 1 or base is None:
+            raise HarnessError(f"--baseline {baseline}: not one readable run or predictions file")
+    analysis = analyse(
+        loaded,
+        base,
+        pair=pair,
+        correction=correction,  # type: ignore[arg-type]
+        n_permutations=n_permutations,
+        seed=seed,
+    )
+    _warn([f"--pair-by {pair_by}: {note}" for note in analysis.notes])
+    title = out.resolve().name or "comparison"
+    written = write_report(
+        analysis,
+        out,
+        title=title,
+        html=html,
+        embed_audio=embed_audio,
+        warnings=found.warnings + warnings,
+    )
+    console.print(comparison_rich_table(title, loaded, analysis.human))
+    if analysis.paired:
+        console.print(paired_rich_table(analysis))
+    console.print(f"[dim]wrote {', '.join(p.name for p in written)} to {out}/[/]")
+
+
+def _mean(metrics: Mapping[str, Any], name: str) -> str:
+    value = (metrics.get("metrics") or {}).get(name) or {}
+    mean = value.get("mean") if isinstance(value, Mapping) else None
+    return "n/a" if mean is None else f"{mean:.3f}"
+
+
+def _read(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        value = yaml.safe_load(text) if path.suffix == ".yaml" else json.loads(text)
+    except (OSError, ValueError, yaml.YAMLError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+@user_errors
+def runs(
+    folders: Annotated[
+        list[Path] | None, typer.Argument(help="Results folders [default: results].")
+    ] = None,
+) -> None:
+    """List the finished runs under the folders (sweeps at any depth, in the experiment's
+    order) with their key figures: setup, items, Hit@1, MRR, nDCG, coverage, failed calls,
+    when they finished, and a dagger where the endpoint was not the provider's official one."""
+    from rich.table import Table
+
+    from harness.provenance import unofficial_endpoints
+    from harness.report.sources import discover
+    from providers import REGISTRY
+
+    roots = folders or [Path("results")]
+    found = discover(roots)
+    _warn(found.warnings)
+    table = Table("run", "setup", "items", "Hit@1", "MRR", "nDCG", "coverage", "failed", "finished")
+    table.columns[0].overflow = table.columns[1].overflow = "fold"
+
+    def shown(path: Path) -> str:
+        for root in roots:
+            if path.is_relative_to(root) and path != root:
+                return escape(str(path.relative_to(root)))
+        return escape(str(path))
+
+    for source in found.sources:
+        if source.kind == "predictions":
+            table.add_row(shown(source.path), "your predictions (harness report scores them)")
+            continue
+        metrics = _read(source.path / "metrics.json")
+        config = _read(source.path / "config.yaml")
+        stats = _read(source.path / "run.json")
+        provider = config.get("provider") or {}
+        inputs = config.get("inputs") or {}
+        setup = " · ".join(
+            str(part)
+            for part in (
+                provider.get("label") or provider.get("name"),
+                provider.get("model"),
+                config.get("prompt") if _is_judge(REGISTRY, provider) else None,
+                f"{inputs.get('dialogue', 'full')}/{inputs.get('music', 'audio')}",
+            )
+            if part
+        )
+        coverage = metrics.get("coverage")
+        provenance = stats.get("provenance") or {}
+        mark = " †" if unofficial_endpoints(stats) else ""
+        finished = str(provenance.get("finished_at") or "?")
+        table.add_row(
+            shown(source.path) + mark,
+            escape(setup),
+            str(metrics.get("n_items", "?")),
+            _mean(metrics, "hit@1"),
+            _mean(metrics, "mrr"),
+            _mean(metrics, "ndcg"),
+            "n/a" if coverage is None else f"{100 * coverage:.1f}%",
+            f"{stats.get('errors', '?')}/{stats.get('calls', '?')}",
+            finished.replace("T", " ")[:16],
+        )
+    if not found.sources:
+        where = ", ".join(map(str, folders or [Path("results")]))
+        raise HarnessError(f"no finished runs under {where}")
+    console.print(table)
+    if any(
+        unofficial_endpoints(_read(s.path / "run.json")) for s in found.sources if s.kind == "run"
+    ):
+        console.print("† endpoint is not the provider's official service (see the run's report.md)")
+
+
+def _is_judge(registry: Mapping[str, Any], provider: Mapping[str, Any]) -> bool:
+    entry = registry.get(str(provider.get("name")))
+    return entry is None or entry.kind == "judge"
+
+
+@user_errors
+def view(
+    runs: Annotated[
+        list[Path] | None, typer.Argument(help=RUNS_HELP + " [default: results]")
+    ] = None,
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 7575,
+    host: Annotated[
+        str, typer.Option(help="Address to bind (127.0.0.1: this machine only).")
+    ] = "127.0.0.1",
+    dataset: Annotated[
+        Path | None, typer.Option(help="Dataset folder, if not where the runs' config.yaml says.")
+    ] = None,
+    open_browser: Annotated[
+        bool, typer.Option("--open", help="Open the page in the default browser.")
+    ] = False,
+) -> None:
+    """Serve the HTML report of the runs, live: every page load re-reads the results that
+    changed, and an open page offers a reload when a run finishes. Ctrl+C stops."""
+    from harness.report.server import LiveReport, serve
+
+    report = LiveReport(runs or [Path("results")], dataset=dataset)
+    try:
+        server = serve(report, host, port)
+    except OSError as exc:
+        raise HarnessError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
+    url = f"http://{host}:{server.server_address[1]}/"
+    console.print(
+        f"serving the report of {', '.join(map(str, report.paths))} at {url} (Ctrl+C stops)",
+        highlight=False,
+    )
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(url)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()

@@ -1,0 +1,101 @@
+"""Run labels: the user's `label:` (per provider block or per run), else only what tells
+the compared runs apart; unique, and shortened for narrow places without ever colliding."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from harness.cli import app
+from harness.config import load_experiments, provider_config
+from harness.report.labels import generated_labels, shorten_unique
+from harness.report.loading import load_runs
+from providers import create_provider
+
+runner = CliRunner()
+
+
+@given(
+    st.lists(st.text(min_size=1, max_size=60), min_size=1, max_size=12, unique=True),
+    st.integers(min_value=5, max_value=40),
+)
+def test_shortened_labels_stay_unique_and_fit(labels: list[str], width: int) -> None:
+    short = shorten_unique(labels, width)
+    assert len(set(short)) == len(labels)
+    assert all(len(s) <= width for s in short)
+    assert all(s == label for s, label in zip(short, labels, strict=True) if len(label) <= width)
+
+
+def test_labels_cut_to_the_same_text_are_told_apart() -> None:
+    labels = [
+        "gemini_gemini-2.5-pro_zero_shot_full_audio",
+        "gemini_gemini-2.5-pro_cot_full_audio",
+        "gemini_gemini-2.5-pro_few_shot_full_audio",
+    ]
+    short = shorten_unique(labels, 14)
+    assert len(set(short)) == 3, short
+
+
+def _config(model: str, prompt: str, provider: str = "gemini", **extra: str) -> dict[str, object]:
+    return {
+        "provider": {"name": provider, "model": model},
+        "prompt": prompt,
+        "inputs": {"dialogue": "full", "music": "audio"},
+        **extra,
+    }
+
+
+def test_generated_labels_say_only_what_differs() -> None:
+    configs = [
+        _config("gemini-2.5-pro", "zero_shot"),
+        _config("gemini-2.5-pro", "cot"),
+        _config("gpt-4o-audio-preview", "cot", provider="openai-audio"),
+        _config("gemini-2.5-pro", "cot", label="Pro, thinking"),
+    ]
+    names = [f"run{i}" for i in range(4)]
+    labels = generated_labels(configs, names, ["t7"] * 4)
+    assert labels == [
+        "gemini-2.5-pro · zero_shot",
+        "gemini-2.5-pro · cot",
+        "openai-audio:gpt-4o-audio-preview · cot",
+        "Pro, thinking",
+    ]
+    same = generated_labels([_config("m", "cot")] * 3, ["a", "b", "c"], ["x", "y", "y"])
+    assert same == ["m (x)", "m (y)", "m (y) #2"]
+
+
+def test_label_in_a_provider_block_names_the_runs(tiny_dataset: Path, tmp_path: Path) -> None:
+    experiment = tmp_path / "sweep.yaml"
+    experiment.write_text(
+        f"name: sweep\ndataset: {tiny_dataset}\nn_bootstrap: 20\nproviders:\n"
+        "  - {name: mock, model: a, label: Mock cold}\n"
+        "  - {name: mock, model: a, temperature: 0.5, label: Mock hot}\n"
+    )
+    configs = load_experiments(experiment)  # same model: the labels tell the runs apart
+    assert [c.name for c in configs] == [
+        "mock_Mock-cold_zero_shot_full_audio",
+        "mock_Mock-hot_zero_shot_full_audio",
+    ]
+    args = ["run", str(experiment), "--results-dir", str(tmp_path / "results"), "--no-progress"]
+    assert runner.invoke(app, [*args, "--cache-dir", str(tmp_path / "cache")]).exit_code == 0
+    runs = load_runs(sorted((tmp_path / "results" / "sweep").glob("*_audio")))
+    assert [run.label for run in runs] == ["Mock cold", "Mock hot"]
+    # A label changes how runs are shown, never which answers the cache holds for them.
+    plain = create_provider(provider_config("mock", model="a")).identity()
+    assert create_provider(provider_config("mock", model="a", label="x")).identity() == plain
+
+
+def test_a_run_label_is_used_as_is(tiny_dataset: Path, tmp_path: Path) -> None:
+    experiment = tmp_path / "one.yaml"
+    experiment.write_text(
+        f"name: one\nlabel: My judge\ndataset: {tiny_dataset}\nn_bootstrap: 20\n"
+        "provider: {name: mock}\n"
+    )
+    args = ["run", str(experiment), "--results-dir", str(tmp_path / "results"), "--no-progress"]
+    assert runner.invoke(app, [*args, "--cache-dir", str(tmp_path / "cache")]).exit_code == 0
+    other = tmp_path / "results" / "one"
+    (run,) = load_runs([other])
+    assert run.label == "My judge"
