@@ -2,7 +2,8 @@
 
 Routes: `/` (the page), `GET /api/next?annotator=NAME` (the annotator's next unranked item
 and progress), `POST /api/rankings` (store one ranking), `GET /api/progress` (rankings per
-annotator), `GET /audio/{clip_id}`. Every submission is validated here, whatever the page
+annotator), `GET /audio/{clip_id}` (the id URL-encoded), and the study around the task
+(guidelines, practice, admin page, access token, completion codes: `harness.annotate.study`). Every submission is validated here, whatever the page
 checked: the annotator name, the item, and that the ranking is a permutation of the item's
 candidates. POSTs must be JSON, so a page from another origin cannot submit (the browser
 would need a CORS preflight, which this server never grants).
@@ -15,6 +16,7 @@ import random
 import re
 from importlib import resources
 from typing import Any
+from urllib.parse import quote
 
 from aiohttp import web
 
@@ -53,7 +55,9 @@ def presentation_order(annotator: str, item: Item) -> list[str]:
     return order
 
 
-def item_view(dataset: Dataset, annotator: str, item: Item) -> dict[str, Any]:
+def item_view(
+    dataset: Dataset, annotator: str, item: Item, audio_base: str = "/audio/"
+) -> dict[str, Any]:
     return {
         "id": item.id,
         "dialogue": [{"speaker": t.speaker, "text": t.text} for t in item.dialogue],
@@ -61,7 +65,7 @@ def item_view(dataset: Dataset, annotator: str, item: Item) -> dict[str, Any]:
             {
                 "label": LABELS[i] if i < len(LABELS) else str(i + 1),
                 "clip": cid,
-                "audio": f"/audio/{cid}",
+                "audio": audio_base + quote(cid, safe=""),
                 "caption": dataset.clips[cid].caption,
             }
             for i, cid in enumerate(presentation_order(annotator, item))
@@ -143,6 +147,7 @@ async def audio(request: web.Request) -> web.StreamResponse:
 
 
 def create_app(dataset: Dataset, store: RankingStore) -> web.Application:
+    """The ranking task alone; `harness.annotate.study.create_study_app` adds the study."""
     app = web.Application(client_max_size=64 * 1024)
     app[DATASET] = dataset
     app[STORE] = store
@@ -150,5 +155,5 @@ def create_app(dataset: Dataset, store: RankingStore) -> web.Application:
     app.router.add_get("/api/next", next_item)
     app.router.add_post("/api/rankings", submit)
     app.router.add_get("/api/progress", progress)
-    app.router.add_get("/audio/{clip_id}", audio)
+    app.router.add_get("/audio/{clip_id:.+}", audio)
     return app

@@ -1,23 +1,31 @@
-"""Rankings from the annotation database into the dataset's `items.jsonl`.
+"""Rankings from the annotation database into a copy of the dataset, for stage 4.
 
-Each item gets `annotations` (rankings, best first) and `annotators` (whose ranking each
-one is), ordered by annotator name. Annotations already in the file are kept and merged by
-annotator; a ranking for the same annotator must agree with the database.
+`--export --out DIR` writes a complete dataset folder: DIR/items.jsonl (each item with
+`annotations`, rankings best first, and `annotators`, whose ranking each one is, ordered by
+annotator name), DIR/clips.jsonl, and the audio (hard links where the file system allows,
+else copies). The dataset itself is never rewritten. Annotations already in its items.jsonl are kept and merged by annotator; a
+ranking for the same annotator must agree with the database.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 from harness.annotate.store import RankingStore
 from harness.construct.files import write_jsonl
 from harness.dataset import load_dataset, read_jsonl
-from harness.errors import DatasetError
+from harness.errors import DatasetError, HarnessError
 
 
-def export_annotations(dataset_dir: Path, store: RankingStore) -> dict[str, Any]:
-    """Rewrite `dataset_dir/items.jsonl` with the stored rankings; returns counts."""
+def export_annotations(dataset_dir: Path, store: RankingStore, out_dir: Path) -> dict[str, Any]:
+    """Write the dataset with the stored rankings to `out_dir`; returns counts."""
+    if out_dir.resolve() == dataset_dir.resolve():
+        raise HarnessError(
+            f"--out {out_dir}: give a new folder; the dataset's items.jsonl is never rewritten"
+        )
     path = dataset_dir / "items.jsonl"
     by_item: dict[str, dict[str, list[str]]] = {}
     for stored in store.all():
@@ -35,8 +43,15 @@ def export_annotations(dataset_dir: Path, store: RankingStore) -> dict[str, Any]
             names = sorted(merged)
             obj = {**obj, "annotations": [merged[n] for n in names], "annotators": names}
         rows.append(obj)
-    write_jsonl(path, rows)
-    load_dataset(dataset_dir, check_audio=False)
+    clips = [obj for _, obj in read_jsonl(dataset_dir / "clips.jsonl")]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    audio = [c["audio"] for c in clips if c.get("audio")]
+    audio += [a for row in rows for a in row.get("context_audio") or []]
+    for relative in dict.fromkeys(audio):
+        _link_or_copy(dataset_dir / relative, out_dir / relative)
+    write_jsonl(out_dir / "clips.jsonl", clips)
+    write_jsonl(out_dir / "items.jsonl", rows)
+    load_dataset(out_dir, check_audio=False)
     annotated = [r for r in rows if r.get("annotations")]
     return {
         "items": len(rows),
@@ -44,6 +59,17 @@ def export_annotations(dataset_dir: Path, store: RankingStore) -> dict[str, Any]
         "rankings": sum(len(r["annotations"]) for r in annotated),
         "annotators": sorted({n for r in annotated for n in r["annotators"]}),
     }
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    if target.exists() and target.samefile(source):
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.unlink(missing_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
 
 
 def _existing(obj: dict[str, Any], path: Path, line_no: int) -> dict[str, list[str]]:

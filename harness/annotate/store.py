@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from harness.dataset import Dataset
 from harness.errors import HarnessError
@@ -29,6 +31,17 @@ CREATE TABLE IF NOT EXISTS rankings (
     PRIMARY KEY (annotator, item_id)
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS guidelines (
+    annotator TEXT PRIMARY KEY,
+    read_at TEXT NOT NULL        -- UTC, ISO 8601: when they confirmed reading the guidelines
+);
+CREATE TABLE IF NOT EXISTS practice (
+    annotator TEXT NOT NULL,
+    item_id TEXT NOT NULL,       -- an item of the practice set, never exported
+    ranking TEXT NOT NULL,
+    submitted_at TEXT NOT NULL,
+    PRIMARY KEY (annotator, item_id)
+);
 """
 
 
@@ -78,7 +91,7 @@ class RankingStore:
     ) -> bool:
         """Store a ranking; True if new, False if this exact ranking was already stored.
         Raises RankingConflict if the annotator stored a different one."""
-        now = datetime.now(UTC).isoformat(timespec="seconds")
+        now = _now()
         try:
             self._db.execute(
                 "INSERT INTO rankings VALUES (?, ?, ?, ?, ?)",
@@ -111,8 +124,57 @@ class RankingStore:
         )
         return {annotator: count for annotator, count in rows}
 
+    # ------------------------------------------------------------ the study around the task
+    def read_guidelines(self, annotator: str) -> None:
+        self._db.execute("INSERT OR IGNORE INTO guidelines VALUES (?, ?)", (annotator, _now()))
+
+    def has_read_guidelines(self, annotator: str) -> bool:
+        row = self._db.execute("SELECT 1 FROM guidelines WHERE annotator = ?", (annotator,))
+        return row.fetchone() is not None
+
+    def save_practice(self, annotator: str, item_id: str, ranking: Sequence[str]) -> None:
+        """A practice ranking (kept apart from the rankings, never exported); the first one
+        for an item stays."""
+        self._db.execute(
+            "INSERT OR IGNORE INTO practice VALUES (?, ?, ?, ?)",
+            (annotator, item_id, json.dumps(list(ranking)), _now()),
+        )
+
+    def practice_done(self, annotator: str) -> set[str]:
+        rows = self._db.execute("SELECT item_id FROM practice WHERE annotator = ?", (annotator,))
+        return {item_id for (item_id,) in rows}
+
+    def secret(self) -> str:
+        """A random secret of this database (made once), behind the completion codes."""
+        self._db.execute(
+            "INSERT OR IGNORE INTO meta (key, value) VALUES ('secret', ?)",
+            (secrets.token_hex(16),),
+        )
+        (value,) = self._db.execute("SELECT value FROM meta WHERE key = 'secret'").fetchone()
+        return str(value)
+
+    def annotators(self) -> list[dict[str, Any]]:
+        """Everyone who started: when they read the guidelines, practice and task counts, and
+        their last submission."""
+        rows = self._db.execute(
+            """SELECT name,
+                      (SELECT read_at FROM guidelines g WHERE g.annotator = name),
+                      (SELECT COUNT(*) FROM practice p WHERE p.annotator = name),
+                      (SELECT COUNT(*) FROM rankings r WHERE r.annotator = name),
+                      (SELECT MAX(submitted_at) FROM rankings r WHERE r.annotator = name)
+               FROM (SELECT annotator AS name FROM guidelines
+                     UNION SELECT annotator FROM practice UNION SELECT annotator FROM rankings)
+               ORDER BY name"""
+        )
+        keys = ("annotator", "guidelines_read_at", "practice_done", "done", "last_submitted_at")
+        return [dict(zip(keys, row, strict=True)) for row in rows]
+
     def close(self) -> None:
         self._db.close()
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _stored(row: tuple[str, str, str, str, str]) -> Stored:
