@@ -89,6 +89,7 @@ class GeminiJudge(Judge):
         if self.urls or env_key(KEY_ENV) is not None:  # a stand-in server needs none
             return None
         return "GEMINI_API_KEY (or GOOGLE_API_KEY)"
+
     def endpoint(self) -> dict[str, Any]:
         return api_endpoint(self.config, self.urls, BASE_URL_ENV, OFFICIAL_BASE_URL)
 

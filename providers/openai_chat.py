@@ -104,6 +104,7 @@ class _ChatCompletionsJudge(Judge):
         if not self.needs_key or self.urls or env_key((self.key_env,)) is not None:
             return None
         return self.key_env
+
     def endpoint(self) -> dict[str, Any]:
         return api_endpoint(self.config, self.urls, BASE_URL_ENV, self.official_base_url)
 

@@ -94,7 +94,7 @@ def test_a_run_is_cached_and_a_limited_run_counts_only_its_items(tmp_path: Path)
     again = run(tmp_path, pool)
     assert again["model_calls"] == 0 and again["metrics"] == first["metrics"]
     assert first["tie_rate"] > 0  # shared titles tie
-    limited = run(tmp_path, pool, limit=3)
+    limited = run(tmp_path, pool, limit=3, name="popularity_3")  # another configuration
     assert limited["model_calls"] == 3  # other counts: other answers, not the cached ones
 
 

@@ -50,7 +50,7 @@ def test_at_k_columns_and_groups_in_every_report(tmp_path: Path) -> None:
     assert done.exit_code == 0, done.output
     compared = (sweep / "comparison.md").read_text()
     assert "nDCG@20" in compared and "## Per group" in compared
-    assert "| random_default_query_caption / both |" in compared
+    assert "| random / both |" in compared  # runs by their labels
     with (sweep / "comparison.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     assert {"recall@20_mean", "precision@5_mean", "hit@20_ci_low"} <= set(rows[0])
