@@ -11,17 +11,27 @@ from typing import Any
 ELLIPSIS = "…"
 
 
-def _model_part(config: Mapping[str, Any], with_provider: bool) -> str:
+def _model_part(config: Mapping[str, Any]) -> tuple[str, str]:
+    """(provider name, what names the model: the provider's label, else its model)."""
     provider: Mapping[str, Any] = config.get("provider") or {}
-    if provider.get("label"):
-        return str(provider["label"])
     name = str(provider.get("name") or "")
+    if provider.get("label"):
+        return name, str(provider["label"])
     if name == "predictions":  # your own predictions: the file's or folder's name
-        return str(provider.get("model") or config.get("name"))
-    model = str(provider.get("model") or name or config.get("name") or "?")
-    if with_provider and name and name.lower() not in model.lower():
-        return f"{name}:{model}"
-    return model
+        return name, str(provider.get("model") or config.get("name"))
+    return name, str(provider.get("model") or name or config.get("name") or "?")
+
+
+def _models(configs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each run's model, with its provider in front where two providers use that name."""
+    parts = [_model_part(c) for c in configs]
+    providers_of: dict[str, set[str]] = {}
+    for provider, model in parts:
+        providers_of.setdefault(model, set()).add(provider)
+    return [
+        f"{provider}:{model}" if len(providers_of[model]) > 1 else model
+        for provider, model in parts
+    ]
 
 
 def _inputs(config: Mapping[str, Any]) -> str | None:
@@ -37,8 +47,8 @@ def generated_labels(
     """A label per run: its own `label:`, else the parts of its setup that differ between
     the runs compared (model or provider label, prompt, inputs), else its name; made unique
     with the folder it sits in (the sweep's), then a number."""
-    providers = {str((c.get("provider") or {}).get("name")) for c in configs} - {"predictions"}
-    parts = [(_model_part(c, len(providers) > 1), c.get("prompt"), _inputs(c)) for c in configs]
+    models = _models(configs)
+    parts = [(model, c.get("prompt"), _inputs(c)) for model, c in zip(models, configs, strict=True)]
     # A setting varies when two runs that have it differ (your predictions have neither a
     # prompt nor inputs).
     varying = [len({p[i] for p in parts if p[i] is not None}) > 1 for i in range(3)]

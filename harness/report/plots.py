@@ -41,17 +41,23 @@ def _pyplot() -> Any:
     return plt
 
 
-def _save(fig: Any, fmt: str, dpi: int) -> bytes:
+def _save(fig: Any, fmt: str, dpi: int, bbox: Any) -> bytes:
     buffer = io.BytesIO()
-    fig.savefig(buffer, format=fmt, dpi=dpi, bbox_inches="tight", metadata=_NO_DATES[fmt])
+    fig.savefig(buffer, format=fmt, dpi=dpi, bbox_inches=bbox, metadata=_NO_DATES[fmt])
     return buffer.getvalue()
 
 
 def _render(fig: Any, files: bool) -> Figure:
+    """The figure laid out and cropped once, then saved in every format (a layout engine
+    and a tight crop would otherwise redo the layout on each save)."""
     try:
+        fig.canvas.draw()
+        bbox = fig.get_tightbbox(fig.canvas.get_renderer()).padded(0.1)
+        fig.set_layout_engine("none")
         formats = FILE_FORMATS if files else ()
         return Figure(
-            _save(fig, "png", PAGE_DPI), {fmt: _save(fig, fmt, FILE_DPI) for fmt in formats}
+            _save(fig, "png", PAGE_DPI, bbox),
+            {fmt: _save(fig, fmt, FILE_DPI, bbox) for fmt in formats},
         )
     finally:
         _pyplot().close(fig)

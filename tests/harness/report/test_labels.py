@@ -60,11 +60,14 @@ def test_generated_labels_say_only_what_differs() -> None:
     assert labels == [
         "gemini-2.5-pro · zero_shot",
         "gemini-2.5-pro · cot",
-        "openai-audio:gpt-4o-audio-preview · cot",
+        "gpt-4o-audio-preview · cot",
         "Pro, thinking",
     ]
     same = generated_labels([_config("m", "cot")] * 3, ["a", "b", "c"], ["x", "y", "y"])
     assert same == ["m (x)", "m (y)", "m (y) #2"]
+    # The provider goes in front only of a model name two providers share.
+    shared = [_config("m", "cot"), _config("m", "cot", provider="openai-audio")]
+    assert generated_labels(shared, ["a", "b"], ["x", "x"]) == ["gemini:m", "openai-audio:m"]
 
 
 def test_label_in_a_provider_block_names_the_runs(tiny_dataset: Path, tmp_path: Path) -> None:

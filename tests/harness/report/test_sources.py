@@ -114,8 +114,8 @@ def test_nested_sweeps_are_found_in_the_experiments_order(dataset: Path, tmp_pat
     ]
     assert not found.warnings
     runs, warnings = load_sources(found.sources)
-    assert not warnings and [run.label for run in runs] == ["random", "mock:zz", "mock:aa"]
+    assert not warnings and [run.label for run in runs] == ["random", "zz", "aa"]
     result = runner.invoke(app, ["report", str(tmp_path / "results")])
     assert result.exit_code == 0, result.output
     rows = [row["run"] for row in _csv(tmp_path / "results" / "comparison.csv")]
-    assert rows == ["random", "mock:zz", "mock:aa"]
+    assert rows == ["random", "zz", "aa"]
