@@ -299,3 +299,32 @@ def run_all(
     )
     if build.annotated is not None:
         _stage4(build.annotated, build.out / "final", build.stage4, overwrite)
+
+
+@app.command("refine-set")
+@user_errors
+def refine_set(
+    musiccaps: Annotated[Path, typer.Option(help="MusicCaps-format CSV (musiccaps-public.csv).")],
+    out: Annotated[Path, typer.Option(help="Dataset folder to write.")],
+    pool: Annotated[int, typer.Option(help="Candidates per item, the gold included.")] = 500,
+    items: Annotated[int, typer.Option(help="Items (one gold clip each).")] = 200,
+    seed: Annotated[int, typer.Option(help="Seed of every draw.")] = 0,
+    query_aspects: Annotated[
+        int, typer.Option(help="Gold aspects named in the turn-1 request.")
+    ] = 2,
+    min_aspects: Annotated[int, typer.Option(help="Aspects a clip needs to be used.")] = 4,
+    overwrite: OverwriteOption = False,
+) -> None:
+    """A two-turn refinement set (`protocol: refine`): pools of text-only MusicCaps captions,
+    one gold each, a request naming part of the gold's aspects."""
+    from harness.construct.refine_set import refine_set_config, run_refine_set
+
+    config = refine_set_config(
+        pool=pool, items=items, seed=seed, query_aspects=query_aspects, min_aspects=min_aspects
+    )
+    report = run_refine_set(musiccaps, out, config, overwrite=overwrite)
+    _show(
+        "refine set",
+        {k: report[k] for k in ("n_rows", "n_items", "n_clips", "pool")} | {"dataset": str(out)},
+        out / "build.json",
+    )
