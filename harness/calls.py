@@ -2,20 +2,21 @@
 
 A judge is asked rendered prompts (one per candidate, or one per item for joint variants)
 and its text is parsed, with re-asks while it is unusable; a scorer is asked one similarity
-request per item. `call_plan` is the one place where the kinds part ways; with `rerank:` a
-scorer ranks every candidate first and the judge orders only its top K.
+request per item. With `rerank:` a scorer ranks every candidate first and the judge orders
+only its top K. `harness.plans.call_plan` picks the plan of a run (the two-turn
+`protocol: refine` and the `describe` prompt have theirs in `harness.refine` and
+`harness.describe`).
 """
 
 from __future__ import annotations
 
-import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness.answering import Answerer, RunStats, ask_until_parsed
+from harness.answering import Answerer, ask_until_parsed
 from harness.audio import audio_ref
 from harness.cache import ResponseCache, request_key
 from harness.config import ExperimentConfig
@@ -34,7 +35,7 @@ from harness.types import (
     ScoreRequest,
 )
 from harness.variants import PromptContext, PromptVariant, get_variant
-from providers import Provider, Scorer, create_provider
+from providers import Provider, Scorer
 
 SummaryOf = Callable[[Item], str | None]
 
@@ -116,9 +117,24 @@ class CallPlan(ABC):
         """The run's calls one at a time, so that the first can be sent while the rest are
         still being prepared."""
 
+    def dry_run_calls(
+        self, dataset: Dataset, summary_of: SummaryOf, cache: ResponseCache
+    ) -> Iterator[Call]:
+        """Every request the run would send, as far as can be told without calling a model
+        (a later turn's request is rendered from the cache where it can be)."""
+        return self.calls(dataset, summary_of)
+
     @abstractmethod
     async def record(self, call: Call, answerer: Answerer) -> Record:
         """Answer `call` through the call path and turn the answer into a record."""
+
+    async def records(self, call: Call, answerer: Answerer) -> list[Record]:
+        """The records of `call`: one, except for plans whose call is a conversation."""
+        return [await self.record(call, answerer)]
+
+    async def aclose(self) -> None:
+        """Release what the plan opened besides the run's provider (none by default)."""
+        return None
 
     @staticmethod
     def _empty_record(call: Call) -> Record:
@@ -167,7 +183,12 @@ class JudgeCalls(CallPlan):
         dataset: Dataset,
         summary_of: SummaryOf,
         examples: tuple[Example, ...] = (),
+        *,
+        first_pick: str | None = None,
+        feedback: str | None = None,
     ) -> Iterator[Call]:
+        """The item's calls; with `first_pick` and `feedback`, those of a refine run's second
+        turn (the variant's second-turn template)."""
         variant = self.variant
         assert variant is not None
         config = self.config
@@ -188,9 +209,12 @@ class JudgeCalls(CallPlan):
             examples=examples,
             seed=config.seed,
             context_audio=context_audio,
+            first_pick=first_pick,
+            feedback=feedback,
         )
         identity = self.provider.identity()
-        hashed = template_hash(variant.template)
+        template = variant.second_turn if first_pick is not None else None
+        hashed = template_hash(template or variant.template)
         for prepared in variant.prepare(ctx):
             request = ChatRequest(prepared.prompt.system, prepared.prompt.parts, prepared.schema)
             key = request_key(
@@ -249,14 +273,27 @@ class ScorerCalls(CallPlan):
             raise HarnessError("a scorer needs text on the query side (inputs.dialogue)")
         return item.dialogue_text()
 
-    def calls(self, dataset: Dataset, summary_of: SummaryOf) -> Iterator[Call]:
+    def fit(self, dataset: Dataset) -> None:
+        """Let the scorer learn what it needs from the run's items (see `Scorer.fit`)."""
         provider = self.provider
         self._fitted = provider.fit(dataset.items) if isinstance(provider, Scorer) else None
+
+    def calls(self, dataset: Dataset, summary_of: SummaryOf) -> Iterator[Call]:
+        self.fit(dataset)
         for repeat in range(self.config.repeats):
             for item in dataset.items:
                 yield self.item_call(item, repeat, dataset, summary_of)
 
-    def item_call(self, item: Item, repeat: int, dataset: Dataset, summary_of: SummaryOf) -> Call:
+    def item_call(
+        self,
+        item: Item,
+        repeat: int,
+        dataset: Dataset,
+        summary_of: SummaryOf,
+        query: str | None = None,
+    ) -> Call:
+        """The item's similarity request; `query` replaces the text on the query side (a
+        refine turn's query with the user's reply, a judge's description)."""
         sampled = not self.provider.deterministic
         music = self.config.inputs.music
         candidates = tuple(
@@ -267,7 +304,8 @@ class ScorerCalls(CallPlan):
             )
             for cid in item.candidates
         )
-        request = ScoreRequest(self.query(item, summary_of), candidates, music, item.id, repeat)
+        text = self.query(item, summary_of) if query is None else query
+        request = ScoreRequest(text, candidates, music, item.id, repeat)
         fitted: dict[str, Any] = {"fitted": self._fitted} if self._fitted else {}
         key = request_key(
             self.provider.identity(),
@@ -291,97 +329,3 @@ class ScorerCalls(CallPlan):
         record.extra.update(extra)
         record.scores = dict(zip(call.candidates, answer["scores"], strict=True))
         return record
-
-
-class RerankCalls(CallPlan):
-    """`rerank: {retriever, top}`: the retriever (a scorer) scores every candidate of an item
-    first; the judge is asked about the retriever's `top` candidates only (highest first,
-    earlier candidates first among ties), and the others keep the retriever's order below
-    every judged one. Each item gets one record for the others (`extra.stage: retriever`,
-    with every retriever score) besides the judge's records."""
-
-    def __init__(
-        self, config: ExperimentConfig, provider: Provider, workdir: Path | None = None
-    ) -> None:
-        super().__init__(config, provider, workdir)
-        assert config.rerank is not None
-        self.top = config.rerank.top
-        self.judge = JudgeCalls(config, provider, workdir)
-        self.variant = self.judge.variant
-        self.retriever = create_provider(config.rerank.retriever)
-        retrieval = config.model_copy(update={"provider": config.rerank.retriever, "rerank": None})
-        self.retrieval = ScorerCalls(retrieval, self.retriever, workdir)
-        self.retriever_stats = RunStats()
-        self._retrieved: dict[tuple[int, str], tuple[Call, Record]] = {}
-
-    def examples(self, dataset: Dataset) -> tuple[Example, ...]:
-        return self.judge.examples(dataset)
-
-    async def prepare(
-        self, dataset: Dataset, cache: ResponseCache, summary_of: SummaryOf = lambda _: None
-    ) -> None:
-        """Score every item with the retriever (from the cache where it can)."""
-        answerer = Answerer(self.retriever, self.retriever.config, cache, self.retriever_stats)
-        calls = list(self.retrieval.calls(dataset, summary_of))
-        try:
-            records = await asyncio.gather(*(self.retrieval.record(c, answerer) for c in calls))
-        finally:
-            answerer.close()
-            await self.retriever.aclose()
-        self.retriever_stats.calls = len(records)
-        self.retriever_stats.cache_hits = sum(r.cache_hit for r in records)
-        self._retrieved = {
-            (c.repeat, c.item_id): (c, r) for c, r in zip(calls, records, strict=True)
-        }
-
-    def calls(self, dataset: Dataset, summary_of: SummaryOf) -> Iterator[Call]:
-        if not self._retrieved:
-            raise HarnessError("rerank: the retriever has not scored the items (prepare first)")
-        examples = tuple(replace(e, summary=summary_of(e.item)) for e in self.examples(dataset))
-        for repeat in range(self.config.repeats):
-            for item in dataset.items:
-                retrieval, retrieved = self._retrieved[(repeat, item.id)]
-                ranked = [c for c in item.candidates if retrieved.scores.get(c) is not None]
-                ranked.sort(key=lambda c: -(retrieved.scores[c] or 0.0))  # stable: ties in order
-                top = ranked[: self.top] if retrieved.error is None else []
-                rest = tuple(c for c in item.candidates if c not in top)
-                if rest:
-                    yield replace(retrieval, candidates=rest)
-                if top:
-                    narrowed = item.model_copy(update={"candidates": tuple(top)})
-                    yield from self.judge.item_calls(
-                        narrowed, repeat, dataset, summary_of, examples
-                    )
-
-    async def record(self, call: Call, answerer: Answerer) -> Record:
-        if isinstance(call.request, ChatRequest):
-            return await self.judge.record(call, answerer)
-        _, retrieved = self._retrieved[(call.repeat, call.item_id)]
-        given = [retrieved.scores.get(c) for c in call.candidates]
-        levels = {
-            v: i for i, v in enumerate(sorted({v for v in given if v is not None}, reverse=True))
-        }
-        record = self._empty_record(call)
-        record.scores = {
-            c: None if v is None else -1.0 - levels[v]
-            for c, v in zip(call.candidates, given, strict=True)
-        }
-        record.error, record.cache_hit = retrieved.error, retrieved.cache_hit
-        record.extra = {
-            "stage": "retriever",
-            "retriever": self.retriever.model,
-            "retriever_scores": retrieved.scores,
-        }
-        return record
-
-    def extra_stats(self) -> dict[str, Any]:
-        return {"retriever": self.retriever_stats.to_json()}
-
-
-def call_plan(
-    config: ExperimentConfig, provider: Provider, workdir: Path | None = None
-) -> CallPlan:
-    if config.rerank is not None:
-        return RerankCalls(config, provider, workdir)
-    plans: dict[str, type[CallPlan]] = {"judge": JudgeCalls, "scorer": ScorerCalls}
-    return plans[provider.kind](config, provider, workdir)

@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 import yaml
 from pydantic import (
@@ -85,6 +85,21 @@ class RerankOptions(BaseModel):
     top: int = Field(default=20, ge=2)
 
 
+class RefineOptions(BaseModel):
+    """`refine:` block of `protocol: refine`: where the user's reply to the first pick comes
+    from (`aspects`: a simulated user comparing the gold's aspects with the pick's; `item`:
+    each item's own `feedback`; `simulator`: the `user_simulator:` judge) and what the
+    aspect user mentions."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    feedback: Literal["aspects", "item", "simulator"] = "aspects"
+    mention: Literal["both", "wanted", "unwanted"] = "both"
+    max_aspects: int = Field(default=3, ge=1, description="aspects named per side")
+    skip_query_aspects: bool = Field(
+        default=True, description="leave out wanted aspects the query already names"
+    )
+
+
 class _Common(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
@@ -102,6 +117,14 @@ class _Common(BaseModel):
     metrics: MetricsOptions = MetricsOptions()
     context_audio_budget: ContextAudioBudget = ContextAudioBudget()
     rerank: RerankOptions | None = None
+    protocol: Literal["rank", "refine"] = "rank"
+    refine: RefineOptions = RefineOptions()
+    user_simulator: ProviderBlock | None = Field(
+        default=None, description="judge that plays the user (refine feedback: simulator)"
+    )
+    retriever: ProviderBlock | None = Field(
+        default=None, description="scorer that ranks by a description (prompt: describe)"
+    )
 
     @field_validator("rerank")
     @classmethod
@@ -109,6 +132,28 @@ class _Common(BaseModel):
         if rerank is not None and REGISTRY[rerank.retriever.name].kind != "scorer":
             raise ValueError(f"rerank.retriever must be a scorer, not {rerank.retriever.name!r}")
         return rerank
+
+    @field_validator("retriever")
+    @classmethod
+    def _describe_retriever_is_a_scorer(cls, block: ProviderBlock | None) -> ProviderBlock | None:
+        if block is not None and REGISTRY[block.name].kind != "scorer":
+            raise ValueError(f"retriever must be a scorer, not {block.name!r}")
+        return block
+
+    @field_validator("user_simulator")
+    @classmethod
+    def _simulator_is_a_judge(cls, block: ProviderBlock | None) -> ProviderBlock | None:
+        if block is not None and REGISTRY[block.name].kind != "judge":
+            raise ValueError(f"user_simulator must be a judge, not {block.name!r}")
+        return block
+
+    @model_validator(mode="after")
+    def _protocol_settings(self) -> Self:
+        if self.refine.feedback == "simulator" and self.user_simulator is None:
+            raise ValueError("refine feedback: simulator needs a user_simulator: block")
+        if self.protocol == "refine" and self.rerank is not None:
+            raise ValueError("protocol: refine does not combine with rerank:")
+        return self
 
 
 class ExperimentConfig(_Common):
@@ -132,6 +177,8 @@ class ExperimentConfig(_Common):
     def _rerank_needs_a_judge(self) -> ExperimentConfig:
         if self.rerank is not None and self.kind != "judge":
             raise ValueError("rerank: the run's provider must be a judge (it reorders the top)")
+        if self.retriever is not None and self.prompt != "describe":
+            raise ValueError("retriever: ranks by a judge's description (prompt: describe)")
         return self
 
 
@@ -145,7 +192,16 @@ class SweepConfig(_Common):
     def expand(self) -> list[ExperimentConfig]:
         runs = []
         common = self.model_dump(
-            exclude={"providers", "prompts", "inputs", "name", "summarizer", "rerank"}
+            exclude={
+                "providers",
+                "prompts",
+                "inputs",
+                "name",
+                "summarizer",
+                "rerank",
+                "user_simulator",
+                "retriever",
+            }
         )
         pins = self._pins or [None] * len(self.providers)
         seen: set[tuple[str, str, Inputs]] = set()
@@ -174,6 +230,8 @@ class SweepConfig(_Common):
                     name="_".join(p for p in parts if p),
                     provider=provider,
                     summarizer=self.summarizer,
+                    user_simulator=self.user_simulator,
+                    retriever=self.retriever if prompt == "describe" else None,
                     rerank=self.rerank if kind == "judge" else None,
                     prompt=prompt,
                     inputs=inputs,
@@ -215,7 +273,7 @@ def _validate_blocks(raw: dict[str, Any], path: Path | str) -> tuple[dict[str, A
     """The file's settings with every provider block validated against its provider's
     options, and the inputs each sweep entry pins."""
     raw = dict(raw)
-    for field in ("provider", "summarizer"):
+    for field in ("provider", "summarizer", "user_simulator", "retriever"):
         if isinstance(raw.get(field), Mapping):
             raw[field] = provider_options(raw[field], source=path, field=field)
     rerank = raw.get("rerank")
@@ -359,7 +417,9 @@ def _check_prompts(path: Path | str, runs: list[ExperimentConfig]) -> None:
             raise ConfigError(path, f"{run.provider.name} ({run.name})", reason)
         if run.kind == "judge":
             try:
-                VARIANTS[run.prompt].check_inputs(run.inputs.dialogue, run.inputs.context_audio)
+                variant = VARIANTS[run.prompt]
+                variant.check_inputs(run.inputs.dialogue, run.inputs.context_audio)
+                variant.check_protocol(run.protocol)
             except HarnessError as exc:
                 raise ConfigError(path, field, str(exc)) from None
 

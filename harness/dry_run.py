@@ -137,7 +137,10 @@ def estimate_run(runner: Runner, output_tokens: int | None = None, write: bool =
     provider = runner.provider
     dataset, summaries = _with_summaries(runner, runner.dataset())
     run_coroutine(runner.prepare_plan(dataset))  # a rerank's retriever is a local scorer
-    calls = runner.prepare(dataset)
+    try:  # a refine run's second turns too, rendered from the cache where it can be
+        calls = list(runner.plan.dry_run_calls(dataset, runner.summary_of, runner.cache))
+    finally:
+        run_coroutine(runner.plan.aclose())
     per_second = float(getattr(provider, "audio_tokens_per_second", 0.0))
     variant = runner.plan.variant
     thinking = thinking_tokens(config.provider, provider.model)

@@ -3,12 +3,17 @@ matrix per repeat -> metrics with bootstrap CIs, overall and per item `group`. T
 `harness evaluate`, the reports and the Python API all come through here, so they count
 repeats the same way: repeats 0..n-1, where n is the run's `repeats` (or, for a predictions
 file, one past the highest repeat it holds), and a repeat without predictions counts as
-every score missing."""
+every score missing.
+
+A two-turn run (`protocol: refine`; records carry `extra.turn`) is evaluated turn by turn:
+its metrics are the last turn's, plus `success@K` for each K (the gold in the top K at some
+turn), with each turn's metrics and the turn gain (last - first, paired bootstrap CI) beside
+them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -17,12 +22,16 @@ from harness.dataset import Item
 from harness.metrics import (
     Aggregate,
     FloatArray,
+    MetricSummary,
     MissingPolicy,
     ScoreMatrix,
     aggregate,
     build_matrix,
+    per_item_values,
+    summarize,
 )
 from harness.records import Predictions, Record, predictions_from_records
+from harness.stats import paired_bootstrap_ci
 
 
 @dataclass(frozen=True)
@@ -31,6 +40,8 @@ class Evaluation:
     matrices: list[ScoreMatrix]  # one per repeat, items in dataset order
     predictions: Predictions
     groups: dict[str, Aggregate] = field(default_factory=dict)  # per item group, sorted
+    turns: list[tuple[int, Aggregate]] = field(default_factory=list)  # (turn, metrics) if any
+    turn_gain: dict[str, MetricSummary] = field(default_factory=dict)  # last - first turn
 
     def mean_scores(self) -> dict[str, FloatArray]:
         """Per item, the mean of each candidate's usable scores over repeats (NaN if none)."""
@@ -51,6 +62,9 @@ class Evaluation:
         out = self.aggregate.to_json()
         if self.groups:
             out["groups"] = {name: agg.to_json() for name, agg in self.groups.items()}
+        if self.turns:
+            out["turns"] = [{"turn": turn, **agg.to_json()} for turn, agg in self.turns]
+            out["turn_gain"] = {name: gain.to_json() for name, gain in self.turn_gain.items()}
         return out
 
 
@@ -121,17 +135,125 @@ def evaluate_records(
     at: Sequence[int] = (),
     merge_groups: Mapping[str, str] | None = None,
 ) -> Evaluation:
-    """Metrics of a run's records (a candidate scored by several calls gets their mean)."""
-    return evaluate_predictions(
-        items,
-        predictions_from_records(records),
-        repeats=repeats,
-        missing=missing,
-        n_bootstrap=n_bootstrap,
-        seed=seed,
-        at=at,
-        merge_groups=merge_groups,
+    """Metrics of a run's records (a candidate scored by several calls gets their mean);
+    records of several turns are evaluated turn by turn (see the module docstring)."""
+    records = list(records)
+    options: dict[str, Any] = {
+        "repeats": repeats,
+        "missing": missing,
+        "n_bootstrap": n_bootstrap,
+        "seed": seed,
+        "at": at,
+        "merge_groups": merge_groups,
+    }
+    turns = sorted({turn for r in records if isinstance(turn := r.extra.get("turn"), int)})
+    if not turns:
+        return evaluate_predictions(items, predictions_from_records(records), **options)
+    by_turn = [
+        evaluate_predictions(
+            items,
+            predictions_from_records(r for r in records if r.extra.get("turn") == t),
+            **options,
+        )
+        for t in turns
+    ]
+    return _over_turns(turns, by_turn, missing=missing, at=at, n_bootstrap=n_bootstrap, seed=seed)
+
+
+def success_at(
+    by_turn: Sequence[Evaluation], *, missing: MissingPolicy, at: Sequence[int]
+) -> dict[str, FloatArray]:
+    """`success@K` per repeat and item (repeats x items): the probability that a candidate of
+    maximal relevance (the gold) is in the top K at one turn or more, each turn's ties broken
+    independently at random: 1 - prod over turns of (1 - hit@K). It is at least every turn's
+    hit@K, which for a single gold is its recall@K."""
+    out: dict[str, FloatArray] = {}
+    for k in sorted({1, *at}):  # hit@1 is always reported, so is success@1
+        missed = None
+        for evaluation in by_turn:
+            hits = np.stack(
+                [
+                    per_item_values(m, missing=missing, at=at)[f"hit@{k}"]
+                    for m in evaluation.matrices
+                ]
+            )
+            missed = 1.0 - hits if missed is None else missed * (1.0 - hits)
+        assert missed is not None
+        out[f"success@{k}"] = 1.0 - missed
+    return out
+
+
+def _over_turns(
+    turns: list[int],
+    by_turn: list[Evaluation],
+    *,
+    missing: MissingPolicy,
+    at: Sequence[int],
+    n_bootstrap: int,
+    seed: int,
+) -> Evaluation:
+    """The last turn's evaluation with `success@K` among its metrics, and every turn's."""
+    last, first = by_turn[-1], by_turn[0]
+    success = success_at(by_turn, missing=missing, at=at)
+    extra = {
+        name: summarize(name, values, n_bootstrap=n_bootstrap, seed=seed)
+        for name, values in success.items()
+    }
+    per_item = {name: _mean_over_repeats(values) for name, values in success.items()}
+    final = replace(
+        last.aggregate,
+        metrics={**last.aggregate.metrics, **extra},
+        per_item={**last.aggregate.per_item, **_present(per_item, last)},
     )
+    return Evaluation(
+        final,
+        last.matrices,
+        last.predictions,
+        last.groups,
+        turns=[(t, e.aggregate) for t, e in zip(turns, by_turn, strict=True)],
+        turn_gain=turn_gain(first.aggregate, last.aggregate, n_bootstrap=n_bootstrap, seed=seed),
+    )
+
+
+def _mean_over_repeats(values: FloatArray) -> FloatArray:
+    """Each item's mean over repeats (repeats x items), NaN where it has no value."""
+    usable = np.isfinite(values)
+    count = usable.sum(axis=0)
+    total = np.where(usable, values, 0.0).sum(axis=0)
+    mean: FloatArray = np.divide(total, count, out=np.full(total.shape, np.nan), where=count > 0)
+    return mean
+
+
+def _present(per_item: dict[str, FloatArray], evaluation: Evaluation) -> dict[str, FloatArray]:
+    """Per-item values restricted to the items the aggregate counts (in its order)."""
+    ids = evaluation.matrices[0].item_ids
+    rows = [ids.index(item_id) for item_id in evaluation.aggregate.item_ids]
+    return {name: values[rows] for name, values in per_item.items()}
+
+
+def turn_gain(
+    first: Aggregate, last: Aggregate, *, n_bootstrap: int = 1000, seed: int = 0
+) -> dict[str, MetricSummary]:
+    """Per metric, the mean over items of (last turn - first turn) on the items both count,
+    with a paired-bootstrap 95% CI (medians are not differenced: `median_rank` has none)."""
+    shared = [item for item in last.item_ids if item in set(first.item_ids)]
+    row_first = {item: i for i, item in enumerate(first.item_ids)}
+    row_last = {item: i for i, item in enumerate(last.item_ids)}
+    gains: dict[str, MetricSummary] = {}
+    for name, values in last.per_item.items():
+        if name == "median_rank" or name not in first.per_item:
+            continue
+        before = first.per_item[name][[row_first[i] for i in shared]]
+        after = values[[row_last[i] for i in shared]]
+        difference = after - before
+        if difference.size == 0:
+            gains[name] = MetricSummary(mean=None, ci95=None)
+            continue
+        low, high = paired_bootstrap_ci(difference, n_bootstrap=n_bootstrap, seed=seed)
+        gains[name] = MetricSummary(
+            mean=round(float(difference.mean()), 6), ci95=(round(low, 6), round(high, 6))
+        )
+    return gains
 
 
 def expected_score_records(records: list[Record]) -> list[Record] | None:

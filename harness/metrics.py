@@ -41,6 +41,8 @@ __all__ = [
     "kendall_tau_b",
     "metric_names",
     "per_item_metrics",
+    "per_item_values",
+    "summarize",
     "top_is_tied",
 ]
 
@@ -215,6 +217,35 @@ def _per_item(matrix: ScoreMatrix, missing: MissingPolicy, at: tuple[int, ...]) 
         n_relevant[index] = result.n_relevant
         tied[index] = result.top_tied
     return _Repeat(values, gold_rank, n_relevant, tied)
+
+
+def per_item_values(
+    matrix: ScoreMatrix, *, missing: MissingPolicy = "worst", at: Sequence[int] = ()
+) -> dict[str, FloatArray]:
+    """Every metric's value per item of one repeat, items in matrix order (NaN for an item
+    that `exclude` drops)."""
+    return _per_item(matrix, missing, _cutoffs(at)).values
+
+
+def summarize(
+    name: str, per_repeat: FloatArray, *, n_bootstrap: int = 1000, seed: int = 0
+) -> MetricSummary:
+    """A metric from its values per repeat and item (repeats x items; NaN where an item has
+    none): the mean over items (median for `median_rank`) of each item's mean over repeats,
+    with a seeded percentile-bootstrap CI over items (the resampling of `aggregate`)."""
+    values = np.atleast_2d(np.asarray(per_repeat, dtype=np.float64))
+    present = np.isfinite(values).any(axis=0)
+    if not present.any():
+        return MetricSummary(mean=None, ci95=None)
+    values = values[:, present]
+    per_item = np.nanmean(values, axis=0)
+    n = per_item.size
+    resample = np.random.default_rng(seed).integers(0, n, size=(n_bootstrap, n))
+    if name == "median_rank":
+        boot = _resampled_medians(per_item, resample)
+    else:
+        boot = per_item[resample].mean(axis=1)
+    return _summary(name, boot, values)
 
 
 def _bootstrap(

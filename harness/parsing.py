@@ -300,3 +300,26 @@ def parse_summary(text: str) -> str:
             "summary_length", f"{words} words; asked for {SUMMARY_WORDS[0]}-{SUMMARY_WORDS[1]}"
         )
     return summary
+
+
+# ---------------------------------------------------------------- free-text answers
+def parse_text_field(text: str, key: str) -> str:
+    """`{"<key>": "some text"}`, exactly that key, a non-empty string (whitespace collapsed);
+    raises ParseError."""
+    obj = loads_object(text)
+    if set(obj) != {key}:
+        raise ParseError("wrong_keys", f"expected exactly the key {key!r}, got {sorted(obj)[:5]}")
+    value = obj[key]
+    if not isinstance(value, str) or not value.strip():
+        raise ParseError(f"not_a_{key}", f"{key} must be a non-empty string")
+    return " ".join(value.split())
+
+
+def parse_description(text: str, candidates: list[str]) -> ParsedAnswer:
+    """`{"description": "..."}` (prompt `describe`): no scores of its own; a retriever ranks
+    the candidates by the description, kept in `extra.description`."""
+    try:
+        description = parse_text_field(text, "description")
+    except ParseError as exc:
+        return ParsedAnswer(dict.fromkeys(candidates), error=str(exc))
+    return ParsedAnswer(dict.fromkeys(candidates), extra={"description": description})

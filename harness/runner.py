@@ -19,14 +19,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from harness.answering import Answerer, RunStats
 from harness.cache import ResponseCache
-from harness.calls import Call, CallPlan, call_plan, check_inputs
+from harness.calls import Call, CallPlan, check_inputs
 from harness.config import ExperimentConfig
 from harness.console import terminal
 from harness.dataset import Dataset, Item, load_dataset
+from harness.description_metrics import description_metrics
 from harness.evaluation import Evaluation, evaluate_records, expected_score_records
 from harness.human_ceiling import human_ceiling
 from harness.joint import position_top1_rates
 from harness.metrics import Aggregate
+from harness.plans import call_plan
 from harness.pricing import run_cost
 from harness.provenance import now, provenance, unofficial_endpoints
 from harness.records import Record, RecordWriter, scan_partial, write_predictions, write_sorted
@@ -128,8 +130,9 @@ class Runner:
     def iter_calls(self, dataset: Dataset) -> Iterator[Call]:
         return self.plan.calls(dataset, self.summary_of)
 
-    async def run_call(self, call: Call) -> Record:
-        return await self.plan.record(call, self.answerer)
+    async def run_call(self, call: Call) -> list[Record]:
+        """The call's records: one, or a conversation's turns (`protocol: refine`)."""
+        return await self.plan.records(call, self.answerer)
 
     # ---------------------------------------------------------------- the whole run
     async def run(self) -> RunResult:
@@ -155,10 +158,10 @@ class Runner:
                 task = progress.add_task(self.config.name, total=None, hits=0, failed=0, bad=0)
 
                 async def one(call: Call) -> None:
-                    record = await self.run_call(call)
-                    writer.write(record)
-                    records.append(record)
-                    self._count(record)
+                    for record in await self.run_call(call):
+                        writer.write(record)
+                        records.append(record)
+                        self._count(record)
                     progress.update(
                         task,
                         advance=1,
@@ -174,6 +177,7 @@ class Runner:
         finally:
             writer.close()
             self.answerer.close()
+            await self.plan.aclose()
             await self.provider.aclose()
         item_order = [item.id for item in dataset.items]
         write_sorted(records_path, records, item_order)
@@ -261,6 +265,15 @@ class Runner:
         expected = expected_score_records(records)
         if expected is not None:
             metrics["expected_score"] = self._evaluate(dataset, expected).aggregate.to_json()
+        described = description_metrics(
+            dataset.items,
+            dataset.clips,
+            records,
+            n_bootstrap=self.config.n_bootstrap,
+            seed=self.config.seed,
+        )
+        if described is not None:
+            metrics["description"] = described
         (self.out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
         stats = self.stats.to_json() | self.plan.extra_stats()
         if self.provider.kind == "judge":

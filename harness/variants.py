@@ -8,7 +8,7 @@ model, if it takes any); the tests render every entry and compare it with its sn
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -21,6 +21,7 @@ from harness.joint import Order, clip_labels, presentation_order
 from harness.parsing import (
     ParsedAnswer,
     parse_cot,
+    parse_description,
     parse_joint,
     parse_pointwise,
     parse_ranked_prefix,
@@ -29,7 +30,9 @@ from harness.parsing import (
 from harness.prompts import ClipView, RenderedPrompt, audio_placeholder, render
 from harness.types import AudioRef
 
-Mode = Literal["pointwise", "joint"]
+# pointwise: one call per candidate; joint: one call per item naming every candidate;
+# describe: one call per item that names no candidate (a retriever ranks them afterwards).
+Mode = Literal["pointwise", "joint", "describe"]
 Parser = Callable[[str, list[str]], ParsedAnswer]
 
 _SCORE: dict[str, Any] = {"type": "number", "minimum": 0, "maximum": 10}
@@ -37,6 +40,11 @@ POINTWISE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"score": _SCORE},
     "required": ["score"],
+}
+DESCRIPTION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"description": {"type": "string"}},
+    "required": ["description"],
 }
 RUBRIC_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -138,6 +146,9 @@ class PromptContext:
     examples: tuple[Example, ...] = ()  # few-shot examples, with their summaries filled in
     seed: int = 0  # seeds the permuted presentation order of joint prompts
     context_audio: tuple[AudioRef, ...] = ()  # the item's own audio, excerpted to the budget
+    # The second turn of `protocol: refine`: the model's first pick and the user's reply.
+    first_pick: str | None = None
+    feedback: str | None = None
 
     def base(self) -> dict[str, Any]:
         context = "".join(audio_placeholder(i) for i in range(len(self.context_audio)))
@@ -182,6 +193,15 @@ class PromptVariant:
     dialogue_modes: frozenset[str] = frozenset({"full", "summary"})
     shows_context_audio: bool = False
     ranks_only: bool = False  # always asks for a ranked prefix (listwise)
+    second_turn: str | None = None  # the template of a refine run's second turn
+
+    def check_protocol(self, protocol: str) -> None:
+        """Refuse a protocol the variant cannot serve (before any call)."""
+        if protocol == "refine" and self.second_turn is None:
+            raise HarnessError(
+                f"protocol: refine asks a judge to rank the pool twice; prompt {self.name} "
+                "has no second turn: use prompt listwise"
+            )
 
     def check_inputs(self, dialogue: str, context_audio: bool) -> None:
         """Refuse inputs the template cannot show (before any call)."""
@@ -243,6 +263,10 @@ class PromptVariant:
     def prepare(self, ctx: PromptContext) -> list[PreparedCall]:
         check_options(ctx.options)
         self.check_inputs(ctx.dialogue_mode, bool(ctx.context_audio))
+        if self.mode == "describe":  # the candidates are not shown, whatever inputs.music
+            context = {**ctx.base(), "mode": self.mode}
+            prompt = render(self.template, context, list(ctx.context_audio))
+            return [PreparedCall(ctx.item.candidates, prompt, self.response_schema)]
         if not self.sends_audio and ctx.music_mode == "audio":
             raise HarnessError(
                 f"prompt {self.name} describes the music in words and sends no audio: "
@@ -261,13 +285,31 @@ class PromptVariant:
         order = presentation_order(
             ctx.item.candidates, opts.order, seed=ctx.seed, item_id=ctx.item.id, repeat=ctx.repeat
         )
-        views, audio = self.clip_views(ctx, order, first_audio=len(ctx.context_audio))
+        template, shown = self.template, list(ctx.context_audio)
+        turn: dict[str, Any] = {}
+        if ctx.first_pick is not None:
+            template, turn, pick_audio = self._second_turn(ctx, order)
+            shown += pick_audio
+        views, audio = self.clip_views(ctx, order, first_audio=len(shown))
         answer = "ranking" if self.ranks_only else opts.answer
-        context = {**ctx.base(), "mode": self.mode, "clips": views, "answer": answer}
-        prompt = render(self.template, context, [*ctx.context_audio, *audio])
+        context = {**ctx.base(), "mode": self.mode, "clips": views, "answer": answer, **turn}
+        prompt = render(template, context, [*shown, *audio])
         partial = self.ranks_only or opts.partial
         schema = joint_schema([v.label for v in views], answer, partial=partial)
         return [PreparedCall(tuple(order), prompt, schema)]
+
+    def _second_turn(
+        self, ctx: PromptContext, order: list[str]
+    ) -> tuple[str, dict[str, Any], list[AudioRef]]:
+        """The refine turn's template, what it shows of the first pick (under its label in
+        `order`, with its audio sent again after the context audio when music is audio)
+        and the user's reply."""
+        if self.second_turn is None or ctx.first_pick is None:
+            raise HarnessError(f"prompt {self.name} has no second turn (protocol: refine)")
+        index = order.index(ctx.first_pick)
+        (view,), audio = self.clip_views(ctx, [ctx.first_pick], first_audio=len(ctx.context_audio))
+        view = replace(view, label=clip_labels(len(order))[index])
+        return self.second_turn, {"first_pick": view, "feedback": ctx.feedback or ""}, audio
 
 
 VARIANTS: dict[str, PromptVariant] = {
@@ -309,6 +351,20 @@ VARIANTS: dict[str, PromptVariant] = {
         dialogue_modes=frozenset({"full", "summary", "query", "none"}),
         shows_context_audio=True,
         ranks_only=True,
+        second_turn="refine.jinja",
+    ),
+    # The judge writes the music it would play; a retriever ranks the candidates by it
+    # (MetaBGM's describe-then-retrieve; `harness.describe`).
+    "describe": PromptVariant(
+        "describe",
+        "describe.jinja",
+        mode="describe",
+        parse=parse_description,
+        response_schema=DESCRIPTION_SCHEMA,
+        sends_audio=False,
+        dialogue_modes=frozenset({"full", "summary", "query", "none"}),
+        shows_context_audio=True,
+        answer_tokens=60,
     ),
 }
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from harness.report.analysis import Analysis
 from harness.report.labels import shorten_unique
 from harness.report.loading import RunData
 from harness.report.media import AudioMode, audio_sources, data_uri
+from harness.report.protocol_views import protocol_view
 from harness.report.tables import (
     PAIRED_HEADER,
     POSITION_HEADER,
@@ -107,6 +109,11 @@ def item_data(runs: list[RunData]) -> list[dict[str, Any]]:
                 }
             )
         candidates.sort(key=lambda c: (c["rank"] is None, c["rank"] or 0))
+        views = [
+            asdict(view)
+            for run, by_item in zip(runs, grouped, strict=True)
+            if (view := protocol_view(run, by_item.get(item.id, []), item)) is not None
+        ]
         answers = [
             _answer(i, record)
             for i, by_item in enumerate(grouped)
@@ -123,6 +130,7 @@ def item_data(runs: list[RunData]) -> list[dict[str, Any]]:
                 "answers": answers,
                 "disagree": [i for i, hit in enumerate(hits) if hit.get(item.id, 1.0) < 1.0],
                 "parse_failure": any(a["parse_error"] is not None for a in answers),
+                "protocols": views,  # a refine run's turns and reply, a describe run's text
             }
         )
     return out

@@ -12,6 +12,7 @@ from typing import Any, Literal
 import yaml
 
 from harness.dataset import Dataset, load_dataset
+from harness.description_metrics import description_metrics
 from harness.errors import HarnessError
 from harness.evaluation import evaluate_records, expected_score_records
 from harness.metrics import Aggregate, FloatArray
@@ -36,13 +37,16 @@ class RunData:
     scores: dict[str, FloatArray]  # item id -> mean score over repeats, candidate order
     score: Literal["greedy", "expected"] = "greedy"  # which score the metrics are of
     groups: dict[str, Aggregate] = field(default_factory=dict)  # per item group
+    # metrics.json blocks of the protocols: `turns`, `turn_gain` (refine), `description`
+    protocol: dict[str, Any] = field(default_factory=dict)
 
     def metrics_json(self) -> dict[str, Any]:
-        """The run's metrics as metrics.json holds them, `groups` included."""
+        """The run's metrics as metrics.json holds them, `groups` (and the protocols' blocks)
+        included."""
         out = self.aggregate.to_json()
         if self.groups:
             out["groups"] = {name: agg.to_json() for name, agg in self.groups.items()}
-        return out
+        return out | self.protocol
 
     kind: Literal["run", "predictions"] = "run"  # a run folder, or a predictions file
 
@@ -152,6 +156,16 @@ def load_run(
         at=tuple(metrics.get("at") or ()),
         merge_groups=metrics.get("merge_groups") or {},
     )
+    protocol = {k: v for k, v in evaluation.to_json().items() if k in ("turns", "turn_gain")}
+    described = description_metrics(
+        data.items,
+        data.clips,
+        records,
+        n_bootstrap=int(config.get("n_bootstrap") or 1000),
+        seed=int(config.get("seed") or 0),
+    )
+    if described is not None:
+        protocol["description"] = described
     return RunData(
         path=path,
         label=str(config.get("name") or path.name),
@@ -163,6 +177,7 @@ def load_run(
         scores=evaluation.mean_scores(),
         score=used,
         groups=evaluation.groups,
+        protocol=protocol,
     )
 
 

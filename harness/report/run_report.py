@@ -16,6 +16,7 @@ from harness.report.formatting import (
     metric_rows,
     shown_metrics,
 )
+from harness.report.protocol_tables import protocol_sections
 
 UNOFFICIAL_NOTE = (
     "not the provider's official service: the answers came from whatever serves that URL "
@@ -52,6 +53,10 @@ def write_run_report(
         f"- dataset: `{config.dataset}`; repeats: {config.repeats}; missing scores: `{metrics['missing_policy']}`",
         *(f"- endpoint {mark}: **{UNOFFICIAL_NOTE}**" for mark in unofficial_endpoints(stats)),
     ]
+    protocol = getattr(config, "protocol", "rank")
+    if protocol == "refine":
+        refine = config.refine
+        lines.append(f"- protocol: `refine` (two turns; feedback: `{refine.feedback}`)")
     if config.rerank is not None:
         lines.append(
             f"- reranks the top {config.rerank.top} of `{config.rerank.retriever.name}` "
@@ -74,6 +79,7 @@ def write_run_report(
             + (HUMAN_NOTE if human is not None else ""),
             "",
             *_group_section([(config.name, metrics)], "group"),
+            *protocol_sections([(config.name, metrics)]),
         ]
     lines += [
         f"Calls: {stats['calls']} ({stats['cache_hits']} from cache, {stats['model_calls']} to the model, "

@@ -23,6 +23,7 @@ from harness.report.formatting import (
 )
 from harness.report.loading import RunData
 from harness.report.pivot import pivot_markdown
+from harness.report.protocol_tables import protocol_sections
 from harness.report.run_report import HUMAN_NOTE
 from harness.stats import CORRECTION_NAMES, PairedDifference
 
@@ -368,6 +369,9 @@ def comparison_markdown(analysis: Analysis, title: str = "comparison") -> str:
             f"score strings) for {', '.join(expected)}; greedy scores for the other runs."
         )
     groups = [(run.label, run.metrics_json()) for run in analysis.runs]
+    protocols = protocol_sections(groups)
+    if protocols:
+        lines += ["", *protocols[:-1]]
     if any(run.groups for run in analysis.runs):
         names = table_metrics(analysis.runs)
         lines += [

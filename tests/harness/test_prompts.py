@@ -15,6 +15,7 @@ import soundfile
 
 from harness.audio import audio_ref
 from harness.dataset import Dataset, load_dataset
+from harness.feedback import simulator_request
 from harness.fewshot import load_examples
 from harness.summaries import summary_request
 from harness.types import ChatRequest
@@ -105,6 +106,16 @@ CASES["listwise__query__caption"] = ("listwise", "query", "caption", {})
 # MusiCRS's audio-only and audio+query configurations: the item's own audio on the query side.
 CASES["listwise__none__caption__context_audio"] = ("listwise", "none", "caption", {})
 CASES["listwise__query__caption__context_audio"] = ("listwise", "query", "caption", {})
+CASES["describe__query__caption"] = ("describe", "query", "caption", {})
+# The second turn of protocol refine (the first pick k1 and the user's reply), and the user
+# simulator's prompt.
+TURN_TWO = {
+    "refine__query__caption": ("query", "caption"),
+    "refine__full__audio": ("full", "audio"),
+}
+FEEDBACK = (
+    "Not quite. I would like something with warm acoustic guitar, and without a busy lead synth."
+)
 CASES["few_shot__full__audio__example_audio"] = (
     "few_shot",
     "full",
@@ -121,6 +132,22 @@ def request_for_case(dataset: Dataset, name: str) -> ChatRequest:
     """The first request of case `name` (a variant in one input mode, or the summariser)."""
     if name == "summarize":
         return summary_request(dataset.item("t1"))
+    if name == "user_simulator":
+        return simulator_request(dataset.item("t1"), dataset.clips, "k1")
+    if name in TURN_TWO:
+        dialogue, music = TURN_TWO[name]
+        item = dataset.item("t1")
+        ctx = PromptContext(
+            item=item,
+            clips=dataset.clips,
+            dialogue_mode=dialogue,  # type: ignore[arg-type]
+            music_mode=music,  # type: ignore[arg-type]
+            summary=None,
+            first_pick="k1",
+            feedback=FEEDBACK,
+        )
+        (turn,) = VARIANTS["listwise"].prepare(ctx)
+        return ChatRequest(turn.prompt.system, turn.prompt.parts, turn.schema)
     variant_name, dialogue, music, options = CASES[name]
     variant = VARIANTS[variant_name]
     options = {**options, "example_ids": ["e1"]} if variant.uses_examples else options
@@ -143,7 +170,7 @@ def request_for_case(dataset: Dataset, name: str) -> ChatRequest:
     return ChatRequest(first.prompt.system, first.prompt.parts, first.schema)
 
 
-ALL_CASES = [*CASES, "summarize"]
+ALL_CASES = [*CASES, *TURN_TWO, "summarize", "user_simulator"]
 
 
 @pytest.fixture
@@ -196,3 +223,12 @@ def test_snapshots_show_what_each_mode_sends(dataset: Dataset) -> None:
     assert "[audio: t1:context]" in audio_only and ITEMS[0]["query"] not in audio_only
     both = render_case(dataset, "listwise__query__caption__context_audio")
     assert "[audio: t1:context]" in both and ITEMS[0]["query"] in both
+    describe = render_case(dataset, "describe__full__caption")
+    assert "thesis this morning" in describe and CAPTIONS["k1"] not in describe
+    assert '"required": [\n  "description"' in describe
+    second = render_case(dataset, "refine__query__caption")
+    assert f"You first recommended Clip 1: {CAPTIONS['k1']}" in second and FEEDBACK in second
+    heard = render_case(dataset, "refine__full__audio")  # the pick's audio, then the pool's
+    assert heard.count("[audio: k1]") == 2 and heard.index("recommended Clip 1: [audio: k1]") > 0
+    user = render_case(dataset, "user_simulator")
+    assert CAPTIONS["k2"] in user and CAPTIONS["k1"] in user and ITEMS[0]["query"] in user

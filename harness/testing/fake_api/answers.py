@@ -66,7 +66,8 @@ def clip_score(parsed: ParsedRequest, index: int, label: str | None = None) -> f
 
 
 def answer_form(parsed: ParsedRequest) -> tuple[str, list[str]]:
-    """What the prompt asks for ("score", "scores", "ranking", "rubric", "summary") and the
+    """What the prompt asks for ("score", "scores", "ranking", "rubric", "summary",
+    "description", "feedback") and the
     clip labels of a joint prompt, read from the JSON schema or else from the prompt text."""
     schema = parsed.schema or {}
     props = schema.get("properties") or {}
@@ -79,6 +80,9 @@ def answer_form(parsed: ParsedRequest) -> tuple[str, list[str]]:
         return "rubric", []
     if "summary" in props or '{"summary":' in text:
         return "summary", []
+    for form in ("description", "feedback"):  # prompt describe; the user simulator
+        if form in props or f'{{"{form}":' in text:
+            return form, []
     if '{"scores":' in text:
         return "scores", re.findall(r'"([^"{}]+)": <score>', text)
     if '{"ranking":' in text:
@@ -151,7 +155,30 @@ def answer_object(parsed: ParsedRequest, score: float) -> Any:
             "energy",
         ]
         return {"summary": " ".join(words)}
+    if form in ("description", "feedback"):
+        return {form: free_text(form, parsed)}
     return {"score": score}
+
+
+WORDS = {
+    "tempo": ["slow", "mid-tempo", "upbeat", "fast", "gentle"],
+    "genre": ["piano piece", "acoustic folk song", "ambient track", "jazz tune", "string piece"],
+    "instrument": ["soft strings", "acoustic guitar", "mellow piano", "light drums", "synth pads"],
+    "mood": ["calm", "warm", "melancholic", "cheerful", "dreamy"],
+}
+
+
+def free_text(form: str, parsed: ParsedRequest) -> str:
+    """A short deterministic music text chosen by a hash of the request: a description
+    (prompt `describe`) or a listener's reply (the user simulator)."""
+    hashed = digest(parsed.model, parsed.system, parsed.user_text)
+    tempo, genre, first, second, mood = (
+        WORDS[kind][hashed[i] % len(WORDS[kind])]
+        for i, kind in enumerate(("tempo", "genre", "instrument", "instrument", "mood"))
+    )
+    if form == "feedback":
+        return f"Not quite. I would like something more {mood}, with {first}."
+    return f"A {tempo} {mood} {genre} with {first} and {second}, quiet and steady."
 
 
 def asks_for_reasoning(parsed: ParsedRequest) -> bool:

@@ -259,6 +259,26 @@ def test_json_schema_answers_follow_the_schema(server: FakeServer, http: httpx.C
     assert server.requests()[0].json_mode == "schema"
 
 
+@pytest.mark.parametrize("form", ["description", "feedback"])
+def test_free_text_forms_by_schema_and_by_prompt(
+    form: str, server: FakeServer, http: httpx.Client
+) -> None:
+    """`prompt: describe` and the user simulator: `{"description"|"feedback": "..."}`, the
+    same text for the same request, from the schema (JSON mode) or the prompt's words."""
+    schema = {"type": "object", "properties": {form: {"type": "string"}}, "required": [form]}
+    fmt = {"type": "json_schema", "json_schema": {"name": form, "schema": schema}}
+    by_schema = json.loads(content(chat(http, server, openai_body(response_format=fmt))))
+    body = openai_body()
+    body["messages"][1]["content"][0]["text"] = f'Answer in this form: {{"{form}": "..."}}'
+    by_prompt = json.loads(content(chat(http, server, body)))
+    again = json.loads(content(chat(http, server, body)))
+    gemini = generate(http, server, gemini_body(schema=schema)).json()
+    text = gemini["candidates"][0]["content"]["parts"][0]["text"]
+    for answer in (by_schema, by_prompt, json.loads(text)):
+        assert list(answer) == [form] and len(answer[form].split()) >= 6
+    assert by_prompt == again
+
+
 def test_undecodable_audio_is_rejected_and_counted(server: FakeServer, http: httpx.Client) -> None:
     body = openai_body()
     body["messages"][1]["content"][1]["input_audio"]["data"] = base64.b64encode(
