@@ -4,6 +4,7 @@ ROUGE-L, embedding cosine) with CIs; and those metrics against sacrebleu and rou
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +21,7 @@ from harness.errors import ConfigError, HarnessError
 from harness.parsing import parse_description
 from harness.records import Record
 from harness.testing.fake_api import FakeServer
-from tests.conftest import run_config
+from tests.conftest import run_config, write_tiny_dataset
 
 pytestmark = pytest.mark.filterwarnings("ignore:Inheritance class Aiohttp:DeprecationWarning")
 N_ITEMS = 3
@@ -221,3 +222,24 @@ def test_the_sample_experiment_through_both_sdks(
         cache.close()
     by_api = [sum(r.api == api for r in server.requests()) for api in ("gemini", "openai")]
     assert by_api == [26, 26]
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("musicnn") is None, reason="musicnn weights not installed"
+)
+def test_a_musicnn_retriever_compares_the_description_with_each_clips_tags(
+    tmp_path: Path, server: FakeServer
+) -> None:
+    dataset = write_tiny_dataset(tmp_path / "audio set", n_items=2, seconds=3.5)
+    settings = {"inputs": {"music": "audio"}, "retriever": {"name": "musicnn", "top_k": 3}}
+    result, records = run_config(config(dataset, judge("gemini", server), **settings), tmp_path)
+    assert result.stats.errors == 0 and len(server.requests()) == 2
+    for record in records:
+        tags = record.extra["retriever_descriptions"]
+        assert set(tags) == set(record.candidates) and all(
+            t.count(", ") == 2 for t in tags.values()
+        )
+        assert record.extra["retriever"] == "MTT_musicnn"
+        assert len(set(record.scores.values())) > 1
+    metrics = json.loads((result.out_dir / "metrics.json").read_text())
+    assert metrics["description"]["metrics"]["embedding_cosine"]["mean"] is not None
