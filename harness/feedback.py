@@ -26,7 +26,7 @@ from harness.cache import ResponseCache, request_key
 from harness.config import RefineOptions
 from harness.dataset import Clip, Dataset, Item
 from harness.errors import HarnessError
-from harness.parsing import ParseError, parse_text_field
+from harness.parsing import ParseError, text_field
 from harness.prompts import render, template_hash
 from harness.types import ChatRequest, ProviderConfig
 from providers import create_provider
@@ -154,7 +154,7 @@ class _Parsed:
 
 def _parse(text: str) -> _Parsed:
     try:
-        return _Parsed(parse_text_field(text, "feedback"), None)
+        return _Parsed(text_field(text, "feedback"), None)
     except ParseError as exc:
         return _Parsed(None, str(exc))
 

@@ -303,7 +303,7 @@ def parse_summary(text: str) -> str:
 
 
 # ---------------------------------------------------------------- free-text answers
-def parse_text_field(text: str, key: str) -> str:
+def text_field(text: str, key: str) -> str:
     """`{"<key>": "some text"}`, exactly that key, a non-empty string (whitespace collapsed);
     raises ParseError."""
     obj = loads_object(text)
@@ -319,7 +319,7 @@ def parse_description(text: str, candidates: list[str]) -> ParsedAnswer:
     """`{"description": "..."}` (prompt `describe`): no scores of its own; a retriever ranks
     the candidates by the description, kept in `extra.description`."""
     try:
-        description = parse_text_field(text, "description")
+        description = text_field(text, "description")
     except ParseError as exc:
         return ParsedAnswer(dict.fromkeys(candidates), error=str(exc))
     return ParsedAnswer(dict.fromkeys(candidates), extra={"description": description})

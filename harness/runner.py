@@ -38,6 +38,8 @@ from harness.summaries import Summaries
 from harness.sync import run_coroutine
 from providers import Provider, create_provider
 
+PROTOCOL_BLOCKS = ("turns", "turn_gain", "description")
+
 
 @dataclass
 class RunResult:
@@ -49,6 +51,8 @@ class RunResult:
     groups: dict[str, Aggregate] = field(default_factory=dict)  # per item group
     # API endpoints that are not the provider's official service (run.json provenance).
     unofficial: list[str] = field(default_factory=list)
+    # metrics.json blocks of the protocols: `turns`, `turn_gain` (refine), `description`
+    protocol: dict[str, Any] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -59,7 +63,7 @@ class RunResult:
         out = self.aggregate.to_json()
         if self.groups:
             out["groups"] = {name: agg.to_json() for name, agg in self.groups.items()}
-        return out
+        return out | self.protocol
 
     @property
     def no_scores(self) -> str | None:
@@ -303,6 +307,7 @@ class Runner:
             evaluation.groups,
             unofficial_endpoints(stats),
         )
+        result.protocol = {k: metrics[k] for k in PROTOCOL_BLOCKS if k in metrics}
         write_run_report(
             result.out_dir / "report.md",
             self.config,

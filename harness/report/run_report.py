@@ -161,4 +161,5 @@ def write_comparison(
     if failed:
         body.append("")
     body += _group_section(runs, "run / group")
+    body += protocol_sections(runs)
     path.write_text("\n".join(body))

@@ -387,3 +387,24 @@ def test_the_musiccaps_experiment_file_loads_with_its_judges_uncommented(tmp_pat
     path.write_text(opened)
     judges = [r for r in load_experiments(path) if r.kind == "judge"]
     assert [r.prompt for r in judges] == ["listwise", "listwise"]
+
+
+def test_a_sweeps_comparison_has_the_turns(tmp_path: Path, pool: Path) -> None:
+    from harness.experiment import run_all
+
+    path = tmp_path / "sweep.yaml"
+    path.write_text(
+        f"name: sweep\ndataset: {pool}\nprotocol: refine\nn_bootstrap: 20\n"
+        "providers: [{name: text-embedding}, {name: random, seed: 3}]\n"
+        "inputs: [{dialogue: query, music: caption}]\nmetrics: {at: [5]}\n"
+    )
+    cache = ResponseCache(tmp_path / "cache")
+    try:
+        run_all(load_experiments(path), cache=cache, results_dir=tmp_path, show_progress=False)
+    finally:
+        cache.close()
+    text = (tmp_path / "sweep" / "comparison.md").read_text()
+    assert "SR@5" in text.splitlines()[2]  # the table's header
+    turns = text[text.index("## Turns") :]
+    assert "| text-embedding_default_query_caption | R@5 |" in turns
+    assert "| random_default_query_caption | SR@5 |" in turns
