@@ -122,8 +122,12 @@ class RefineCalls(CallPlan):
             second.extra["skipped"] = "turn 1 gave no usable score, so there is no first pick"
             return [first, second]
         reply = await self.reply(item, pick)
-        if reply.text is None:
-            second.error = f"user_simulator: {reply.error}"
+        if reply.text is None:  # the simulator failed (retried) or gave no usable reply
+            failure = f"user_simulator: {reply.error}"
+            if reply.raw is None:
+                second.error = failure
+            else:
+                second.parse_error = failure
             second.extra.update(first_pick=pick, **reply.to_extra())
             return [first, second]
         second = await self.first.record(self.second_call(call, item, pick, reply.text), answerer)

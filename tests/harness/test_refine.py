@@ -408,3 +408,26 @@ def test_a_sweeps_comparison_has_the_turns(tmp_path: Path, pool: Path) -> None:
     turns = text[text.index("## Turns") :]
     assert "| text-embedding_default_query_caption | R@5 |" in turns
     assert "| random_default_query_caption | SR@5 |" in turns
+
+
+def test_an_unusable_reply_is_counted_as_unparsable_not_as_a_failed_call(
+    tmp_path: Path, pool: Path
+) -> None:
+    from harness.testing.fake_api import FakeSettings
+
+    with (
+        FakeServer(FakeSettings()) as judge_server,
+        FakeServer(FakeSettings(answer="wrong_keys")) as user_server,
+    ):
+        settings = {
+            "prompt": "listwise",
+            "refine": {"feedback": "simulator"},
+            "user_simulator": api("openai", user_server) | {"reask": 0},
+        }
+        result, records = run_config(
+            config(pool, api("gemini", judge_server), **settings), tmp_path
+        )
+    second = [r for r in records if r.extra["turn"] == 2]
+    assert all(r.parse_error and r.parse_error.startswith("user_simulator: ") for r in second)
+    assert all(r.error is None and r.extra["feedback_raw"] for r in second)
+    assert result.stats.errors == 0 and result.stats.parse_failures == N_ITEMS
