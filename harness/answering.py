@@ -173,10 +173,17 @@ class Answerer:
             self._halted = exc
 
     async def _ask(self, request: Request) -> dict[str, Any]:
+        """The provider's answer; whatever else it raises becomes this request's error."""
         try:
             return await self.provider.answer(request)
+        except ProviderError:
+            raise
         except TimeoutError as exc:
             raise ProviderError("request timed out", transient=True, kind="timeout") from exc
+        except Exception as exc:  # a provider's bug must not end the run: it fails one call
+            raise ProviderError(
+                f"{type(exc).__name__}: {exc}", transient=False, kind="provider_crash"
+            ) from exc
 
     async def _fetch(self, key: str, request: Request) -> tuple[dict[str, Any], bool]:
         """Ask the model, unless another process sharing the cache already is: then wait for

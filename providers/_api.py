@@ -198,11 +198,18 @@ def status_error(
     key_env: str,
     url: str | None,
     retry_after: float | None = None,
+    key_refused: bool = False,
 ) -> ProviderError:
     """A ProviderError for an HTTP error answer: transient for 408/429/5xx, permanent with a
-    hint about what to fix otherwise. Never holds a key (scrubbed)."""
+    hint about what to fix otherwise (`key_refused`: the API said the key is not valid,
+    whatever the status). Never holds a key (scrubbed)."""
     detail = scrub(" ".join(message.split()))[:300]
     where = f" at {url}" if url else ""
+    if key_refused:
+        hint = f"the API key was not accepted; check {key_env}"
+        return ProviderError(
+            f"{provider} {hint} ({status}): {detail}", transient=False, kind="auth"
+        )
     if status == 429:
         return ProviderError(
             f"{provider} rate limit (429){where}: {detail}",
@@ -227,6 +234,22 @@ def status_error(
     }
     kind, hint = hints.get(status, ("client_error", "the request was refused"))
     return ProviderError(f"{provider} {hint} ({status}): {detail}", transient=False, kind=kind)
+
+
+# What the SDKs raise on an HTTP 200 they cannot read: an HTML page, a body that is not UTF-8,
+# JSON of the wrong shape, a number or nesting past the JSON parser's limits.
+MALFORMED_ANSWER_ERRORS = (ValueError, TypeError, AttributeError, LookupError, RecursionError)
+
+
+def malformed_answer(provider: str, exc: BaseException, url: str | None) -> ProviderError:
+    """A transient ProviderError for an answer that could not be read (asked again)."""
+    where = f" from {url}" if url else ""
+    reason = scrub(f"{type(exc).__name__}: {exc}")[:200]
+    return ProviderError(
+        f"{provider} answer{where} could not be read ({reason})",
+        transient=True,
+        kind="bad_response",
+    )
 
 
 def transport_error(

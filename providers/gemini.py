@@ -27,6 +27,7 @@ from harness.audio import encode_wav
 from harness.pricing import price_for
 from harness.types import AudioRef, ChatRequest, ChatResponse, ProviderConfig, ProviderError
 from providers._api import (
+    MALFORMED_ANSWER_ERRORS,
     NON_ANSWER_KEYS,
     ApiOptions,
     ClientPool,
@@ -34,6 +35,7 @@ from providers._api import (
     api_endpoint,
     base_urls,
     env_key,
+    malformed_answer,
     parse_retry_after,
     status_error,
     transport_error,
@@ -168,16 +170,18 @@ class GeminiJudge(Judge):
                 response = await client.aio.models.generate_content(
                     model=self.model, contents=contents, config=config
                 )
+                answer = _chat_response(response)
+                if self.config.score == "expected":
+                    answer.extra.update(_expected_score(response))
+                return answer
             except errors.APIError as exc:
                 raise self._api_error(exc, url) from None
             except self._timeouts as exc:
                 raise transport_error("Gemini", exc, url, timeout=True) from None
             except self._connection_errors as exc:
                 raise transport_error("Gemini", exc, url, timeout=False) from None
-        answer = _chat_response(response)
-        if self.config.score == "expected":
-            answer.extra.update(_expected_score(response))
-        return answer
+            except MALFORMED_ANSWER_ERRORS as exc:
+                raise malformed_answer("Gemini", exc, url) from None
 
     def _api_error(self, exc: errors.APIError, url: str | None) -> ProviderError:
         headers = getattr(exc.response, "headers", None) or {}
@@ -190,6 +194,7 @@ class GeminiJudge(Judge):
             key_env="GEMINI_API_KEY",
             url=url,
             retry_after=retry_after,
+            key_refused=_key_refused(exc.details),
         )
 
     async def aclose(self) -> None:
@@ -208,6 +213,13 @@ def _transport_errors(
     import aiohttp
 
     return (TimeoutError,), (aiohttp.ClientError,)
+
+
+def _key_refused(details: Any) -> bool:
+    """Whether a Gemini error says the API key is not valid (it answers 400, not 401)."""
+    error = details.get("error", details) if isinstance(details, dict) else {}
+    reasons = [d.get("reason") for d in error.get("details") or [] if isinstance(d, dict)]
+    return "API_KEY_INVALID" in reasons or "API key not valid" in str(error.get("message"))
 
 
 def _retry_info(details: Any) -> float | None:
@@ -244,6 +256,8 @@ def _chat_response(response: types.GenerateContentResponse) -> ChatResponse:
     feedback = response.prompt_feedback
     if feedback is not None and feedback.block_reason is not None:
         extra["blocked"] = str(feedback.block_reason.value)
+    if not response.candidates and "blocked" not in extra:
+        raise ValueError("the answer has neither candidates nor a block reason")
     candidate = response.candidates[0] if response.candidates else None
     finish = candidate.finish_reason if candidate is not None else None
     if finish is not None and finish != types.FinishReason.STOP:

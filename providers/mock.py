@@ -2,7 +2,8 @@
 
 `answers` maps a clip id (or "*") to what the judge does for a request that contains it:
 a score (answered as `{"score": x}`), a raw string (answered verbatim), or
-"!transient"/"!permanent" (raise the matching ProviderError). Lists are consumed one entry
+"!transient"/"!permanent" (raise the matching ProviderError) or "!crash" (a RuntimeError, as
+a provider bug would). Lists are consumed one entry
 per call, so a test can script "fail once, then answer". Without a script the judge
 answers a deterministic score derived from the clip's caption-free prompt text.
 """
@@ -51,6 +52,8 @@ class MockJudge(Judge):
             raise ProviderError(
                 "mock transient failure", transient=True, kind="server_error", retry_after=0.0
             )
+        if script == "!crash":
+            raise RuntimeError("mock crash")
         if script == "!permanent":
             raise ProviderError("mock permanent failure", transient=False, kind="bad_request")
         if isinstance(script, str):

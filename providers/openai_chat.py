@@ -30,9 +30,9 @@ from pydantic import Field
 
 from harness.errors import ConfigError
 from harness.pricing import price_for
-from harness.secrets import scrub
 from harness.types import AudioRef, ChatRequest, ChatResponse, ProviderConfig, ProviderError
 from providers._api import (
+    MALFORMED_ANSWER_ERRORS,
     NON_ANSWER_KEYS,
     ApiOptions,
     ClientPool,
@@ -40,6 +40,7 @@ from providers._api import (
     api_endpoint,
     base_urls,
     env_key,
+    malformed_answer,
     parse_retry_after,
     status_error,
     transport_error,
@@ -177,23 +178,18 @@ class _ChatCompletionsJudge(Judge):
         with self._pool.lease() as (client, url):
             try:
                 completion = await client.chat.completions.create(**body)
+                response = _chat_response(completion)
+                if self.config.score == "expected":
+                    response.extra.update(_expected_score(completion, self.splits_digits))
+                return response
             except openai.APIStatusError as exc:
                 raise self._status_error(exc, url) from None
             except openai.APITimeoutError as exc:
                 raise transport_error(self.label, exc, url, timeout=True) from None
             except openai.APIConnectionError as exc:
                 raise transport_error(self.label, exc, url, timeout=False) from None
-            except openai.APIResponseValidationError as exc:
-                raise ProviderError(
-                    f"{self.label} answer{' from ' + url if url else ''} is not a chat "
-                    f"completion: {scrub(str(exc))[:200]}",
-                    transient=False,
-                    kind="bad_response",
-                ) from None
-        response = _chat_response(completion)
-        if self.config.score == "expected":
-            response.extra.update(_expected_score(completion, self.splits_digits))
-        return response
+            except (openai.APIResponseValidationError, *MALFORMED_ANSWER_ERRORS) as exc:
+                raise malformed_answer(self.label, exc, url) from None
 
     def _status_error(self, exc: openai.APIStatusError, url: str | None) -> ProviderError:
         body = exc.body
@@ -215,16 +211,16 @@ class _ChatCompletionsJudge(Judge):
 
 def _chat_response(completion: ChatCompletion) -> ChatResponse:
     extra: dict[str, Any] = {}
-    choice = completion.choices[0] if completion.choices else None
-    text = ""
-    if choice is not None:
-        text = choice.message.content or ""
-        if choice.finish_reason != "stop":
-            extra["finish_reason"] = choice.finish_reason
-        if choice.finish_reason == "content_filter":
-            extra["blocked"] = "content_filter"
-        if choice.message.refusal:
-            extra["refusal"] = choice.message.refusal
+    if not completion.choices:
+        raise ValueError("the answer has no choices")
+    choice = completion.choices[0]
+    text = choice.message.content or ""
+    if choice.finish_reason != "stop":
+        extra["finish_reason"] = choice.finish_reason
+    if choice.finish_reason == "content_filter":
+        extra["blocked"] = "content_filter"
+    if choice.message.refusal:
+        extra["refusal"] = choice.message.refusal
     if not text and not extra:
         extra["empty"] = True
     usage = completion.usage

@@ -15,7 +15,7 @@ import pytest
 import soundfile
 import yaml
 
-from harness.testing.fake_api import FakeServer, FakeSettings
+from harness.testing.fake_api import MALFORMED_KINDS, FakeServer, FakeSettings
 
 SAMPLE_RATE = 16000
 MakeDataset = Callable[..., Path]
@@ -103,9 +103,12 @@ def write_experiment(
 
 
 def answered_per_body(server: FakeServer) -> Counter[str]:
-    """How many times the server answered (200) each distinct request body: a body answered
-    twice is an answer paid for twice."""
-    return Counter(r.body_sha256 for r in server.requests() if r.status == 200)
+    """How many times the server answered (200, not malformed) each distinct request body: a
+    body answered twice is an answer paid for twice."""
+    malformed = {f"fault:{kind}" for kind in MALFORMED_KINDS}
+    return Counter(
+        r.body_sha256 for r in server.requests() if r.status == 200 and r.outcome not in malformed
+    )
 
 
 def paid_twice(server: FakeServer) -> int:

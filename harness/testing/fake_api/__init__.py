@@ -6,12 +6,14 @@ closely enough for the real SDKs, answers a deterministic score derived from the
 (prompt text and audio bytes), and injects faults on demand:
 
 - transient faults (`--faults`): 429 with Retry-After, 500, 503, `timeout` (the answer is
-  held back for `--slow` seconds), `drop` (the connection is closed without an answer);
+  held back for `--slow` seconds), `drop` (the connection is closed without an answer), and
+  malformed HTTP 200 answers (`html`, `html_json`, `not_utf8`, `wrong_shape`, `huge_number`,
+  `deep_nesting`; `--faults malformed` for all six);
   either for a share of requests (`--fault-rate`, decided per request body and arrival, so
   a run is reproducible whatever the concurrency) or for the first N arrivals of every
   distinct request body (`--fail-first`);
 - answer modes (`--answer`): score, malformed, out_of_range, fenced, prose, wrong_keys,
-  blocked, empty;
+  blocked, empty, huge_number, deep_nesting (the last two: JSON past the parser's limits);
 - a fixed latency, and a requests-per-minute limit answered with 429 + Retry-After;
 - model names: one containing `error-<status>` (e.g. `error-404`) is always answered with
   that status, one containing `answer-<mode>` (e.g. `fake-answer-malformed`) with that mode.
@@ -27,11 +29,18 @@ a free port in a background thread. As a process:
 
 from harness.testing.fake_api.answers import answer_text, deterministic_score
 from harness.testing.fake_api.server import FakeServer, main, parse_args
-from harness.testing.fake_api.state import ANSWER_MODES, FAULT_KINDS, FakeSettings, RequestLog
+from harness.testing.fake_api.state import (
+    ANSWER_MODES,
+    FAULT_KINDS,
+    MALFORMED_KINDS,
+    FakeSettings,
+    RequestLog,
+)
 
 __all__ = [
     "ANSWER_MODES",
     "FAULT_KINDS",
+    "MALFORMED_KINDS",
     "FakeServer",
     "FakeSettings",
     "RequestLog",

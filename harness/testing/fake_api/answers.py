@@ -18,6 +18,7 @@ import soundfile
 from harness.testing.fake_api.state import ParsedRequest, Reply
 
 AUDIO_TOKENS_PER_SECOND = {"gemini": 32, "openai": 10}
+BIG = 5000  # digits of a huge number, depth of deep nesting: past Python's limits (4,300; 1,000)
 
 
 def audio_info(audio: list[tuple[str, str]]) -> tuple[float, list[int]]:
@@ -212,6 +213,10 @@ def answer_text(mode: str, parsed: ParsedRequest) -> str:
         return f"Here is my assessment of the clip: {body}"
     if mode == "wrong_keys":
         return json.dumps({"rating": score})
+    if mode == "huge_number":
+        return '{"score": ' + "9" * BIG + "}"
+    if mode == "deep_nesting":
+        return '{"score": ' + "[" * BIG + "]" * BIG + "}"
     return body
 
 

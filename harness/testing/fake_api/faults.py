@@ -1,6 +1,7 @@
 """The faults the fake API injects: statuses forced by model name, the rpm limit, and
-transient faults (429, 5xx, stalls, dropped connections) for a share of requests or for the
-first arrivals of every request body."""
+transient faults (429, 5xx, stalls, dropped connections) or malformed HTTP 200 answers (HTML,
+not UTF-8, JSON of the wrong shape, numbers and nesting past the JSON parser's limits) for a
+share of requests or for the first arrivals of every request body."""
 
 from __future__ import annotations
 
@@ -11,13 +12,50 @@ import time
 
 from aiohttp import web
 
-from harness.testing.fake_api.answers import digest
-from harness.testing.fake_api.state import FakeSettings, FakeState, ParsedRequest, Reply, RequestLog
+from harness.testing.fake_api.answers import BIG, digest
+from harness.testing.fake_api.state import (
+    MALFORMED_KINDS,
+    FakeSettings,
+    FakeState,
+    ParsedRequest,
+    Reply,
+    RequestLog,
+)
 
 ERROR_MODEL = re.compile(r"error-(\d{3})")
 
 
 ANSWER_MODEL = re.compile(r"answer-([a-z_]+)")
+
+
+class Malformed(Exception):
+    """Answer this request with a malformed HTTP 200 of `kind`."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
+HTML_PAGE = "<html><head><title>502</title></head><body>upstream hiccup</body></html>"
+
+
+def malformed_response(kind: str) -> web.Response:
+    """An HTTP 200 that is not a usable answer of either API."""
+    json_type = "application/json"
+    if kind == "html":
+        return web.Response(text=HTML_PAGE, content_type="text/html")
+    if kind == "html_json":
+        return web.Response(text=HTML_PAGE, content_type=json_type)
+    if kind == "not_utf8":
+        body = b'{"candidates": [{"content": {"parts": [{"text": "caf\xe9 \xff\xfe"}]}}]}'
+        return web.Response(body=body, content_type=json_type, charset="utf-8")
+    if kind == "wrong_shape":
+        return web.Response(text='[{"choices": [], "candidates": []}]', content_type=json_type)
+    if kind == "huge_number":
+        return web.Response(text='{"padding": ' + "9" * BIG + "}", content_type=json_type)
+    assert kind == "deep_nesting", kind
+    text = '{"padding": ' + "[" * BIG + "]" * BIG + "}"
+    return web.Response(text=text, content_type=json_type)
 
 
 def chosen_fault(settings: FakeSettings, body_sha: str, arrival: int) -> str | None:
@@ -69,6 +107,8 @@ async def inject(
             entry.status = 0  # stays so if the client gives up first
             await asyncio.sleep(settings.slow_s)
             entry.status = 200
+        elif fault in MALFORMED_KINDS:
+            raise Malformed(fault)
         elif fault == "429":
             raise Reply(429, "Resource has been exhausted (fake).", settings.retry_after_s)
         else:

@@ -101,11 +101,22 @@ def gemini_error(reply: Reply) -> dict[str, Any]:
         "message": reply.message,
         "status": GEMINI_STATUS.get(reply.status, "UNKNOWN"),
     }
+    details: list[dict[str, Any]] = []
     if reply.retry_after is not None:
-        error["details"] = [
+        details.append(
             {
                 "@type": "type.googleapis.com/google.rpc.RetryInfo",
                 "retryDelay": f"{reply.retry_after:g}s",
             }
-        ]
+        )
+    if reply.reason is not None:
+        details.append(
+            {
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": reply.reason,
+                "domain": "googleapis.com",
+            }
+        )
+    if details:
+        error["details"] = details
     return {"error": error}

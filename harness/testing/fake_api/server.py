@@ -23,11 +23,13 @@ from harness.testing.fake_api.state import (
     ANSWER_MODES,
     FAULT_KINDS,
     KEY_HEADERS,
+    MALFORMED_KINDS,
     REDACTED,
     FakeSettings,
     FakeState,
     Reply,
     RequestLog,
+    expand_faults,
 )
 
 log = logging.getLogger("harness.testing.fake_api")
@@ -79,6 +81,8 @@ def build_app(state: FakeState) -> web.Application:
         )
         try:
             return await handle(request, state, api, raw, key, entry)
+        except faults.Malformed as malformed:
+            return faults.malformed_response(malformed.kind)
         except Reply as reply:
             entry.status = reply.status
             if entry.outcome == "answered":
@@ -147,7 +151,11 @@ async def handle(
         await asyncio.sleep(settings.latency_s)
     if settings.api_key is not None and key != settings.api_key:
         entry.outcome = "bad_key"
-        raise Reply(401, "API key not valid. Please pass a valid API key.")
+        # Gemini answers a wrong key with 400 INVALID_ARGUMENT (reason API_KEY_INVALID).
+        status = 400 if api == "gemini" else 401
+        raise Reply(
+            status, "API key not valid. Please pass a valid API key.", reason="API_KEY_INVALID"
+        )
     try:
         body = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -291,7 +299,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, FakeS
     parser.add_argument(
         "--faults",
         default=",".join(FAULT_KINDS),
-        help=f"comma-separated mix of transient faults ({','.join(FAULT_KINDS)})",
+        help=f"comma-separated mix of transient faults ({','.join(FAULT_KINDS)}) and malformed "
+        f"HTTP 200 answers ({','.join(MALFORMED_KINDS)}; 'malformed' for all of them)",
     )
     parser.add_argument(
         "--fail-first", type=int, default=0, help="fault the first N arrivals of every body"
@@ -306,7 +315,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, FakeS
     settings = FakeSettings(
         latency_s=args.latency,
         fault_rate=args.fault_rate,
-        faults=tuple(f for f in args.faults.split(",") if f),
+        faults=expand_faults(args.faults),
         fail_first=args.fail_first,
         retry_after_s=args.retry_after,
         slow_s=args.slow,

@@ -9,6 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 FAULT_KINDS = ("429", "500", "503", "timeout", "drop")
+# HTTP 200 answers no SDK can read: an HTML page, HTML labelled as JSON, a body that is not
+# UTF-8, JSON of the wrong shape (a list), a number of 5,000 digits, nesting 5,000 deep.
+MALFORMED_KINDS = ("html", "html_json", "not_utf8", "wrong_shape", "huge_number", "deep_nesting")
 
 
 ANSWER_MODES = (
@@ -21,6 +24,8 @@ ANSWER_MODES = (
     "blocked",
     "empty",
     "partial_ranking",
+    "huge_number",
+    "deep_nesting",
 )
 
 
@@ -28,6 +33,20 @@ KEY_HEADERS = frozenset({"x-goog-api-key", "authorization", "api-key", "x-api-ke
 
 
 REDACTED = "[REDACTED]"
+
+
+def expand_faults(faults: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """Fault kinds from a list or a comma-separated string; `malformed` stands for every
+    malformed-200 kind."""
+    names = faults.split(",") if isinstance(faults, str) else list(faults)
+    expanded: list[str] = []
+    for name in (n.strip() for n in names):
+        expanded += MALFORMED_KINDS if name == "malformed" else [name] if name else []
+    known = FAULT_KINDS + MALFORMED_KINDS
+    unknown = sorted(set(expanded) - set(known))
+    if unknown:
+        raise ValueError(f"unknown fault kinds {unknown} (known: {known} or 'malformed')")
+    return tuple(expanded)
 
 
 @dataclass
@@ -45,10 +64,7 @@ class FakeSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        self.faults = tuple(self.faults)
-        unknown = set(self.faults) - set(FAULT_KINDS)
-        if unknown:
-            raise ValueError(f"unknown fault kinds {sorted(unknown)} (known: {FAULT_KINDS})")
+        self.faults = expand_faults(self.faults)
         if self.answer not in ANSWER_MODES:
             raise ValueError(f"unknown answer mode {self.answer!r} (known: {ANSWER_MODES})")
         if not 0.0 <= self.fault_rate <= 1.0:
@@ -105,9 +121,16 @@ class ParsedRequest:
 class Reply(Exception):
     """An error answer, raised from anywhere in request handling."""
 
-    def __init__(self, status: int, message: str, retry_after: float | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        retry_after: float | None = None,
+        reason: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.status, self.message, self.retry_after = status, message, retry_after
+        self.reason = reason  # Gemini's ErrorInfo reason, e.g. API_KEY_INVALID
 
 
 class FakeState:

@@ -21,7 +21,13 @@ import pytest
 import soundfile
 
 from harness.parsing import parse_pointwise
-from harness.testing.fake_api import ANSWER_MODES, FakeServer, FakeSettings, parse_args
+from harness.testing.fake_api import (
+    ANSWER_MODES,
+    MALFORMED_KINDS,
+    FakeServer,
+    FakeSettings,
+    parse_args,
+)
 from tests.conftest import run_config
 
 KEY = "sk-fake-test-key-0123456789"
@@ -150,11 +156,14 @@ def test_keys_are_redacted_everywhere_the_server_reports(
     assert reported.count("[REDACTED]") >= 2
 
 
-def test_wrong_key_gets_401(http: httpx.Client) -> None:
+def test_wrong_key_gets_401_or_gemini_400(http: httpx.Client) -> None:
     with FakeServer(FakeSettings(api_key="the-right-key")) as server:
         response = chat(http, server, openai_body())
         assert response.status_code == 401
-        assert server.stats()["outcome"] == {"bad_key": 1}
+        refused = generate(http, server, gemini_body())
+        assert refused.status_code == 400  # as Gemini answers a key that is not valid
+        assert refused.json()["error"]["details"][0]["reason"] == "API_KEY_INVALID"
+        assert server.stats()["outcome"] == {"bad_key": 2}
         assert "the-right-key" not in http.get(server.url + "/_stats").text
 
 
@@ -233,6 +242,8 @@ def test_answer_modes(mode: str, http: httpx.Client) -> None:
         "prose": "not_json",
         "wrong_keys": "wrong_keys",
         "partial_ranking": None,  # a pointwise prompt gets its score
+        "huge_number": "not_json",
+        "deep_nesting": "not_json",
     }[mode]
     for answer in (text, gemini_text):
         error = parse_pointwise(answer, ["c"]).error
@@ -459,3 +470,29 @@ def test_missing_summaries_are_generated_through_the_fake_server(
     assert run["summaries_cost"]["usd"] == pytest.approx(expected, abs=1e-6)
     assert run["model_calls"] == 3 + 12
     assert "Summaries: estimated cost" in (result.out_dir / "report.md").read_text()
+
+
+def _readable(content: bytes) -> bool:
+    try:
+        body = json.loads(content)
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, past the parser's limits
+        return False
+    return isinstance(body, dict) and bool(body.get("choices"))
+
+
+@pytest.mark.parametrize("kind", MALFORMED_KINDS)
+def test_malformed_faults_answer_200_that_no_sdk_can_read(kind: str, http: httpx.Client) -> None:
+    with FakeServer(FakeSettings(fail_first=1, faults=("malformed",))) as server:
+        assert server.settings.faults == MALFORMED_KINDS
+        server.configure(faults=(kind,))
+        bad = chat(http, server, openai_body())
+        assert bad.status_code == 200 and not _readable(bad.content)
+        assert chat(http, server, openai_body()).json()["choices"]  # the next arrival is fine
+        assert server.stats()["outcome"] == {f"fault:{kind}": 1, "answered:score": 1}
+
+
+def test_malformed_is_a_fault_kind_of_the_command_line() -> None:
+    _, settings = parse_args(["--faults", "500,malformed", "--fault-rate", "0.1"])
+    assert settings.faults == ("500", *MALFORMED_KINDS)
+    with pytest.raises(ValueError, match="unknown fault kinds"):
+        parse_args(["--faults", "html,bogus"])
