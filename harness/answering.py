@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from aiolimiter import AsyncLimiter
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, stop_after_delay
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, stop_before_delay
 from tenacity.wait import wait_exponential_jitter
 
 from harness.cache import CLAIM_LEASE_S, ResponseCache, cache_key
@@ -119,8 +119,9 @@ class Answerer:
     async def _invoke(self, request: Request) -> dict[str, Any]:
         """One fresh answer from the provider, retried on transient errors only."""
         cfg = self.settings
+        # Stop before a wait (Retry-After included) that would end past max_retry_time_s.
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(cfg.max_attempts) | stop_after_delay(cfg.max_retry_time_s),
+            stop=stop_after_attempt(cfg.max_attempts) | stop_before_delay(cfg.max_retry_time_s),
             wait=_RetryAfterOrBackoff(cfg.retry_wait_s, cfg.retry_max_wait_s),
             retry=retry_if_exception(_is_transient),
             reraise=True,
@@ -128,6 +129,11 @@ class Answerer:
         try:
             return await self._attempts(retrying, request)
         except ProviderError as exc:
+            if exc.transient and (exc.retry_after or 0.0) >= cfg.max_retry_time_s:
+                exc.args = (
+                    f"{exc} (asked to wait {exc.retry_after:g} s, more than "
+                    f"max_retry_time_s: {cfg.max_retry_time_s:g})",
+                )
             self._note_failure(exc)
             raise
 
