@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import secrets
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -27,7 +28,10 @@ from harness.types import AudioRef
 _CHECKOUT_PROMPTS = Path(__file__).resolve().parent.parent / "prompts"
 _BUNDLED_PROMPTS = Path(__file__).resolve().parent / "bundled_prompts"
 DEFAULT_PROMPTS_DIR = _CHECKOUT_PROMPTS if _CHECKOUT_PROMPTS.is_dir() else _BUNDLED_PROMPTS
-_PLACEHOLDER = re.compile(r"<\|audio:(\d+)\|>")
+# A placeholder carries a secret drawn when the process starts, so that no text of a dataset
+# (a dialogue quoting "<|audio:0|>", a caption) can be taken for one.
+_NONCE = secrets.token_hex(16)
+_PLACEHOLDER = re.compile(rf"<\|audio:{_NONCE}:(\d+)\|>")
 
 
 class TemplateError(HarnessError):
@@ -66,7 +70,7 @@ def environment(directory: Path) -> ImmutableSandboxedEnvironment:
 
 
 def audio_placeholder(index: int) -> str:
-    return f"<|audio:{index}|>"
+    return f"<|audio:{_NONCE}:{index}|>"
 
 
 def template_hash(name: str, directory: Path | None = None) -> str:
