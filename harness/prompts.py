@@ -18,9 +18,9 @@ from typing import Any
 
 import jinja2
 from jinja2 import meta
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from harness.errors import HarnessError
+from harness.sandbox import BoundedSandbox, FolderLoader, check_output, time_limit
 from harness.types import AudioRef
 
 # The project's prompts/ folder in a source checkout; a wheel carries the same files as
@@ -58,9 +58,9 @@ def prompts_dir() -> Path:
 
 
 @lru_cache(maxsize=8)
-def environment(directory: Path) -> ImmutableSandboxedEnvironment:
-    return ImmutableSandboxedEnvironment(
-        loader=jinja2.FileSystemLoader(directory),
+def environment(directory: Path) -> BoundedSandbox:
+    return BoundedSandbox(
+        loader=FolderLoader(directory),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         trim_blocks=True,
@@ -87,6 +87,8 @@ def template_hash(name: str, directory: Path | None = None) -> str:
             source = env.loader.get_source(env, current)[0]  # type: ignore[union-attr]
         except jinja2.TemplateNotFound:
             raise _not_found(current, folder) from None
+        except jinja2.exceptions.SecurityError as exc:
+            raise TemplateError(f"prompt template {current} was refused: {exc}") from None
         digest.update(current.encode() + b"\0" + source.encode() + b"\0")
         queue.extend(t for t in meta.find_referenced_templates(env.parse(source)) if t)
     return digest.hexdigest()
@@ -104,7 +106,7 @@ def _not_found(name: str, folder: Path) -> TemplateError:
 def _render_block(template: jinja2.Template, block: str, context: dict[str, Any]) -> str:
     if block not in template.blocks:
         raise TemplateError(f"template {template.name} has no '{block}' block")
-    text = "".join(template.blocks[block](template.new_context(context)))
+    text = check_output(template.blocks[block](template.new_context(context)))
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
@@ -115,9 +117,10 @@ def render(
     folder = directory or prompts_dir()
     env = environment(folder)
     try:
-        template = env.get_template(name)
-        system = _render_block(template, "system", context)
-        user = _render_block(template, "user", context)
+        with time_limit():
+            template = env.get_template(name)
+            system = _render_block(template, "system", context)
+            user = _render_block(template, "user", context)
     except jinja2.TemplateNotFound as exc:
         raise _not_found(str(exc.name), folder) from None
     except jinja2.exceptions.SecurityError as exc:

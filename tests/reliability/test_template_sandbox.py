@@ -3,6 +3,7 @@ clear TemplateError, never rendered and never a crash."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,59 @@ def test_cli_refuses_user_template_with_one_line_and_exit_2(
     assert expected in lines[0]
     assert SECRET not in result.output
     assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
+
+
+# ------------------------------------------------------------------ links out of the folder
+def test_a_link_out_of_the_prompts_folder_is_refused(prompts: Path) -> None:
+    (prompts / "looks_local.jinja").symlink_to(prompts.parent / "secret.jinja")
+    (prompts / "evil.jinja").write_text(_template('{% include "looks_local.jinja" %}'))
+    context = {"clip": ClipView("Clip", "soft piano", "")}
+    for attempt in (
+        lambda: render("evil.jinja", context, [], prompts),
+        lambda: template_hash("evil.jinja", prompts),
+        lambda: render("looks_local.jinja", context, [], prompts),
+    ):
+        with pytest.raises(TemplateError, match="templates may only use files inside") as caught:
+            attempt()
+        assert SECRET not in str(caught.value)
+
+
+def test_a_linked_folder_out_of_the_prompts_folder_is_refused(prompts: Path) -> None:
+    (prompts / "shared").symlink_to(prompts.parent, target_is_directory=True)
+    (prompts / "evil.jinja").write_text(_template('{% include "shared/secret.jinja" %}'))
+    with pytest.raises(TemplateError, match="templates may only use files inside") as caught:
+        render("evil.jinja", {}, [], prompts)
+    assert SECRET not in str(caught.value)
+
+
+def test_a_link_inside_the_prompts_folder_is_fine(prompts: Path) -> None:
+    (prompts / "real.jinja").write_text(_template("inside"))
+    (prompts / "alias.jinja").symlink_to(prompts / "real.jinja")
+    assert render("alias.jinja", {}, [], prompts).parts == ("inside",)
+
+
+# ------------------------------------------------------------------ bounded rendering
+HUGE = {
+    "string_times_a_billion": "{{ 'a' * 1000000000 }}",
+    "list_times_a_billion": "{{ ['a'] * 1000000000 }}",
+    "repeat_of_a_repeat": "{{ ('a' * 100000) * 100000 }}",
+    "power_tower": "{{ 10 ** (10 ** 10) }}",
+    "percent_width": "{{ '%1000000000s' % 'a' }}",
+    "format_width": "{{ '{:>1000000000}'.format('a') }}",
+    "method_width": "{{ 'a'.ljust(1000000000) }}",
+    "filter_width": "{{ 'a'|center(1000000000) }}",
+    "indent_width": "{{ 'a\nb'|indent(1000000000) }}",
+    "loop_of_big_strings": "{% for i in range(100000) %}{{ 'x' * 100000 }}{% endfor %}",
+    "nested_ranges": "{% for i in range(100000) %}{% for j in range(100000) %}{{ '' }}"
+    "{% endfor %}{% endfor %}",
+}
+
+
+@pytest.mark.parametrize("body", HUGE.values(), ids=HUGE.keys())
+def test_rendering_is_bounded(prompts: Path, body: str) -> None:
+    (prompts / "huge.jinja").write_text(_template(body))
+    started = time.monotonic()
+    with pytest.raises(TemplateError, match="huge.jinja") as caught:
+        render("huge.jinja", {}, [], prompts)
+    assert time.monotonic() - started < 10.0
+    assert len(str(caught.value)) < 400

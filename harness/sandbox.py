@@ -1,0 +1,176 @@
+"""The Jinja sandbox prompt templates render in: immutable, reading only files inside the
+prompts folder (a link that leads out of it is refused), and bounded, so that a template can
+neither reach outside its context nor exhaust memory or time.
+
+Bounds: no operator, method or filter makes a string or list longer than `MAX_TEXT` (nor
+takes a width or count above it), `**` makes no number above `MAX_POWER_BITS` bits, a
+rendered block is at most `MAX_OUTPUT` characters, and a render stops after `MAX_SECONDS`
+(checked at every operator, call, attribute, item and output chunk). Breaking a bound
+raises jinja2's SecurityError, which the renderer reports as the template's fault.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import wraps
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from jinja2.exceptions import SecurityError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+MAX_TEXT = 100_000
+MAX_OUTPUT = 1_000_000
+MAX_POWER_BITS = 4096
+MAX_SECONDS = 5.0
+_PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\d*)(?:\.(\d*))?")
+_local = threading.local()
+
+
+class FolderLoader(jinja2.FileSystemLoader):
+    """Templates from one folder; a name or a link that leads out of it is refused."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(folder)
+        self.folder = folder
+
+    def get_source(
+        self, environment: jinja2.Environment, template: str
+    ) -> tuple[str, str, Callable[[], bool]]:
+        source, filename, uptodate = super().get_source(environment, template)
+        root = self.folder.resolve()
+        if not Path(filename).resolve().is_relative_to(root):
+            raise SecurityError(
+                f"templates may only use files inside the prompts folder {root} "
+                f"({template} links out of it)"
+            )
+        return source, filename, uptodate
+
+
+@contextmanager
+def time_limit(seconds: float = MAX_SECONDS) -> Iterator[None]:
+    """Rendering inside this block stops (SecurityError) once `seconds` have passed."""
+    previous = getattr(_local, "deadline", None)
+    _local.deadline = time.monotonic() + seconds
+    try:
+        yield
+    finally:
+        _local.deadline = previous
+
+
+def check_time() -> None:
+    deadline = getattr(_local, "deadline", None)
+    if deadline is not None and time.monotonic() > deadline:
+        raise SecurityError(f"rendering took longer than {MAX_SECONDS:g} s")
+
+
+def check_output(chunks: Iterator[str]) -> str:
+    """Join a block's output, refusing one longer than MAX_OUTPUT characters."""
+    pieces, total = [], 0
+    for chunk in chunks:
+        check_time()
+        total += len(chunk)
+        if total > MAX_OUTPUT:
+            raise SecurityError(f"the rendered text is longer than {MAX_OUTPUT:,} characters")
+        pieces.append(chunk)
+    return "".join(pieces)
+
+
+def _check_size(value: Any) -> None:
+    if isinstance(value, str | bytes | list | tuple) and len(value) > MAX_TEXT:
+        raise SecurityError(f"a value longer than {MAX_TEXT:,} items")
+
+
+def _check_numbers(values: Any) -> None:
+    for value in values:
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_TEXT:
+            raise SecurityError(f"a width or count above {MAX_TEXT:,}")
+
+
+def _check_format_spec(text: str, percent: bool) -> None:
+    if percent:
+        widths = [w for match in _PERCENT_SPEC.finditer(text) for w in match.groups() if w]
+    else:
+        try:
+            specs = [spec or "" for _, _, spec, _ in string.Formatter().parse(text)]
+        except ValueError:
+            return  # the format call itself reports it
+        widths = [w for spec in specs for w in re.findall(r"\d+", spec)]
+    _check_numbers(int(w) for w in widths)
+
+
+def _bounded_filter(function: Callable[..., Any], name: str) -> Callable[..., Any]:
+    passes_context = getattr(function, "jinja_pass_arg", None) is not None
+
+    @wraps(function)
+    def bounded(*args: Any, **kwargs: Any) -> Any:
+        check_time()
+        given = args[1:] if passes_context else args  # the value, then the filter's arguments
+        _check_numbers([*given[1:], *kwargs.values()])
+        if name == "format" and given and isinstance(given[0], str):
+            _check_format_spec(given[0], percent=True)
+        result = function(*args, **kwargs)
+        _check_size(result)
+        return result
+
+    return bounded
+
+
+class BoundedSandbox(ImmutableSandboxedEnvironment):
+    """ImmutableSandboxedEnvironment with the bounds of this module."""
+
+    intercepted_binops = frozenset({"*", "**", "%", "+"})
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.filters = {name: _bounded_filter(f, name) for name, f in self.filters.items()}
+
+    def call_binop(
+        self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any
+    ) -> Any:
+        check_time()
+        if operator == "*":
+            for sequence, count in ((left, right), (right, left)):
+                repeats = isinstance(sequence, str | list | tuple) and isinstance(count, int)
+                if repeats and len(sequence) * count > MAX_TEXT:
+                    raise SecurityError(f"a value longer than {MAX_TEXT:,} items")
+        elif operator == "**" and isinstance(left, int) and isinstance(right, int):
+            if right > 0 and abs(left) > 1 and right * abs(left).bit_length() > MAX_POWER_BITS:
+                raise SecurityError(f"a number of more than {MAX_POWER_BITS} bits")
+        elif operator == "%" and isinstance(left, str):
+            _check_format_spec(left, percent=True)
+        result = super().call_binop(context, operator, left, right)
+        _check_size(result)
+        return result
+
+    def call(
+        __self,  # jinja2's signature: a keyword argument of the call may be named "self"
+        __context: jinja2.runtime.Context,
+        __obj: Any,
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
+        check_time()
+        if __obj is not __self.globals.get("range"):  # the sandbox bounds range() itself
+            _check_numbers([*args, *kwargs.values()])
+        method = getattr(__obj, "__wrapped__", __obj)  # the sandbox wraps str.format
+        owner = getattr(method, "__self__", None)
+        if isinstance(owner, str) and getattr(method, "__name__", "") in ("format", "format_map"):
+            _check_format_spec(owner, percent=False)
+        result = super().call(__context, __obj, *args, **kwargs)
+        _check_size(result)
+        return result
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        check_time()
+        return super().getattr(obj, attribute)
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        check_time()
+        return super().getitem(obj, argument)
