@@ -41,6 +41,7 @@ class RunStats:
     shared_answers: int = 0  # answers another process was already fetching (claims)
     resumed_records: int = 0  # complete records an interrupted run of this experiment left
     torn_lines: int = 0  # half-written lines it left (a kill mid-write)
+    cache_repaired: int = 0  # damaged cache entries found, so asked again
     error_kinds: Counter[str] = field(default_factory=Counter)
     first_errors: dict[str, str] = field(default_factory=dict)  # kind -> first message
 

@@ -4,20 +4,35 @@ Successful raw answers are stored (including ones that fail to parse: parsing is
 the raw text); errors never are. diskcache is SQLite underneath, so several processes can
 share one cache directory safely, and a claim per key (in `claims/`) keeps two processes
 from paying for the same answer at the same time.
+
+A cache is data, never code: values are stored as JSON text. A value an older harness
+pickled is read as plain data only (no name is ever resolved, so nothing can be called); a
+value that cannot be read that way, or is damaged, is a miss: asked again and counted in
+`damaged`. A damaged database, a full disk or a cache folder that is not a folder is a
+StorageError: one line saying what to do.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import io
 import json
 import os
+import pickle
+import pickletools
 import socket
+import sqlite3
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import diskcache
+from diskcache.core import MODE_PICKLE, MODE_RAW, MODE_TEXT, UNKNOWN
 
+from harness.errors import StorageError
 from harness.types import Request
 
 CACHE_SCHEMA_VERSION = 1
@@ -89,56 +104,227 @@ def request_key(
     return cache_key({"provider": provider, **fields, **context})
 
 
+class DamagedEntry(Exception):
+    """A stored value that cannot be read back as plain data."""
+
+
+# Opcodes that build only None, booleans, numbers, strings, bytes, lists, tuples, sets and
+# dicts: what an answer pickled by an older harness holds.
+_PLAIN_OPCODES = frozenset(
+    [
+        "PROTO",
+        "FRAME",
+        "STOP",
+        "MARK",
+        "POP",
+        "POP_MARK",
+        "DUP",
+        "NONE",
+        "NEWTRUE",
+        "NEWFALSE",
+        "INT",
+        "BININT",
+        "BININT1",
+        "BININT2",
+        "LONG",
+        "LONG1",
+        "LONG4",
+        "FLOAT",
+        "BINFLOAT",
+        "UNICODE",
+        "SHORT_BINUNICODE",
+        "BINUNICODE",
+        "BINUNICODE8",
+        "BINBYTES",
+        "SHORT_BINBYTES",
+        "BINBYTES8",
+        "EMPTY_LIST",
+        "APPEND",
+        "APPENDS",
+        "LIST",
+        "EMPTY_TUPLE",
+        "TUPLE",
+        "TUPLE1",
+        "TUPLE2",
+        "TUPLE3",
+        "EMPTY_DICT",
+        "DICT",
+        "SETITEM",
+        "SETITEMS",
+        "EMPTY_SET",
+        "ADDITEMS",
+        "FROZENSET",
+        "PUT",
+        "BINPUT",
+        "LONG_BINPUT",
+        "MEMOIZE",
+        "GET",
+        "BINGET",
+        "LONG_BINGET",
+    ]
+)
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"{module}.{name} refused")
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise pickle.UnpicklingError("persistent ids refused")
+
+
+def _plain_pickle(data: bytes) -> Any:
+    """A value an older harness pickled, read as plain data: any opcode that could name or
+    call something makes it a damaged entry, before anything is loaded."""
+    try:
+        for opcode, _, _ in pickletools.genops(data):
+            if opcode.name not in _PLAIN_OPCODES:
+                raise DamagedEntry(f"pickle opcode {opcode.name} refused")
+        return _PlainUnpickler(io.BytesIO(data)).load()
+    except DamagedEntry:
+        raise
+    except Exception as exc:
+        raise DamagedEntry(f"{type(exc).__name__}: {exc}") from None
+
+
+class JsonDisk(diskcache.Disk):  # type: ignore[misc]
+    """diskcache's storage with JSON text values (keys are stored as before)."""
+
+    def store(self, value: Any, read: bool, key: Any = UNKNOWN) -> Any:
+        return super().store(json.dumps(value), read, key=key)
+
+    def fetch(self, mode: int, filename: str | None, value: Any, read: bool) -> Any:
+        try:
+            if mode == MODE_PICKLE:
+                if value is None:
+                    value = Path(self._directory, str(filename)).read_bytes()
+                return _plain_pickle(bytes(value))
+            if mode == MODE_TEXT or (mode == MODE_RAW and isinstance(value, str)):
+                return json.loads(super().fetch(mode, filename, value, read))
+        except DamagedEntry:
+            raise
+        except Exception as exc:  # a truncated or missing file, text that is not JSON
+            raise DamagedEntry(f"{type(exc).__name__}: {exc}") from None
+        raise DamagedEntry(f"a value stored in mode {mode}")
+
+    def get(self, key: Any, raw: bool) -> Any:
+        if not raw:
+            raise DamagedEntry("a pickled key")
+        return super().get(key, raw)
+
+
 class ResponseCache:
     def __init__(self, directory: str | Path | None = None) -> None:
         self.directory = Path(directory) if directory is not None else default_cache_dir()
-        # No eviction: a cached answer is paid for; losing it silently would cost money.
-        self._store = diskcache.Cache(
-            str(self.directory), size_limit=2**50, eviction_policy="none", timeout=60
-        )
-        self._claims = diskcache.Cache(
-            str(self.directory / "claims"), eviction_policy="none", timeout=60
-        )
+        self.damaged: set[str] = set()  # keys whose stored value could not be read
+        if self.directory.exists() and not self.directory.is_dir():
+            raise StorageError(f"cache folder {self.directory} is a file, not a folder")
+        with self._guard():
+            # No eviction: a cached answer is paid for; losing it silently would cost money.
+            self._store = diskcache.Cache(
+                str(self.directory),
+                size_limit=2**50,
+                eviction_policy="none",
+                timeout=60,
+                disk=JsonDisk,
+            )
+            self._claims = diskcache.Cache(
+                str(self.directory / "claims"), eviction_policy="none", timeout=60, disk=JsonDisk
+            )
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """SQLite and file errors as one StorageError line saying what to do."""
+        where = self.directory
+        try:
+            yield
+        except (sqlite3.Error, OSError) as exc:
+            if _disk_full(exc):
+                raise StorageError(
+                    f"the disk holding the response cache {where} is full: the run stopped "
+                    "(every answer stored so far is kept); free some space and run again"
+                ) from None
+            if isinstance(exc, sqlite3.DatabaseError) and not isinstance(
+                exc, sqlite3.OperationalError
+            ):
+                raise StorageError(
+                    f"the response cache {where} is damaged ({exc}): move it aside "
+                    f"(mv {where} {where}.damaged) and run again; its answers will be asked again"
+                ) from None
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise StorageError(f"cannot use the response cache {where}: {reason}") from None
 
     def get(self, key: str) -> dict[str, Any] | None:
-        value = self._store.get(key)
-        return value if isinstance(value, dict) else None
+        try:
+            with self._guard():
+                value = self._store.get(key)
+        except DamagedEntry:
+            value = False
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            self.damaged.add(key)
+            return None
+        return value
 
     def set(self, key: str, value: dict[str, Any]) -> None:
-        self._store.set(key, value)
+        with self._guard():
+            self._store.set(key, value)
 
     def __contains__(self, key: str) -> bool:
-        return key in self._store
+        with self._guard():
+            return key in self._store
 
     def __len__(self) -> int:
-        return len(self._store)
+        with self._guard():
+            return len(self._store)
 
     # ------------------------------------------------------------ cross-process claims
     def claim(self, key: str, lease_s: float = CLAIM_LEASE_S) -> bool:
         """Take the claim on asking the model for `key`; False while another process holds
         it. A claim lapses after `lease_s` unless renewed, or at once when its process died."""
-        return bool(self._claims.add(key, _owner(), expire=lease_s))
+        with self._guard():
+            return bool(self._claims.add(key, _owner(), expire=lease_s))
 
     def renew(self, key: str, lease_s: float = CLAIM_LEASE_S) -> None:
-        self._claims.touch(key, expire=lease_s)
+        with self._guard():
+            self._claims.touch(key, expire=lease_s)
 
     def release(self, key: str) -> None:
-        with self._claims.transact():
-            if self._claims.get(key) == _owner():
+        with self._guard(), self._claims.transact():
+            if self._holder(key) == _owner():
                 self._claims.delete(key)
 
     def claimed_elsewhere(self, key: str) -> bool:
         """Whether another live process holds the claim on `key` (a dead one's is dropped)."""
-        holder = self._claims.get(key)
-        if holder is None:
+        with self._guard():
+            holder = self._holder(key)
+            if holder is None:
+                return False
+            if not _is_dead(holder):
+                return True
+            with self._claims.transact():
+                if self._holder(key) == holder:
+                    self._claims.delete(key)
             return False
-        if not _is_dead(holder):
-            return True
-        with self._claims.transact():
-            if self._claims.get(key) == holder:
-                self._claims.delete(key)
-        return False
+
+    def _holder(self, key: str) -> dict[str, Any] | None:
+        """The claim's holder; a damaged claim is dropped."""
+        try:
+            holder = self._claims.get(key)
+        except DamagedEntry:
+            holder = False
+        if holder is None or isinstance(holder, dict):
+            return holder
+        self._claims.delete(key)
+        return None
 
     def close(self) -> None:
         self._store.close()
         self._claims.close()
+
+
+def _disk_full(exc: BaseException) -> bool:
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return "full" in str(exc).lower()

@@ -21,3 +21,8 @@ class ConfigError(HarnessError):
         self.path, self.field, self.reason = path, field, reason
         where = f"{path}: {field}" if field else str(path)
         super().__init__(f"{where}: {reason}")
+
+
+class StorageError(HarnessError):
+    """The response cache or a results folder cannot be used (damaged, full disk, not a
+    folder): one line saying where and what to do."""

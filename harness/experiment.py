@@ -71,10 +71,13 @@ def run_all(
         (folder / SWEEP_FILE).write_text(json.dumps(order, indent=2) + "\n")
     for result in results:
         stats = result.stats
+        repaired = stats.cache_repaired
         console.print(
             f"[dim]{result.config.name}: {stats.calls} calls ({stats.model_calls} to the model, "
             f"{stats.cache_hits} cached), {stats.errors} failed, {stats.parse_failures} "
-            f"unparsable, {stats.wall_s:.1f} s[/]"
+            f"unparsable, {stats.wall_s:.1f} s"
+            + (f"; {repaired} damaged cache entries were asked again" if repaired else "")
+            + "[/]"
         )
     where = results_dir / sweep if sweep else results[0].out_dir
     console.print(f"[dim]results in {where}/ (records.jsonl, metrics.json, report.md per run)[/]")

@@ -143,6 +143,7 @@ class Runner:
         started = time.perf_counter()
         self.started_at = now()
         check_run_folder(self.out_dir, self.config, overwrite=self.overwrite)
+        damaged_before = len(self.cache.damaged)
         dataset = self.dataset()
         check_inputs(self.config, dataset, self.provider.kind)
         await self.prepare_summaries(dataset)
@@ -177,12 +178,17 @@ class Runner:
                 everything = calls if first is None else itertools.chain([first], calls)
                 pending = await self._start_all(everything, one)
                 progress.update(task, total=len(pending))
-                await asyncio.gather(*pending)
+                try:
+                    await asyncio.gather(*pending)
+                except BaseException:  # a full disk, a damaged cache, an interruption
+                    await _cancel_all(pending)
+                    raise
         finally:
             writer.close()
             self.answerer.close()
             await self.plan.aclose()
             await self.provider.aclose()
+        self.stats.cache_repaired = len(self.cache.damaged) - damaged_before
         item_order = [item.id for item in dataset.items]
         write_sorted(records_path, records, item_order)
         partial.unlink()
@@ -202,9 +208,7 @@ class Runner:
                 if len(started) % batch == 0:
                     await asyncio.sleep(0)
         except BaseException:
-            for future in started:
-                future.cancel()
-            await asyncio.gather(*started, return_exceptions=True)
+            await _cancel_all(started)
             raise
         return started
 
@@ -316,6 +320,13 @@ class Runner:
             human=human.to_json() if human is not None else None,
         )
         return result
+
+
+async def _cancel_all(futures: list[asyncio.Future[None]]) -> None:
+    """Cancel the calls still running and wait until they have stopped."""
+    for future in futures:
+        future.cancel()
+    await asyncio.gather(*futures, return_exceptions=True)
 
 
 def run_experiment(config: ExperimentConfig, **kwargs: Any) -> RunResult:
