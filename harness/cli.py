@@ -14,6 +14,7 @@ from harness.annotate.cli import annotate
 from harness.cli_support import (
     EXIT_INCOMPLETE,
     EXIT_INTERRUPTED,
+    check_range,
     console,
     err_console,
     user_errors,
@@ -23,6 +24,7 @@ from harness.construct.cli import app as construct_app
 from harness.errors import HarnessError
 from harness.importers.cli import app as import_app
 from harness.results_cli import report, runs, view
+from harness.locking import make_folder
 
 app = typer.Typer(
     help="bgm-judge: evaluate background-music recommendation for dialogues (DialBGM).",
@@ -122,8 +124,11 @@ def run(
     from harness.experiment import run_all
 
     configs = load_experiments(experiment, overrides=set_ or ())
-    if limit:
+    if limit is not None:
+        check_range("--limit", limit, 1)
         configs = [c.model_copy(update={"limit": limit}) for c in configs]
+    if results_dir.exists() and not results_dir.is_dir():
+        raise HarnessError(f"--results-dir {results_dir} is a file, not a folder")
     cache = ResponseCache(cache_dir)
     if dry_run:
         from harness.dry_run import dry_run as estimate
@@ -206,6 +211,7 @@ def evaluate(
     """Compute Hit@1, MRR, nDCG and Kendall's tau-b (tie-aware, with bootstrap CIs), and the
     @K metrics with --at, from a predictions file (scores or rankings per item) against the
     dataset's relevance; per item group too when the items carry groups."""
+    from harness.config import MAX_BOOTSTRAP
     from harness.dataset import load_dataset
     from harness.evaluation import evaluate_predictions
     from harness.records import read_predictions
@@ -214,6 +220,10 @@ def evaluate(
     if missing not in ("worst", "exclude"):
         raise HarnessError(f"--missing must be 'worst' or 'exclude', not {missing!r}")
     cutoffs = _cutoffs(at)
+    check_range("--n-bootstrap", n_bootstrap, 10, MAX_BOOTSTRAP)
+    check_range("--seed", seed, 0)
+    if out is not None and out.is_dir():
+        raise HarnessError(f"--out {out} is a folder: give the path of the metrics file")
     data = load_dataset(dataset, check_audio=check_audio)
     preds = read_predictions(predictions, list(data.items))
     evaluation = evaluate_predictions(
@@ -227,7 +237,7 @@ def evaluate(
     metrics = evaluation.to_json()
     console.print(rich_table(str(predictions), [(predictions.stem, metrics)]))
     if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(out.parent, "--out")
         out.write_text(json.dumps(metrics, indent=2) + "\n")
 
 

@@ -61,3 +61,10 @@ def _no_hint_on_flags(self: TyperOption, ctx: Any) -> str | None:
 
 
 TyperOption.display_type_rich = _no_hint_on_flags  # type: ignore[method-assign]
+
+
+def check_range(option: str, value: int, low: int, high: int | None = None) -> None:
+    """One input-error line when a numeric option is out of its range."""
+    if value < low or (high is not None and value > high):
+        bounds = f"from {low:,} to {high:,}" if high is not None else f"at least {low:,}"
+        raise HarnessError(f"{option} must be {bounds}, not {value:,}")

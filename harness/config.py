@@ -32,6 +32,8 @@ from harness.metrics import MissingPolicy
 from harness.types import BASE_FIELDS, ProviderConfig
 from providers import REGISTRY, ProviderBlock, provider_options
 
+MAX_BOOTSTRAP = 100_000
+
 
 def provider_config(name: str, **options: Any) -> ProviderConfig:
     """`provider_config("gemini", model="gemini-2.5-pro")`: a validated provider block."""
@@ -107,9 +109,9 @@ class _Common(BaseModel):
     prompt_options: dict[str, Any] = Field(default_factory=dict)
     repeats: int = Field(default=1, ge=1)
     missing: MissingPolicy = "worst"
-    seed: int = 0
+    seed: int = Field(default=0, ge=0)
     limit: int | None = Field(default=None, gt=0, description="evaluate only the first N items")
-    n_bootstrap: int = Field(default=1000, ge=10)
+    n_bootstrap: int = Field(default=1000, ge=10, le=MAX_BOOTSTRAP)
     summarizer: ProviderBlock | None = Field(
         default=None,
         description="judge that writes missing summaries (default: the run's provider)",

@@ -14,7 +14,7 @@ from typing import IO, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from harness.dataset import Item
-from harness.errors import DatasetError
+from harness.errors import DatasetError, StorageError
 
 
 class Record(BaseModel):
@@ -43,8 +43,11 @@ class RecordWriter:
         self._handle: IO[str] = path.open("w", encoding="utf-8")
 
     def write(self, record: Record) -> None:
-        self._handle.write(record.model_dump_json(exclude_defaults=True) + "\n")
-        self._handle.flush()
+        try:
+            self._handle.write(record.model_dump_json(exclude_defaults=True) + "\n")
+            self._handle.flush()
+        except OSError as exc:  # a full disk: the answers are in the cache, a re-run resumes
+            raise StorageError(f"cannot write {self.path}: {exc.strerror or exc}") from None
 
     def close(self) -> None:
         self._handle.close()

@@ -24,9 +24,11 @@ from harness.config import ExperimentConfig
 from harness.console import terminal
 from harness.dataset import Dataset, Item, load_dataset
 from harness.description_metrics import description_metrics
+from harness.errors import DatasetError, StorageError
 from harness.evaluation import Evaluation, evaluate_records, expected_score_records
 from harness.human_ceiling import human_ceiling
 from harness.joint import position_top1_rates
+from harness.locking import RunFolderLock
 from harness.metrics import Aggregate
 from harness.plans import call_plan
 from harness.pricing import run_cost
@@ -143,14 +145,47 @@ class Runner:
         started = time.perf_counter()
         self.started_at = now()
         check_run_folder(self.out_dir, self.config, overwrite=self.overwrite)
-        damaged_before = len(self.cache.damaged)
         dataset = self.dataset()
         check_inputs(self.config, dataset, self.provider.kind)
+        self.check_metrics_step(dataset)
+        # One process per run folder: a second one is refused (naming the first).
+        lock = RunFolderLock(self.out_dir).acquire()
+        finished = False
+        try:
+            result = await self._run_locked(dataset, started)
+            finished = True
+            return result
+        finally:
+            lock.release(failed=not finished)
+
+    def check_metrics_step(self, dataset: Dataset) -> None:
+        """Evaluate placeholder scores before any call, so that whatever would fail at the
+        metrics step (an item without a human ranking, ...) fails before anything is paid."""
+        placeholder = [
+            Record(
+                item_id=item.id,
+                candidates=list(item.candidates),
+                repeat=repeat,
+                scores=dict.fromkeys(item.candidates, 0.0),
+            )
+            for repeat in range(self.config.repeats)
+            for item in dataset.items
+        ]
+        try:
+            self._evaluate(dataset, placeholder)
+        except (ArithmeticError, LookupError, TypeError, ValueError) as exc:
+            raise DatasetError(
+                Path(self.config.dataset) / "items.jsonl",
+                None,
+                f"the run could not be evaluated, so nothing was sent: {exc}",
+            ) from None
+
+    async def _run_locked(self, dataset: Dataset, started: float) -> RunResult:
+        damaged_before = len(self.cache.damaged)
         await self.prepare_summaries(dataset)
         await self.plan.prepare(dataset, self.cache, self.summary_of)
         calls = self.iter_calls(dataset)
         first = next(calls, None)  # set-up and template errors stop the run before any call
-        self.out_dir.mkdir(parents=True, exist_ok=True)
         records_path = self.out_dir / "records.jsonl"
         # Streamed to a partial file and renamed when complete: records.jsonl is never left
         # half-written, and a partial file found here means the last run was killed.
@@ -190,10 +225,14 @@ class Runner:
             await self.provider.aclose()
         self.stats.cache_repaired = len(self.cache.damaged) - damaged_before
         item_order = [item.id for item in dataset.items]
-        write_sorted(records_path, records, item_order)
-        partial.unlink()
-        result = self._finish(dataset, records, started)
-        return result
+        try:
+            write_sorted(records_path, records, item_order)
+            partial.unlink()
+            return self._finish(dataset, records, started)
+        except OSError as exc:  # every answer is in the cache: a re-run rewrites these files
+            raise StorageError(
+                f"cannot write the results to {self.out_dir}: {exc.strerror or exc}"
+            ) from None
 
     async def _start_all(
         self, calls: Iterable[Call], one: Callable[[Call], Awaitable[None]]
