@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Self
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -30,9 +29,11 @@ from harness.context_audio import ContextAudioBudget
 from harness.errors import ConfigError
 from harness.metrics import MissingPolicy
 from harness.types import BASE_FIELDS, ProviderConfig
+from harness.yaml_files import load_yaml
 from providers import REGISTRY, ProviderBlock, provider_options
 
 MAX_BOOTSTRAP = 100_000
+MAX_NAME = 200  # a run's folder name: file systems allow 255 bytes
 
 
 def provider_config(name: str, **options: Any) -> ProviderConfig:
@@ -104,7 +105,7 @@ class RefineOptions(BaseModel):
 
 class _Common(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$", max_length=MAX_NAME)
     dataset: Path
     prompt_options: dict[str, Any] = Field(default_factory=dict)
     repeats: int = Field(default=1, ge=1)
@@ -369,12 +370,7 @@ def load_experiments(path: str | Path, *, overrides: Sequence[str] = ()) -> list
     path = Path(path)
     if not path.is_file():
         raise ConfigError(path, None, "experiment file not found")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else None
-        raise ConfigError(path, where, f"not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    raw = load_yaml(path)
     if not isinstance(raw, dict):
         raise ConfigError(path, None, "expected a mapping of settings")
     if overrides:

@@ -222,6 +222,11 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise DatasetError(path, line_no, f"not valid JSON ({exc.msg})") from None
+            except RecursionError:
+                raise DatasetError(path, line_no, "not valid JSON (nested too deep)") from None
+            except ValueError:  # Python refuses integers of more than 4,300 digits
+                reason = "not valid JSON (a number of more than 4,300 digits)"
+                raise DatasetError(path, line_no, reason) from None
             if not isinstance(obj, dict):
                 raise DatasetError(path, line_no, "expected a JSON object")
             yield line_no, obj

@@ -124,7 +124,8 @@ def scores_from_ranking(ranking: Sequence[str], candidates: Sequence[str]) -> di
 class PredictionLine(BaseModel):
     """One line of a predictions file: `scores`, or a `ranking` (best first, any length)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    # Strict: a score is a JSON number or null (not `true`, not "7.5").
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
     item_id: str
     scores: dict[str, float | None] | None = None
     ranking: list[str] | None = None
@@ -145,8 +146,12 @@ def read_predictions(path: Path, items: Sequence[Item]) -> Predictions:
     predictions: Predictions = defaultdict(dict)
     if not path.is_file():
         raise DatasetError(path, None, "predictions file not found")
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
+    with path.open("rb") as handle:
+        for line_no, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DatasetError(path, line_no, f"not valid UTF-8 ({exc.reason})") from None
             if not line.strip():
                 continue
             try:

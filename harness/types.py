@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -36,7 +36,7 @@ class ProviderConfig(BaseModel):
     Each provider declares its own keys in a subclass (its `Options`); a key neither
     declares is refused, so a typo never silently keeps a default."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     name: str
     model: str | None = None
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
@@ -51,7 +51,7 @@ class ProviderConfig(BaseModel):
     retry_max_wait_s: float = Field(default=30.0, gt=0, description="longest backoff wait")
     timeout_s: float = Field(default=120.0, gt=0)
     reask: int = Field(default=1, ge=0)
-    prices: dict[str, float] | None = None
+    prices: dict[str, Annotated[float, Field(ge=0.0)]] | None = None
     label: str | None = Field(
         default=None, min_length=1, max_length=60, description="how reports name its runs"
     )

@@ -20,7 +20,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from harness.construct.stage1 import Stage1Config
@@ -28,6 +27,7 @@ from harness.construct.stage2 import Stage2Config
 from harness.construct.stage3 import Stage3Config
 from harness.construct.stage4 import Stage4Config
 from harness.errors import ConfigError
+from harness.yaml_files import load_yaml
 from providers import provider_options
 
 
@@ -69,10 +69,7 @@ def load_build_config(path: Path | None) -> BuildConfig:
         return BuildConfig()
     if not path.is_file():
         raise ConfigError(path, None, "build file not found")
-    try:
-        raw: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ConfigError(path, None, f"not valid YAML ({exc})") from None
+    raw: Any = load_yaml(path)
     if not isinstance(raw, dict):
         raise ConfigError(path, None, "expected a mapping of settings")
     stage2 = raw.get("stage2")

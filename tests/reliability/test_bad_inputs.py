@@ -46,7 +46,7 @@ def _prepare(case: dict[str, Any], base: Path, work: Path) -> list[str]:
         (work / "exp.yaml").write_text(yaml.safe_dump(experiment))
         return ["run", "exp.yaml", *common]
     if kind == "experiments":
-        (work / source.name).write_text(source.read_text().replace("DATASET", "data"))
+        (work / source.name).write_bytes(source.read_bytes().replace(b"DATASET", b"data"))
         return ["run", source.name, *common]
     assert kind == "predictions", case
     shutil.copy(source, work / source.name)
