@@ -19,7 +19,7 @@ from tenacity.wait import wait_exponential_jitter
 
 from harness.cache import CLAIM_LEASE_S, ResponseCache, cache_key
 from harness.prompts import render
-from harness.secrets import scrub
+from harness.secrets import scrub, scrub_value
 from harness.types import ChatRequest, ProviderConfig, ProviderError, Request
 from providers import Provider
 
@@ -205,7 +205,7 @@ class Answerer:
             cached = self.cache.get(key)  # stored between our cache miss and our claim
             if cached is not None:
                 return cached, True
-            answer = await self._invoke(request)
+            answer = scrub_value(await self._invoke(request))  # answers may quote a key
             self.cache.set(key, answer)
             return answer, False
         finally:

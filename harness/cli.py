@@ -23,8 +23,8 @@ from harness.cli_support import (
 from harness.construct.cli import app as construct_app
 from harness.errors import HarnessError
 from harness.importers.cli import app as import_app
-from harness.results_cli import report, runs, view
 from harness.locking import make_folder
+from harness.results_cli import report, runs, view
 
 app = typer.Typer(
     help="bgm-judge: evaluate background-music recommendation for dialogues (DialBGM).",

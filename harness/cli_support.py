@@ -16,6 +16,7 @@ from harness._version import __version__
 from harness.console import terminal
 from harness.errors import HarnessError
 from harness.provenance import git_commit
+from harness.secrets import scrub
 
 console = terminal()
 err_console = terminal(stderr=True)
@@ -35,7 +36,7 @@ def user_errors(func: F) -> F:
             return func(*args, **kwargs)
         except (HarnessError, ImportError) as exc:
             err_console.print(
-                f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True
+                f"[bold red]error:[/] {escape(scrub(str(exc)))}", highlight=False, soft_wrap=True
             )
             raise typer.Exit(EXIT_USAGE) from None
 

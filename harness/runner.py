@@ -36,6 +36,7 @@ from harness.provenance import now, provenance, unofficial_endpoints
 from harness.records import Record, RecordWriter, scan_partial, write_predictions, write_sorted
 from harness.report.run_report import no_scores_reason, write_run_report
 from harness.run_folder import check_run_folder
+from harness.secrets import scrub, scrub_value
 from harness.summaries import Summaries
 from harness.sync import run_coroutine
 from providers import Provider, create_provider
@@ -334,10 +335,9 @@ class Runner:
             started_at=self.started_at,
             endpoints={"provider": self.provider.endpoint(), "summarizer": summaries.endpoint},
         )
-        (self.out_dir / "run.json").write_text(json.dumps(stats, indent=2) + "\n")
-        (self.out_dir / "config.yaml").write_text(
-            yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False)
-        )
+        (self.out_dir / "run.json").write_text(scrub(json.dumps(stats, indent=2)) + "\n")
+        config = scrub_value(self.config.model_dump(mode="json"))  # a key in a base URL
+        (self.out_dir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
         human = human_ceiling(
             dataset.items, n_bootstrap=self.config.n_bootstrap, seed=self.config.seed
         )

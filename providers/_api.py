@@ -16,13 +16,13 @@ from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import Field
 
 from harness.audio import encode_wav
 from harness.errors import ConfigError
-from harness.secrets import scrub
+from harness.secrets import register, scrub
 from harness.types import AudioRef, ProviderConfig, ProviderError
 
 # Settings of these providers that never change an answer (kept out of the cache key); the
@@ -61,9 +61,12 @@ C = TypeVar("C")
 
 
 def env_key(names: tuple[str, ...]) -> str | None:
+    """The key in the first of these variables that is set; from now on it is scrubbed from
+    everything the harness writes, whatever the variable's name."""
     for name in names:
         value = os.environ.get(name, "").strip()
         if value:
+            register(value)
             return value
     return None
 
@@ -77,6 +80,7 @@ def base_urls(config: ApiOptions, env_var: str) -> list[str]:
     urls = [configured] if isinstance(configured, str) else list(configured)
     found = [u.strip().rstrip("/") for url in urls for u in re.split(r"[,\s]+", url) if u.strip()]
     for url in found:
+        _register_credentials(url)
         if not url.startswith(("http://", "https://")):
             raise ConfigError(
                 "experiment file",
@@ -107,6 +111,16 @@ def api_endpoint(
 def _host(url: str) -> tuple[str, str]:
     parts = urlsplit(url)
     return parts.scheme.lower(), (parts.hostname or "").lower()
+
+
+def _register_credentials(url: str) -> None:
+    """Scrub a password (or user) written into a base URL, and key-like query values."""
+    parts = urlsplit(url)
+    register(parts.password)
+    register(parts.username)
+    for name, value in parse_qsl(parts.query):
+        if any(word in name.lower() for word in ("key", "token", "secret", "password", "sig")):
+            register(value)
 
 
 def answer_identity(

@@ -157,3 +157,138 @@ def test_scrub_removes_keys_from_the_environment_and_key_shaped_strings(
     for secret in (GEMINI_KEY, OPENAI_KEY, "tok-abcdefgh", "AIzaSyA1234567890abcdefghijklmnopq"):
         assert secret not in cleaned
     assert cleaned.count(REDACTED) == 4
+
+
+# ------------------------------------------------------- round two: keys the scrubber missed
+VLLM_KEY = "vllm-cred-2f9a7c41d3e8b6"  # a name the scrubber's patterns do not know
+URL_KEY = "urlpass-7c1e55aa93d0"
+
+
+class _EchoAnswerHandler(BaseHTTPRequestHandler):
+    """A chat server whose *answers* quote the key they were sent."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        key = self.headers.get("authorization", "").removeprefix("Bearer ")
+        content = f'{{"score": 5.0}} (answered for the key {key})'
+        body = json.dumps(
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "m",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop",
+                    }
+                ],
+            }
+        ).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def echo_answer_server() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _EchoAnswerHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _run_and_collect(
+    experiment: Path, results: Path, cache_dir: Path, env: dict[str, str]
+) -> tuple[int, str]:
+    done = subprocess.run(
+        harness_command("run", str(experiment), "--results-dir", str(results)),
+        env={**os.environ, "BGM_JUDGE_CACHE": str(cache_dir), **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+def _assert_nowhere(secret: str, folders: list[Path], printed: str) -> None:
+    files = [p for folder in folders for p in folder.rglob("*") if p.is_file()]
+    assert files
+    for path in files:
+        assert secret.encode() not in path.read_bytes(), path
+    assert secret not in printed
+
+
+def test_a_key_under_any_variable_name_is_scrubbed(
+    make_dataset: MakeDataset, echo_server: str, echo_answer_server: str, tmp_path: Path
+) -> None:
+    dataset = make_dataset(n_items=2)
+    results, cache_dir = tmp_path / "results", tmp_path / "cache"
+    printed = []
+    for name, url in (("errors", echo_server), ("answers", "http://" + echo_answer_server)):
+        experiment = _experiment(
+            tmp_path / f"{name}.yaml",
+            dataset,
+            name,
+            name="openai-compatible",
+            model="m",
+            base_url=url + "/v1",
+            api_key_env="VLLM_CREDENTIAL",
+        )
+        code, output = _run_and_collect(
+            experiment, results, cache_dir, {"VLLM_CREDENTIAL": VLLM_KEY}
+        )
+        printed.append(output)
+        assert code == (1 if name == "errors" else 0), output
+    answered = read_jsonl(results / "answers" / "records.jsonl")
+    assert len(answered) == 8 and all(REDACTED in r["raw"] for r in answered)  # scrubbed
+    _assert_nowhere(VLLM_KEY, [results, cache_dir], "\n".join(printed))
+
+
+@pytest.mark.parametrize(
+    "url", [f"http://user:{URL_KEY}@{{host}}/v1", f"http://{{host}}/v1?key={URL_KEY}"]
+)
+def test_credentials_in_a_base_url_appear_nowhere(
+    url: str, make_dataset: MakeDataset, tmp_path: Path
+) -> None:
+    dataset = make_dataset(n_items=2)
+    results, cache_dir = tmp_path / "results", tmp_path / "cache"
+    experiment = _experiment(
+        tmp_path / "exp.yaml",
+        dataset,
+        "url",
+        name="openai-compatible",
+        model="m",
+        base_url=url.format(host="127.0.0.1:9"),  # nothing listens: every call fails
+        max_attempts=2,
+    )
+    code, output = _run_and_collect(experiment, results, cache_dir, {})
+    assert code == 1, output
+    records = read_jsonl(results / "url" / "records.jsonl")
+    assert all(r["error"] and "127.0.0.1:9" in r["error"] for r in records)
+    assert "127.0.0.1:9" in output  # the server is still named
+    _assert_nowhere(URL_KEY, [results, cache_dir], output)
+
+
+def test_scrub_redacts_credentials_in_urls_and_registered_values() -> None:
+    from harness.secrets import register
+
+    register("a-registered-secret-value")
+    text = (
+        "GET http://user:pa55word@host:8000/v1?key=abc123&x=1 and "
+        "https://h/v1?api_key=zzz&token=t0k failed; a-registered-secret-value"
+    )
+    cleaned = scrub(text)
+    for secret in ("pa55word", "abc123", "zzz", "t0k", "a-registered-secret-value"):
+        assert secret not in cleaned
+    assert "host:8000/v1" in cleaned and "x=1" in cleaned
