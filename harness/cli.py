@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -13,10 +14,11 @@ from rich.markup import escape
 from harness.annotate.cli import annotate
 from harness.cli_support import (
     EXIT_INCOMPLETE,
-    EXIT_INTERRUPTED,
     check_range,
     console,
     err_console,
+    interrupted_by,
+    termination_as_interrupt,
     user_errors,
     version_text,
 )
@@ -145,19 +147,22 @@ def run(
             cache.close()
         return
     try:
-        results = run_all(
-            configs,
-            cache=cache,
-            results_dir=results_dir,
-            show_progress=progress,
-            overwrite=overwrite,
-        )
+        with termination_as_interrupt():
+            results = run_all(
+                configs,
+                cache=cache,
+                results_dir=results_dir,
+                show_progress=progress,
+                overwrite=overwrite,
+            )
     except KeyboardInterrupt:
+        received = interrupted_by()  # Ctrl-C, or SIGTERM/SIGHUP handled the same way
+        label = "" if received == signal.SIGINT else f" ({received.name})"
         err_console.print(
-            "[bold yellow]interrupted:[/] re-run the same command to resume "
+            f"[bold yellow]interrupted{label}:[/] re-run the same command to resume "
             "(every answer received so far is in the cache)"
         )
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        raise typer.Exit(128 + received) from None  # 130 for Ctrl-C, 143 SIGTERM, 129 SIGHUP
     finally:
         cache.close()
     if not all(r.complete for r in results):

@@ -1,10 +1,12 @@
 """What every `harness` subcommand shares: the consoles, the exit codes, the wrapper that
-turns an input error into one line and exit code 2, the version line, and help that shows
-no value hint on flags that take none."""
+turns an input error into one line and exit code 2, the version line, help that shows
+no value hint on flags that take none, and termination signals handled like Ctrl-C."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import wraps
 from typing import Any, TypeVar
 
@@ -24,7 +26,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_INCOMPLETE = 1
 EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # 128 + SIGINT; SIGTERM and SIGHUP exit with 128 + their number
 
 
 def user_errors(func: F) -> F:
@@ -69,3 +71,32 @@ def check_range(option: str, value: int, low: int, high: int | None = None) -> N
     if value < low or (high is not None and value > high):
         bounds = f"from {low:,} to {high:,}" if high is not None else f"at least {low:,}"
         raise HarnessError(f"{option} must be {bounds}, not {value:,}")
+
+
+TERMINATION_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+_received: list[int] = []
+
+
+def _as_ctrl_c(signum: int, frame: object) -> None:
+    _received.append(signum)
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # e.g. a background job
+        raise KeyboardInterrupt
+    signal.raise_signal(signal.SIGINT)  # asyncio then cancels the run as on Ctrl-C
+
+
+@contextmanager
+def termination_as_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP end the block as Ctrl-C would (KeyboardInterrupt, with every
+    call cancelled cleanly); `interrupted_by` then names the signal."""
+    _received.clear()
+    previous = {sent: signal.signal(sent, _as_ctrl_c) for sent in TERMINATION_SIGNALS}
+    try:
+        yield
+    finally:
+        for sent, handler in previous.items():
+            signal.signal(sent, handler)
+
+
+def interrupted_by() -> signal.Signals:
+    """The signal that interrupted the last `termination_as_interrupt` block."""
+    return signal.Signals(_received[-1] if _received else signal.SIGINT)

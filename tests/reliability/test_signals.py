@@ -1,0 +1,57 @@
+"""SIGTERM and SIGHUP (a `kill`, a closed terminal, a scheduler ending a job) end a run like
+Ctrl-C: one line saying how to resume, exit code 128 + the signal's number, no traceback,
+and the next run resumes paying at most for the requests that were in flight."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.testing.fake_api import FakeServer
+from tests.reliability.conftest import (
+    MakeDataset,
+    answered_per_body,
+    fast_settings,
+    harness_command,
+    paid_twice,
+    wait_until,
+    write_experiment,
+)
+
+N_ITEMS = 30
+CONCURRENCY = 4
+
+
+@pytest.mark.parametrize("sent", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_termination_signal_stops_cleanly_and_the_next_run_resumes(
+    sent: signal.Signals, make_dataset: MakeDataset, tmp_path: Path
+) -> None:
+    dataset = make_dataset(n_items=N_ITEMS, n_clips=16)
+    env = {**os.environ, "BGM_JUDGE_CACHE": str(tmp_path / "cache")}
+    results = tmp_path / "results"
+    with FakeServer(fast_settings(latency_s=0.05)) as server:
+        experiment = write_experiment(
+            tmp_path / "exp.yaml", dataset, server, max_concurrency=CONCURRENCY
+        )
+        command = [*harness_command("run", str(experiment), "--results-dir", str(results)),
+                   "--no-progress"]  # fmt: skip
+        process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+        wait_until(lambda: sum(answered_per_body(server).values()) >= 20)
+        process.send_signal(sent)
+        _, err = process.communicate(timeout=60)
+        paid = sum(answered_per_body(server).values())
+        resumed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+        twice = paid_twice(server)
+        total = sum(answered_per_body(server).values())
+    assert process.returncode == 128 + sent, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert f"interrupted ({sent.name})" in lines[0] and "re-run the same command" in lines[0]
+    assert (results / "soak" / "records.partial.jsonl").exists() or resumed.returncode == 0
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming soak: an interrupted run left" in resumed.stderr
+    assert paid >= 20 and twice <= CONCURRENCY and total - twice == 4 * N_ITEMS
