@@ -92,14 +92,22 @@ async def next_item(request: web.Request) -> web.Response:
     return web.json_response(body)
 
 
+async def json_body(request: web.Request) -> Any:
+    """The request's JSON body; BadRequest for another type, charset, or malformed JSON."""
+    if request.content_type != "application/json":
+        raise BadRequest("send application/json")
+    if (request.charset or "utf-8").lower().replace("_", "-") not in ("utf-8", "utf8"):
+        raise BadRequest("send UTF-8")
+    raw = await request.read()
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, nested too deep
+        raise BadRequest("the body is not valid JSON") from None
+
+
 async def submit(request: web.Request) -> web.Response:
     dataset, store = request.app[DATASET], request.app[STORE]
-    if request.content_type != "application/json":
-        raise BadRequest("send the ranking as application/json")
-    try:
-        body = await request.json()
-    except ValueError:
-        raise BadRequest("the body is not valid JSON") from None
+    body = await json_body(request)
     if not isinstance(body, dict):
         raise BadRequest("expected a JSON object")
     annotator = valid_name(body.get("annotator"))

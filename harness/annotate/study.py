@@ -26,6 +26,7 @@ from harness.annotate.app import (
     BadRequest,
     create_app,
     item_view,
+    json_body,
     valid_name,
 )
 from harness.annotate.store import RankingStore
@@ -208,12 +209,7 @@ async def admin_progress(request: web.Request) -> web.Response:
 
 
 async def _json_body(request: web.Request) -> dict[str, Any]:
-    if request.content_type != "application/json":
-        raise BadRequest("send application/json")
-    try:
-        body = await request.json()
-    except ValueError:
-        raise BadRequest("the body is not valid JSON") from None
+    body = await json_body(request)
     if not isinstance(body, dict):
         raise BadRequest("expected a JSON object")
     return body
