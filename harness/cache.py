@@ -191,7 +191,7 @@ class JsonDisk(diskcache.Disk):  # type: ignore[misc]
     """diskcache's storage with JSON text values (keys are stored as before)."""
 
     def store(self, value: Any, read: bool, key: Any = UNKNOWN) -> Any:
-        return super().store(json.dumps(value), read, key=key)
+        return super().store(json.dumps(value, default=_numpy_to_json), read, key=key)
 
     def fetch(self, mode: int, filename: str | None, value: Any, read: bool) -> Any:
         try:
@@ -211,6 +211,13 @@ class JsonDisk(diskcache.Disk):  # type: ignore[misc]
         if not raw:
             raise DamagedEntry("a pickled key")
         return super().get(key, raw)
+
+
+def _numpy_to_json(value: Any) -> Any:
+    """numpy scalars and arrays (a scorer's answer) as plain numbers and lists."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} cannot be stored in the response cache")
 
 
 class ResponseCache:

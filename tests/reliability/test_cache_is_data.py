@@ -89,3 +89,12 @@ def test_a_planted_answer_in_a_shared_cache_runs_nothing_on_harness_run(
     assert result.exit_code == 0, result.output
     assert not marker.exists()
     assert asked == len(keys) == 8
+
+
+def test_numpy_numbers_of_a_scorer_are_stored_as_plain_numbers(tmp_path: Path) -> None:
+    import numpy as np
+
+    cache = ResponseCache(tmp_path / "cache")
+    cache.set("k", {"scores": [np.float32(0.25), np.float64(0.5)], "extra": {"v": np.arange(2)}})
+    assert cache.get("k") == {"scores": [0.25, 0.5], "extra": {"v": [0, 1]}}
+    cache.close()
