@@ -29,7 +29,7 @@ from harness.context_audio import ContextAudioBudget
 from harness.errors import ConfigError
 from harness.metrics import MissingPolicy
 from harness.types import BASE_FIELDS, ProviderConfig
-from harness.yaml_files import load_yaml
+from harness.yaml_files import load_yaml, parse_yaml
 from providers import REGISTRY, ProviderBlock, provider_options
 
 MAX_BOOTSTRAP = 100_000
@@ -326,9 +326,10 @@ def apply_overrides(raw: dict[str, Any], overrides: Sequence[str]) -> dict[str, 
                 "--set", override, "expected KEY=VALUE, e.g. provider.model=gemini-2.5-flash"
             )
         try:
-            value = yaml.safe_load(text)
-        except yaml.YAMLError:
-            raise ConfigError("--set", override, "the value is not valid YAML") from None
+            value = parse_yaml(text, "--set")
+        except ConfigError as exc:
+            reason = f"the value is not valid YAML ({exc.reason})"
+            raise ConfigError("--set", override, reason) from None
         if (
             path[0] == "provider"
             and "provider" not in raw

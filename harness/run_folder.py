@@ -12,6 +12,7 @@ import yaml
 
 from harness.config import ExperimentConfig
 from harness.errors import HarnessError
+from harness.secrets import scrub_value
 
 # Settings that change how a run goes or how it is shown, never its records or metrics.
 NOT_RESULTS = frozenset(
@@ -64,7 +65,8 @@ def check_run_folder(out_dir: Path, config: ExperimentConfig, *, overwrite: bool
             f"{saved}: not a readable config.yaml; move the folder away or pass --overwrite "
             "(overwrite=True in Python)"
         )
-    changes = config_differences(previous, config.model_dump(mode="json"))
+    # config.yaml is written scrubbed (a key in a base URL): compare like with like
+    changes = config_differences(previous, scrub_value(config.model_dump(mode="json")))
     if changes:
         shown = "; ".join(changes[:4]) + (
             f"; and {len(changes) - 4} more" if len(changes) > 4 else ""

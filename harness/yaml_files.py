@@ -67,6 +67,12 @@ def load_yaml(path: Path) -> Any:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise ConfigError(path, f"line {line}", f"not valid UTF-8 ({exc.reason})") from None
+    return parse_yaml(text, path)
+
+
+def parse_yaml(text: str, source: Path | str) -> Any:
+    """The YAML document `text` (from `source`, for the error line)."""
+    path = source
     loader = _StrictLoader(text)
     try:
         node = loader.get_single_node()

@@ -274,6 +274,9 @@ def test_credentials_in_a_base_url_appear_nowhere(
     )
     code, output = _run_and_collect(experiment, results, cache_dir, {})
     assert code == 1, output
+    again, output_again = _run_and_collect(experiment, results, cache_dir, {})
+    assert again == 1, output_again  # the same configuration (config.yaml is scrubbed)
+    output += output_again
     records = read_jsonl(results / "url" / "records.jsonl")
     assert all(r["error"] and "127.0.0.1:9" in r["error"] for r in records)
     assert "127.0.0.1:9" in output  # the server is still named
