@@ -249,7 +249,7 @@ def test_a_key_under_any_variable_name_is_scrubbed(
             experiment, results, cache_dir, {"VLLM_CREDENTIAL": VLLM_KEY}
         )
         printed.append(output)
-        assert code == (1 if name == "errors" else 0), output
+        assert code == 1, output  # every call failed, or no answer was usable
     answered = read_jsonl(results / "answers" / "records.jsonl")
     assert len(answered) == 8 and all(REDACTED in r["raw"] for r in answered)  # scrubbed
     _assert_nowhere(VLLM_KEY, [results, cache_dir], "\n".join(printed))
