@@ -179,16 +179,13 @@ def test_items_that_cannot_give_the_reply_are_refused_before_any_call(tmp_path: 
 
 
 def test_refine_settings_are_checked_when_the_file_loads(tmp_path: Path, pool: Path) -> None:
-    def load(extra: str) -> None:
+    def load(extra: str, inputs: str = "{dialogue: query, music: caption}") -> None:
         path = tmp_path / "exp.yaml"
-        path.write_text(
-            f"name: x\ndataset: {pool}\nprotocol: refine\n"
-            "inputs: {dialogue: query, music: caption}\n" + extra
-        )
+        path.write_text(f"name: x\ndataset: {pool}\nprotocol: refine\ninputs: {inputs}\n" + extra)
         load_experiments(path)
 
     with pytest.raises(ConfigError, match="prompt joint has no second turn"):
-        load("provider: {name: gemini}\nprompt: joint\ninputs: {dialogue: full, music: caption}\n")
+        load("provider: {name: gemini}\nprompt: joint\n", inputs="{dialogue: full, music: caption}")
     with pytest.raises(ConfigError, match="needs a user_simulator"):
         load("provider: {name: random}\nrefine: {feedback: simulator}\n")
     with pytest.raises(ConfigError, match="user_simulator must be a judge"):
