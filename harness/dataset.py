@@ -1,4 +1,4 @@
-"""Dataset folder format of DESIGN.md: `items.jsonl` + `clips.jsonl` + audio files.
+"""Dataset folder format (docs/formats.md): `items.jsonl` + `clips.jsonl` + audio files.
 
 An item (one line of `items.jsonl`) has an `id`, its `candidates` (clip ids, at least two) and
 what the candidates are chosen for: a `dialogue` (turns), a text `query`, `context_audio`

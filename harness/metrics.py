@@ -1,4 +1,4 @@
-"""Aggregation of the tie-aware ranking metrics of DESIGN.md over items and repeats.
+"""Aggregation of the tie-aware ranking metrics (docs/metrics.md) over items and repeats.
 
 Scores come per item in the item's candidate order, NaN for a missing score; relevance as
 the matching gains (`Item.relevance`). Per-item values come from `harness.ranking` (closed-form

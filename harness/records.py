@@ -186,7 +186,7 @@ def read_predictions(path: Path, items: Sequence[Item]) -> Predictions:
 
 
 def write_predictions(path: Path, predictions: Predictions, items: Sequence[Item]) -> None:
-    """Predictions in the DESIGN.md form that `harness evaluate` reads, in dataset order
+    """Predictions in the form that `harness evaluate` reads (docs/formats.md), in dataset order
     (candidates too), so that a run's file is the same however its calls completed."""
     with path.open("w", encoding="utf-8") as handle:
         for repeat in sorted(predictions):

@@ -1,4 +1,4 @@
-"""Stage 3: four candidate clips per dialogue, and the dataset folder of DESIGN.md.
+"""Stage 3: four candidate clips per dialogue, and the dataset folder (docs/formats.md).
 
 Dialogue captions and clip captions are embedded; clips are ranked by cosine similarity to
 each dialogue. The "1+3" rule takes the top-1 clip plus three drawn at random (seeded per

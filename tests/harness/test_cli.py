@@ -17,7 +17,7 @@ runner = CliRunner()
 
 
 def independent_metrics(scores: dict[str, float | None], ranking: list[str]) -> dict[str, float]:
-    """Straight from DESIGN.md's definitions, one item at a time, no shared code."""
+    """Straight from the definitions of docs/metrics.md, one item at a time, no shared code."""
     n = len(ranking)
     rel = {cid: n - 1 - pos for pos, cid in enumerate(ranking)}
     value = {c: (-math.inf if s is None else s) for c, s in scores.items()}
