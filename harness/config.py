@@ -214,13 +214,15 @@ class SweepConfig(_Common):
             inputs = entry_inputs
             if pin is not None:
                 inputs = entry_inputs.model_copy(update=pin.model_dump(exclude_unset=True))
+            kind = REGISTRY[provider.name].kind
+            if kind == "scorer":  # reads no prompt: one run, under the sweep's first prompt
+                prompt = self.prompts[0]
             combination = (provider.model_dump_json(), prompt, inputs)
-            if combination in seen:  # pinned inputs made two combinations the same
+            if combination in seen:  # pinned inputs or a scorer made two combinations the same
                 continue
             seen.add(combination)
             shown = provider.label or provider.model or "default"  # a label tells runs apart
             model = re.sub(r"[^A-Za-z0-9_.\-]+", "-", shown).strip("-")
-            kind = REGISTRY[provider.name].kind
             parts = [
                 provider.name,
                 model,

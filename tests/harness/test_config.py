@@ -92,6 +92,22 @@ def test_sweep_pin_collapses_identical_runs(tmp_path: Path) -> None:
     assert run.inputs.music == "caption"
 
 
+def test_a_scorer_runs_once_in_a_sweep_over_prompts(tmp_path: Path) -> None:
+    """A scorer reads no prompt: one run for it, not one per prompt under a colliding name."""
+    path = tmp_path / "prompts.yaml"
+    path.write_text(
+        "name: t\ndataset: d\nproviders: [{name: mock}, {name: random}]\n"
+        "prompts: [zero_shot, cot]\n"
+    )
+    runs = load_experiments(path)
+    assert [(r.provider.name, r.prompt) for r in runs] == [
+        ("mock", "zero_shot"),
+        ("mock", "cot"),
+        ("random", "zero_shot"),
+    ]
+    assert len({r.name for r in runs}) == 3
+
+
 def test_a_musicrs_sweep(tmp_path: Path) -> None:
     """Cut-offs, query/audio inputs, one provider under two options, and a rerank block that
     applies to the judges only."""
