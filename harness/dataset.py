@@ -206,33 +206,40 @@ class Dataset(BaseModel):
         )
 
 
-def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line; DatasetError names a bad line."""
+def jsonl_lines(path: Path, missing: str = "file not found") -> Iterator[tuple[int, str]]:
+    """(line number, text) for each non-blank line, decoded as UTF-8; DatasetError names a
+    line that is not UTF-8, or says `missing` when the file is not there."""
     if not path.is_file():
-        raise DatasetError(path, None, "file not found")
+        raise DatasetError(path, None, missing)
     with path.open("rb") as handle:
         for line_no, raw in enumerate(handle, start=1):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise DatasetError(path, line_no, f"not valid UTF-8 ({exc.reason})") from None
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(path, line_no, f"not valid JSON ({exc.msg})") from None
-            except RecursionError:
-                raise DatasetError(path, line_no, "not valid JSON (nested too deep)") from None
-            except ValueError:  # Python refuses integers of more than 4,300 digits
-                reason = "not valid JSON (a number of more than 4,300 digits)"
-                raise DatasetError(path, line_no, reason) from None
-            if not isinstance(obj, dict):
-                raise DatasetError(path, line_no, "expected a JSON object")
-            yield line_no, obj
+            if line.strip():
+                yield line_no, line
 
 
-def _pydantic_reason(exc: ValidationError) -> str:
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; DatasetError names a bad line."""
+    for line_no, line in jsonl_lines(path):
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(path, line_no, f"not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise DatasetError(path, line_no, "not valid JSON (nested too deep)") from None
+        except ValueError:  # Python refuses integers of more than 4,300 digits
+            reason = "not valid JSON (a number of more than 4,300 digits)"
+            raise DatasetError(path, line_no, reason) from None
+        if not isinstance(obj, dict):
+            raise DatasetError(path, line_no, "expected a JSON object")
+        yield line_no, obj
+
+
+def pydantic_reason(exc: ValidationError) -> str:
+    """The first error of a pydantic validation as `field: message`."""
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"])
     message = first["msg"].removeprefix("Value error, ")
@@ -246,7 +253,7 @@ def load_clips(root: Path, *, check_audio: bool = True) -> dict[str, Clip]:
         try:
             clip = Clip.model_validate({**obj, "root": root})
         except ValidationError as exc:
-            raise DatasetError(path, line_no, _pydantic_reason(exc)) from None
+            raise DatasetError(path, line_no, pydantic_reason(exc)) from None
         if clip.id in clips:
             raise DatasetError(path, line_no, f"duplicate clip id {clip.id!r}")
         if check_audio and clip.audio is not None:
@@ -276,7 +283,7 @@ def load_items(root: Path, clips: dict[str, Clip], *, check_audio: bool = True) 
         try:
             item = Item.model_validate(obj)
         except ValidationError as exc:
-            raise DatasetError(path, line_no, _pydantic_reason(exc)) from None
+            raise DatasetError(path, line_no, pydantic_reason(exc)) from None
         if item.id in seen:
             raise DatasetError(path, line_no, f"duplicate item id {item.id!r}")
         unknown = [cid for cid in item.candidates if cid not in clips]

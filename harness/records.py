@@ -13,7 +13,7 @@ from typing import IO, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from harness.dataset import Item
+from harness.dataset import Item, jsonl_lines, pydantic_reason
 from harness.errors import DatasetError, StorageError
 
 
@@ -144,44 +144,31 @@ def read_predictions(path: Path, items: Sequence[Item]) -> Predictions:
     optional `repeat`; errors name the file, line and reason."""
     candidates = {item.id: item.candidates for item in items}
     predictions: Predictions = defaultdict(dict)
-    if not path.is_file():
-        raise DatasetError(path, None, "predictions file not found")
-    with path.open("rb") as handle:
-        for line_no, raw in enumerate(handle, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise DatasetError(path, line_no, f"not valid UTF-8 ({exc.reason})") from None
-            if not line.strip():
-                continue
-            try:
-                pred = PredictionLine.model_validate_json(line)
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                where = ".".join(str(p) for p in first["loc"])
-                message = first["msg"].removeprefix("Value error, ")
-                reason = f"{where}: {message}" if where else message
-                raise DatasetError(path, line_no, reason) from None
-            if pred.item_id not in candidates:
-                raise DatasetError(path, line_no, f"unknown item id {pred.item_id!r}")
-            named = pred.scores if pred.scores is not None else pred.ranking or []
-            unknown = sorted(set(named) - set(candidates[pred.item_id]))
-            if unknown:
-                raise DatasetError(
-                    path, line_no, f"unknown candidate id(s) {unknown} for {pred.item_id}"
-                )
-            if pred.item_id in predictions[pred.repeat]:
-                raise DatasetError(
-                    path, line_no, f"second prediction for {pred.item_id} (repeat {pred.repeat})"
-                )
-            if pred.ranking is not None:
-                repeated = sorted(c for c, n in Counter(pred.ranking).items() if n > 1)
-                if repeated:
-                    raise DatasetError(path, line_no, f"ranking lists {repeated} more than once")
-                scores = scores_from_ranking(pred.ranking, candidates[pred.item_id])
-                predictions[pred.repeat][pred.item_id] = dict(scores)
-            else:
-                predictions[pred.repeat][pred.item_id] = pred.scores or {}
+    for line_no, line in jsonl_lines(path, missing="predictions file not found"):
+        try:
+            pred = PredictionLine.model_validate_json(line)
+        except ValidationError as exc:
+            raise DatasetError(path, line_no, pydantic_reason(exc)) from None
+        if pred.item_id not in candidates:
+            raise DatasetError(path, line_no, f"unknown item id {pred.item_id!r}")
+        named = pred.scores if pred.scores is not None else pred.ranking or []
+        unknown = sorted(set(named) - set(candidates[pred.item_id]))
+        if unknown:
+            raise DatasetError(
+                path, line_no, f"unknown candidate id(s) {unknown} for {pred.item_id}"
+            )
+        if pred.item_id in predictions[pred.repeat]:
+            raise DatasetError(
+                path, line_no, f"second prediction for {pred.item_id} (repeat {pred.repeat})"
+            )
+        if pred.ranking is not None:
+            repeated = sorted(c for c, n in Counter(pred.ranking).items() if n > 1)
+            if repeated:
+                raise DatasetError(path, line_no, f"ranking lists {repeated} more than once")
+            scores = scores_from_ranking(pred.ranking, candidates[pred.item_id])
+            predictions[pred.repeat][pred.item_id] = dict(scores)
+        else:
+            predictions[pred.repeat][pred.item_id] = pred.scores or {}
     return dict(predictions)
 
 
