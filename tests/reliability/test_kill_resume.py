@@ -31,6 +31,9 @@ from tests.reliability.conftest import (
 
 N_ITEMS = 60  # 240 calls
 CONCURRENCY = 8
+# Slow enough that the ~100 calls left after the 20th answer take seconds: on a loaded
+# machine the signal is sent late, and a run that had already finished would prove nothing.
+SLOW_S = 0.25
 KILL_AFTER = (30, 90, 150)  # answers paid so far when each kill is sent
 
 
@@ -146,7 +149,7 @@ def test_ctrl_c_stops_cleanly_and_the_next_run_resumes(
     dataset = make_dataset(n_items=30, n_clips=16)
     env = {**os.environ, "BGM_JUDGE_CACHE": str(tmp_path / "cache")}
     results = tmp_path / "results"
-    with FakeServer(fast_settings(latency_s=0.05)) as server:
+    with FakeServer(fast_settings(latency_s=SLOW_S)) as server:
         experiment = write_experiment(tmp_path / "exp.yaml", dataset, server, max_concurrency=4)
         command = harness_command("run", str(experiment), "--results-dir", str(results))
         process = subprocess.Popen(

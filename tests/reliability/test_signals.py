@@ -24,6 +24,9 @@ from tests.reliability.conftest import (
 
 N_ITEMS = 30
 CONCURRENCY = 4
+# Slow enough that the ~100 calls left after the 20th answer take seconds: on a loaded
+# machine the signal is sent late, and a run that had already finished would prove nothing.
+SLOW_S = 0.25
 
 
 @pytest.mark.parametrize("sent", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
@@ -33,7 +36,7 @@ def test_a_termination_signal_stops_cleanly_and_the_next_run_resumes(
     dataset = make_dataset(n_items=N_ITEMS, n_clips=16)
     env = {**os.environ, "BGM_JUDGE_CACHE": str(tmp_path / "cache")}
     results = tmp_path / "results"
-    with FakeServer(fast_settings(latency_s=0.05)) as server:
+    with FakeServer(fast_settings(latency_s=SLOW_S)) as server:
         experiment = write_experiment(
             tmp_path / "exp.yaml", dataset, server, max_concurrency=CONCURRENCY
         )
