@@ -11,17 +11,22 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from aiolimiter import AsyncLimiter
+from rich.console import Console
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, stop_before_delay
 from tenacity.wait import wait_exponential_jitter
 
+from harness.batch_ledger import BatchLedger
+from harness.batching import BatchCollector
 from harness.cache import CLAIM_LEASE_S, ResponseCache, cache_key
 from harness.prompts import render
 from harness.secrets import scrub, scrub_value
 from harness.types import ChatRequest, ProviderConfig, ProviderError, Request
 from providers import Provider
+from providers.batch import BatchApi
 
 
 @dataclass
@@ -44,6 +49,7 @@ class RunStats:
     cache_repaired: int = 0  # damaged cache entries found, so asked again
     error_kinds: Counter[str] = field(default_factory=Counter)
     first_errors: dict[str, str] = field(default_factory=dict)  # kind -> first message
+    batch: dict[str, int] | None = None  # batch mode's counts (`harness.batching`)
 
     def failed(self, exc: ProviderError) -> str:
         """Count a failed call by kind; the text its record carries (`kind: message`)."""
@@ -97,10 +103,25 @@ class Answerer:
         self._held: set[str] = set()  # keys whose claims this run holds
         self._renewer: asyncio.Future[None] | None = None
         self._permanent_streak = 0
+        self.batch: BatchCollector | None = None
+
+    def use_batches(self, api: BatchApi, ledger: Path, console: Console) -> BatchCollector:
+        """Send the requests the cache does not answer through the provider's batch API,
+        recording its jobs in `ledger` (in the run folder)."""
+        self.batch = BatchCollector(
+            api, BatchLedger(ledger), self.cache, console, self._invoke, self._count_sent
+        )
+        return self.batch
+
+    def _count_sent(self, requests: int) -> None:
+        self.stats.model_calls += requests
 
     def close(self) -> None:
         if self._renewer is not None:
             self._renewer.cancel()
+        if self.batch is not None:
+            self.batch.close()
+            self.stats.batch = self.batch.to_json()
 
     async def answer(self, key: str, request: Request) -> tuple[dict[str, Any], bool]:
         """The answer for `key` and whether it came without a model call (from the cache,
@@ -205,7 +226,10 @@ class Answerer:
             cached = self.cache.get(key)  # stored between our cache miss and our claim
             if cached is not None:
                 return cached, True
-            answer = scrub_value(await self._invoke(request))  # answers may quote a key
+            if self.batch is not None:
+                answer = await self.batch.answer(key, request)
+            else:
+                answer = scrub_value(await self._invoke(request))  # answers may quote a key
             self.cache.set(key, answer)
             return answer, False
         finally:

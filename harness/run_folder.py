@@ -26,6 +26,11 @@ NOT_RESULTS = frozenset(
         "retry_max_wait_s",
         "timeout_s",
         "prices",
+        "batch",
+        "batch_fallback",
+        "batch_poll_s",
+        "batch_collect_s",
+        "batch_rounds",
     }
 )
 

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from harness.answering import Answerer, RunStats
+from harness.batch_ledger import LEDGER_NAME
 from harness.cache import ResponseCache
 from harness.calls import Call, CallPlan, check_inputs
 from harness.config import ExperimentConfig
@@ -39,7 +40,7 @@ from harness.run_folder import check_run_folder
 from harness.secrets import scrub, scrub_value
 from harness.summaries import Summaries
 from harness.sync import run_coroutine
-from providers import Provider, create_provider
+from providers import Judge, Provider, create_provider
 
 PROTOCOL_BLOCKS = ("turns", "turn_gain", "description")
 
@@ -96,6 +97,9 @@ class Runner:
         self.started_at = now()
         self.stats = RunStats()
         self.answerer = Answerer(self.provider, config.provider, cache, self.stats)
+        batch_api = self.provider.batch_api() if isinstance(self.provider, Judge) else None
+        if batch_api is not None:
+            self.answerer.use_batches(batch_api, self.out_dir / LEDGER_NAME, self.console)
         self.plan: CallPlan = call_plan(config, self.provider, self.out_dir)
         self.summaries = Summaries(self.out_dir / "summaries.jsonl")
 

@@ -24,10 +24,23 @@ from harness.audio import encode_wav
 from harness.errors import ConfigError
 from harness.secrets import register, scrub
 from harness.types import AudioRef, ProviderConfig, ProviderError
+from providers.batch import BatchSettings
 
 # Settings of these providers that never change an answer (kept out of the cache key); the
 # base URL enters the key as the effective URL (or `endpoint_id`), see `answer_identity`.
-NON_ANSWER_KEYS = frozenset({"api_key_env", "endpoint_id", "http_client", "base_url"})
+NON_ANSWER_KEYS = frozenset(
+    {
+        "api_key_env",
+        "endpoint_id",
+        "http_client",
+        "base_url",
+        "batch",
+        "batch_fallback",
+        "batch_poll_s",
+        "batch_collect_s",
+        "batch_rounds",
+    }
+)
 
 
 class ApiOptions(ProviderConfig):
@@ -51,6 +64,20 @@ class ApiOptions(ProviderConfig):
     )
     top_logprobs: int = Field(
         default=20, ge=1, le=20, description="alternatives per token with score: expected"
+    )
+    batch: bool = Field(
+        default=False, description="send uncached requests through the batch API (half price)"
+    )
+    batch_fallback: Literal["resubmit", "online"] = Field(
+        default="resubmit",
+        description="requests an expired or failed batch did not answer: a new batch or online",
+    )
+    batch_poll_s: float = Field(default=30.0, gt=0, description="seconds between status checks")
+    batch_collect_s: float = Field(
+        default=1.0, gt=0, description="quiet seconds before the collected requests are sent"
+    )
+    batch_rounds: int = Field(
+        default=3, ge=1, description="batches tried for a request before it counts as failed"
     )
 
 
@@ -136,6 +163,25 @@ def answer_identity(
         identity["base_url"] = urls[0] if len(urls) == 1 else sorted(urls)
     identity.update(settings)
     return identity
+
+
+def batch_settings(config: ApiOptions, urls: list[str]) -> BatchSettings | None:
+    """The batch settings of a `batch: true` block (None without it); a list of base URLs
+    is refused (a batch job lives on one server)."""
+    if not config.batch:
+        return None
+    if len(urls) > 1:
+        raise ConfigError(
+            "experiment file",
+            "provider.base_url",
+            "batch: true sends each batch to one server: give one base_url, not a list",
+        )
+    return BatchSettings(
+        fallback=config.batch_fallback,
+        poll_s=config.batch_poll_s,
+        collect_s=config.batch_collect_s,
+        rounds=config.batch_rounds,
+    )
 
 
 class ClientPool(Generic[C]):

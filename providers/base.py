@@ -27,6 +27,7 @@ from harness.types import (
 
 if TYPE_CHECKING:
     from harness.dataset import Item
+    from providers.batch import BatchApi
 
 
 class Provider(ABC):
@@ -95,13 +96,21 @@ class Judge(Provider):
     async def answer(self, request: Request) -> dict[str, Any]:
         if not isinstance(request, ChatRequest):
             raise TypeError(f"{type(self).__name__} answers chat requests, not {request!r}")
-        response = await self.generate(request)
-        return {
-            "text": response.text,
-            "input_tokens": response.input_tokens,
-            "output_tokens": response.output_tokens,
-            "extra": response.extra,
-        }
+        return chat_answer(await self.generate(request))
+
+    def batch_api(self) -> BatchApi | None:
+        """The provider's batch API when its block says `batch: true`, else None."""
+        return None
+
+
+def chat_answer(response: ChatResponse) -> dict[str, Any]:
+    """A judge's answer in the form the response cache stores (online or from a batch)."""
+    return {
+        "text": response.text,
+        "input_tokens": response.input_tokens,
+        "output_tokens": response.output_tokens,
+        "extra": response.extra,
+    }
 
 
 class Scorer(Provider):

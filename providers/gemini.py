@@ -34,6 +34,7 @@ from providers._api import (
     answer_identity,
     api_endpoint,
     base_urls,
+    batch_settings,
     env_key,
     malformed_answer,
     parse_retry_after,
@@ -42,6 +43,7 @@ from providers._api import (
 )
 from providers._expected_score import TokenChoice, api_expected_score
 from providers.base import Judge
+from providers.batch import BatchApi
 
 KEY_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 BASE_URL_ENV = "GEMINI_BASE_URL"
@@ -73,10 +75,23 @@ class GeminiJudge(Judge):
         self.thinking_budget = self.config.thinking_budget
         has_aiohttp = importlib.util.find_spec("aiohttp") is not None
         self.http_client = self.config.http_client or ("aiohttp" if has_aiohttp else "httpx")
-        self._timeouts, self._connection_errors = _transport_errors(self.http_client)
+        self.timeouts, self.connection_errors = _transport_errors(self.http_client)
         self._pool: ClientPool[tuple[Client, httpx.AsyncClient | None, str | None]] = ClientPool(
             self.urls, self._client
         )
+        self._batch_settings = batch_settings(self.config, self.urls)
+
+    def batch_api(self) -> BatchApi | None:
+        if self._batch_settings is None:
+            return None
+        from providers.gemini_batch import GeminiBatchApi
+
+        return GeminiBatchApi(self, self._batch_settings)
+
+    def batch_client(self) -> tuple[Client, str | None]:
+        """The client batch jobs go through (the one base URL, or the official service)."""
+        client, _, url = self._pool.clients[0]
+        return client, url
 
     def identity(self) -> dict[str, Any]:
         return answer_identity(
@@ -170,18 +185,22 @@ class GeminiJudge(Judge):
                 response = await client.aio.models.generate_content(
                     model=self.model, contents=contents, config=config
                 )
-                answer = _chat_response(response)
-                if self.config.score == "expected":
-                    answer.extra.update(_expected_score(response))
-                return answer
+                return self.read_response(response)
             except errors.APIError as exc:
                 raise self._api_error(exc, url) from None
-            except self._timeouts as exc:
+            except self.timeouts as exc:
                 raise transport_error("Gemini", exc, url, timeout=True) from None
-            except self._connection_errors as exc:
+            except self.connection_errors as exc:
                 raise transport_error("Gemini", exc, url, timeout=False) from None
             except MALFORMED_ANSWER_ERRORS as exc:
                 raise malformed_answer("Gemini", exc, url) from None
+
+    def read_response(self, response: types.GenerateContentResponse) -> ChatResponse:
+        """The answer in a response (online, or one of a batch job's inline responses)."""
+        answer = _chat_response(response)
+        if self.config.score == "expected":
+            answer.extra.update(_expected_score(response))
+        return answer
 
     def _api_error(self, exc: errors.APIError, url: str | None) -> ProviderError:
         headers = getattr(exc.response, "headers", None) or {}
@@ -273,6 +292,8 @@ def _chat_response(response: types.GenerateContentResponse) -> ChatResponse:
             output_tokens = (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)
         if usage.thoughts_token_count:
             extra["thoughts_tokens"] = usage.thoughts_token_count
+        if usage.cached_content_token_count:
+            extra["cached_input_tokens"] = usage.cached_content_token_count
         for detail in usage.prompt_tokens_details or []:
             if detail.modality == types.MediaModality.AUDIO and detail.token_count:
                 extra["input_audio_tokens"] = detail.token_count

@@ -39,6 +39,7 @@ from providers._api import (
     answer_identity,
     api_endpoint,
     base_urls,
+    batch_settings,
     env_key,
     malformed_answer,
     parse_retry_after,
@@ -48,6 +49,7 @@ from providers._api import (
 )
 from providers._expected_score import TokenChoice, api_expected_score
 from providers.base import Judge
+from providers.batch import BatchApi
 
 BASE_URL_ENV = "OPENAI_BASE_URL"
 JsonMode = Literal["prompt", "schema", "object"]
@@ -90,6 +92,19 @@ class _ChatCompletionsJudge(Judge):
         self._pool: ClientPool[tuple[openai.AsyncOpenAI, str | None]] = ClientPool(
             self.urls, self._client
         )
+        self._batch_settings = batch_settings(self.config, self.urls)
+        if self._batch_settings is not None and self.batch_refusal:
+            raise ConfigError("experiment file", "provider.batch", self.batch_refusal)
+
+    # Why this provider's requests cannot go through its batch API (None: they can).
+    batch_refusal: ClassVar[str | None] = None
+
+    def batch_api(self) -> BatchApi | None:
+        if self._batch_settings is None:
+            return None
+        from providers.openai_batch import OpenAIBatchApi
+
+        return OpenAIBatchApi(self, self._batch_settings)
 
     def identity(self) -> dict[str, Any]:
         return answer_identity(
@@ -173,15 +188,19 @@ class _ChatCompletionsJudge(Judge):
             body["extra_body"] = self.extra_body
         return body
 
+    def read_completion(self, completion: ChatCompletion) -> ChatResponse:
+        """The answer in a chat completion (online, or a line of a batch's output file)."""
+        response = _chat_response(completion)
+        if self.config.score == "expected":
+            response.extra.update(_expected_score(completion, self.splits_digits))
+        return response
+
     async def generate(self, request: ChatRequest) -> ChatResponse:
         body = self._body(request)
         with self._pool.lease() as (client, url):
             try:
                 completion = await client.chat.completions.create(**body)
-                response = _chat_response(completion)
-                if self.config.score == "expected":
-                    response.extra.update(_expected_score(completion, self.splits_digits))
-                return response
+                return self.read_completion(completion)
             except openai.APIStatusError as exc:
                 raise self._status_error(exc, url) from None
             except openai.APITimeoutError as exc:
@@ -190,6 +209,10 @@ class _ChatCompletionsJudge(Judge):
                 raise transport_error(self.label, exc, url, timeout=False) from None
             except (openai.APIResponseValidationError, *MALFORMED_ANSWER_ERRORS) as exc:
                 raise malformed_answer(self.label, exc, url) from None
+
+    def batch_client(self) -> tuple[openai.AsyncOpenAI, str | None]:
+        """The client batches go through (the one base URL, or the official service)."""
+        return self._pool.clients[0]
 
     def _status_error(self, exc: openai.APIStatusError, url: str | None) -> ProviderError:
         body = exc.body
@@ -229,6 +252,8 @@ def _chat_response(completion: ChatCompletion) -> ChatResponse:
     details = usage.prompt_tokens_details
     if details is not None and details.audio_tokens:
         extra["input_audio_tokens"] = details.audio_tokens
+    if details is not None and details.cached_tokens:
+        extra["cached_input_tokens"] = details.cached_tokens
     output = usage.completion_tokens_details
     if output is not None and output.reasoning_tokens:
         extra["reasoning_tokens"] = output.reasoning_tokens
@@ -252,6 +277,11 @@ class OpenAIAudioJudge(_ChatCompletionsJudge):
     """GPT-4o-audio / gpt-audio on the OpenAI API (JSON asked for in the prompt)."""
 
     default_model = "gpt-4o-audio-preview"
+    batch_refusal = (
+        "openai-audio cannot use batch: true: OpenAI's Batch API does not list the "
+        "audio-input chat models (gpt-4o-audio-preview, gpt-audio); run it online, or use "
+        "`openai` with inputs music: caption (docs/batch.md)"
+    )
 
     def _body(self, request: ChatRequest) -> dict[str, Any]:
         return {**super()._body(request), "modalities": ["text"]}

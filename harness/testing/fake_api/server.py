@@ -17,8 +17,11 @@ from aiohttp import web
 
 from harness.testing.fake_api import faults
 from harness.testing.fake_api.answers import audio_info
+from harness.testing.fake_api.batches import BatchBook
+from harness.testing.fake_api.gemini_batches import add_gemini_batch_routes, gemini_batch_create
 from harness.testing.fake_api.gemini import GEMINI_PATH, gemini_body, gemini_error, parse_gemini
 from harness.testing.fake_api.openai import openai_body, openai_error, parse_openai
+from harness.testing.fake_api.openai_batches import add_openai_batch_routes
 from harness.testing.fake_api.state import (
     ANSWER_MODES,
     FAULT_KINDS,
@@ -55,10 +58,14 @@ def error_response(api: str, reply: Reply) -> web.Response:
     return web.json_response(payload, status=reply.status, headers=headers)
 
 
-def build_app(state: FakeState) -> web.Application:
+def build_app(state: FakeState, book: BatchBook | None = None) -> web.Application:
+    book = book if book is not None else BatchBook()
+
     async def chat(request: web.Request) -> web.StreamResponse:
         path = request.path
         match = GEMINI_PATH.match(path)
+        if match and match["method"] == "batchGenerateContent":
+            return await gemini_batch_create(request, match["model"], state, book)
         if match:
             api = "gemini"
             if match["method"] != "generateContent":
@@ -80,7 +87,10 @@ def build_app(state: FakeState) -> web.Application:
             key_present=bool(key),
         )
         try:
-            return await handle(request, state, api, raw, key, entry)
+            response = await handle(request, state, api, raw, key, entry)
+            if entry.paid is not None:
+                book.pay(entry.paid)
+            return response
         except faults.Malformed as malformed:
             return faults.malformed_response(malformed.kind)
         except Reply as reply:
@@ -101,15 +111,17 @@ def build_app(state: FakeState) -> web.Application:
             state.record(entry)
 
     async def stats(_: web.Request) -> web.Response:
-        return web.json_response(state.stats())
+        return web.json_response(state.stats() | book.stats())
 
     async def requests(request: web.Request) -> web.Response:
         limit = int(request.query.get("limit", "1000"))
         entries = state.requests()[-limit:]
-        return web.json_response([dataclasses.asdict(e) for e in entries])
+        shown = [{k: v for k, v in dataclasses.asdict(e).items() if k != "paid"} for e in entries]
+        return web.json_response(shown)
 
     async def reset(_: web.Request) -> web.Response:
         state.reset()
+        book.reset()
         return web.json_response({"ok": True})
 
     async def settings(request: web.Request) -> web.Response:
@@ -134,6 +146,8 @@ def build_app(state: FakeState) -> web.Application:
     app.router.add_route("*", "/_settings", settings)
     app.router.add_get("/health", health)
     app.router.add_get("/v1/models", models)
+    gemini_handlers = add_gemini_batch_routes(app, state, book)
+    add_openai_batch_routes(app, state, book, gemini_handlers)
     app.router.add_post("/{tail:.*}", chat)
     return app
 
@@ -186,6 +200,7 @@ async def handle(
         raise Reply(404, f"models/{parsed.model}: unknown answer mode {mode!r}")
     builder = gemini_body if api == "gemini" else openai_body
     payload, entry.answer = builder(mode, parsed, seconds)
+    entry.paid = parsed
     if entry.outcome == "answered":
         entry.outcome = f"answered:{mode}"
     return web.json_response(payload)
@@ -198,6 +213,7 @@ class FakeServer:
         self, settings: FakeSettings | None = None, host: str = "127.0.0.1", port: int = 0
     ) -> None:
         self.state = FakeState(settings or FakeSettings())
+        self.book = BatchBook()
         self.host, self.port = host, port
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -223,13 +239,14 @@ class FakeServer:
         self.state.settings = dataclasses.replace(self.state.settings, **changes)
 
     def stats(self) -> dict[str, Any]:
-        return self.state.stats()
+        return self.state.stats() | self.book.stats()
 
     def requests(self) -> list[RequestLog]:
         return self.state.requests()
 
     def reset(self) -> None:
         self.state.reset()
+        self.book.reset()
 
     def start(self) -> FakeServer:
         started = threading.Event()
@@ -259,7 +276,7 @@ class FakeServer:
 
     async def _start_site(self) -> None:
         self._runner = web.AppRunner(
-            build_app(self.state),
+            build_app(self.state, self.book),
             access_log=None,
             handler_cancellation=True,
             shutdown_timeout=0.5,

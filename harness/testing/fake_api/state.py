@@ -62,6 +62,10 @@ class FakeSettings:
     answer: str = "score"
     api_key: str | None = None  # when set, requests with another key get 401
     seed: int = 0
+    batch_latency_s: float = 0.0  # how long a batch job stays pending
+    batch_expire_first: int = 0  # the first N jobs expire with half their requests answered
+    batch_error_rate: float = 0.0  # share of requests given a 500 line (first time only)
+    batch_unreadable_rate: float = 0.0  # share given a cut output line (first time only)
 
     def __post_init__(self) -> None:
         self.faults = expand_faults(self.faults)
@@ -103,6 +107,7 @@ class RequestLog:
     status: int = 200
     outcome: str = "answered"
     answer: str | None = None
+    paid: ParsedRequest | None = field(default=None, repr=False)  # the answered request
 
 
 @dataclass

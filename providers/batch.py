@@ -1,0 +1,81 @@
+"""What a provider's batch API offers the harness (`batch: true`): submit many requests as one
+job, find a job submitted under a label (after a kill between submitting and recording its
+id), report its progress, and read its results. The harness's side (collecting requests,
+recording batch ids in the run folder, polling, resubmitting what is missing) lives in
+`harness.batching`; each API's adapter lives next to its provider.
+
+Requests are identified by an id the harness chooses (the request's cache key), so results
+land in the cache under the same keys as online answers."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from harness.types import ChatRequest, ProviderError
+
+
+@dataclass(frozen=True)
+class BatchSettings:
+    """How the harness runs a provider's batches (the `batch_*` keys of its block)."""
+
+    fallback: Literal["resubmit", "online"] = "resubmit"
+    poll_s: float = 30.0
+    collect_s: float = 1.0
+    rounds: int = 3
+
+
+@dataclass(frozen=True)
+class BatchProgress:
+    """A batch job's state as the provider reports it."""
+
+    status: str  # the provider's own word ("in_progress", "JOB_STATE_RUNNING", ...)
+    finished: bool  # no further change will come (completed, expired, cancelled, failed)
+    total: int | None = None
+    done: int | None = None
+    failed: int | None = None
+
+
+@dataclass
+class BatchResults:
+    """What a finished batch job gave: answers (in the form the response cache stores) and
+    errors by request id, and output lines that could not be read (kept raw)."""
+
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    errors: dict[str, ProviderError] = field(default_factory=dict)
+    unreadable: list[str] = field(default_factory=list)
+    note: str | None = None  # why the job gave nothing, when it failed as a whole
+
+
+class BatchApi(ABC):
+    """One provider's batch API. `max_requests` and `max_bytes` bound one job."""
+
+    name: ClassVar[str]
+    max_requests: ClassVar[int]
+    max_bytes: ClassVar[int]
+
+    def __init__(self, settings: BatchSettings) -> None:
+        self.settings = settings
+
+    @abstractmethod
+    def size(self, request: ChatRequest) -> int:
+        """Bytes the request adds to a job (what `max_bytes` bounds)."""
+
+    @abstractmethod
+    async def submit(self, entries: list[tuple[str, ChatRequest]], label: str) -> str:
+        """Submit the requests (id, request) as one job tagged with `label`; its id."""
+
+    @abstractmethod
+    async def find(self, label: str) -> str | None:
+        """The id of a job submitted with `label`, None when there is none."""
+
+    @abstractmethod
+    async def progress(self, batch_id: str) -> BatchProgress: ...
+
+    @abstractmethod
+    async def results(self, batch_id: str) -> BatchResults:
+        """The answers and errors of a finished job (requests it did not reach are absent)."""
+
+    async def aclose(self) -> None:
+        return None
