@@ -123,10 +123,8 @@ async def gemini_batch_create(
 Handler = Callable[[web.Request], Awaitable[web.Response]]
 
 
-def add_gemini_batch_routes(
-    app: web.Application, state: FakeState, book: BatchBook
-) -> dict[str, Handler]:
-    """The routes under /{version}/batches; the handlers, for paths OpenAI's share (v1)."""
+def gemini_batch_handlers(state: FakeState, book: BatchBook) -> dict[str, Handler]:
+    """The handlers of /{version}/batches (`get`, `list`, `cancel`)."""
 
     def not_found(name: str) -> web.Response:
         reply = Reply(404, f"Batch {name} not found.")
@@ -158,10 +156,15 @@ def add_gemini_batch_routes(
             job.status, job.finished = "cancelled", time.time()
         return web.json_response({})
 
-    app.router.add_get("/{version}/batches", listing)
-    app.router.add_get("/{version}/batches/{batch_id}", get)
-    app.router.add_post("/{version}/batches/{batch_id}:cancel", cancel)
-    return {"get": get, "list": listing}
+    return {"get": get, "list": listing, "cancel": cancel}
+
+
+def add_gemini_batch_routes(app: web.Application, handlers: dict[str, Handler]) -> None:
+    """After OpenAI's routes: requests to /v1/batches from google-genai reach these handlers
+    through OpenAI's (`is_gemini`)."""
+    app.router.add_get("/{version}/batches", handlers["list"])
+    app.router.add_get("/{version}/batches/{batch_id}", handlers["get"])
+    app.router.add_post("/{version}/batches/{batch_id}:cancel", handlers["cancel"])
 
 
 def is_gemini(request: web.Request) -> bool:

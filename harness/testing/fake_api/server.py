@@ -18,7 +18,11 @@ from aiohttp import web
 from harness.testing.fake_api import faults
 from harness.testing.fake_api.answers import audio_info
 from harness.testing.fake_api.batches import BatchBook
-from harness.testing.fake_api.gemini_batches import add_gemini_batch_routes, gemini_batch_create
+from harness.testing.fake_api.gemini_batches import (
+    add_gemini_batch_routes,
+    gemini_batch_create,
+    gemini_batch_handlers,
+)
 from harness.testing.fake_api.gemini import GEMINI_PATH, gemini_body, gemini_error, parse_gemini
 from harness.testing.fake_api.openai import openai_body, openai_error, parse_openai
 from harness.testing.fake_api.openai_batches import add_openai_batch_routes
@@ -146,8 +150,9 @@ def build_app(state: FakeState, book: BatchBook | None = None) -> web.Applicatio
     app.router.add_route("*", "/_settings", settings)
     app.router.add_get("/health", health)
     app.router.add_get("/v1/models", models)
-    gemini_handlers = add_gemini_batch_routes(app, state, book)
+    gemini_handlers = gemini_batch_handlers(state, book)
     add_openai_batch_routes(app, state, book, gemini_handlers)
+    add_gemini_batch_routes(app, gemini_handlers)
     app.router.add_post("/{tail:.*}", chat)
     return app
 
