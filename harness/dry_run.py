@@ -62,6 +62,8 @@ class Estimate:
     output_tokens_max: int | None = None  # bound by max_tokens; None: nothing caps it
     usd: float | None = None  # typical
     usd_max: float | None = None
+    batch_share: float | None = None  # share of the online price a batch job pays
+    batch: bool = False  # the run sends its requests in batch jobs (`batch: true`)
     missing_key: str | None = None
     note: str = ""
 
@@ -191,6 +193,8 @@ def _price(estimate: Estimate, config: ExperimentConfig, kind: str, model: str) 
         estimate.note = f"no price for {model!r} (add provider.prices)"
         return
     e = estimate
+    e.batch_share = price.batch
+    e.batch = bool(getattr(config.provider, "batch", False))
     e.usd = price.cost(e.input_tokens, e.output_tokens, e.audio_tokens)
     if e.output_tokens_max is not None:
         e.usd_max = price.cost(e.input_tokens, e.output_tokens_max, e.audio_tokens)
@@ -277,7 +281,9 @@ def estimate_table(estimates: Sequence[Estimate], output_tokens: int | None) -> 
         caption=(
             f"Tokens are estimates: text ~{CHARS_PER_TOKEN} chars/token, audio at the provider's "
             f"rate, {per_call}. Ranges run from typical to the max_tokens bound ('>=': nothing "
-            "caps the output). Re-asks of unparsable answers come on top. "
+            "caps the output). Re-asks of unparsable answers come on top. Batch: the same "
+            "requests in batch jobs (half price at OpenAI and Gemini; * the run has batch: "
+            "true), before any prompt-cache discount. "
             "Rendered requests: <results>/<run>/dry_run.jsonl."
         ),
         caption_justify="left",
@@ -286,12 +292,20 @@ def estimate_table(estimates: Sequence[Estimate], output_tokens: int | None) -> 
         table.add_column(
             column, justify="left" if column in ("run", "provider", "model") else "right"
         )
-    for column in ("input tokens", "of which audio", "output tokens", "est. cost (USD)"):
+    columns = ("input tokens", "of which audio", "output tokens", "online (USD)", "batch (USD)")
+    for column in columns:
         table.add_column(column, justify="right")
-    low = high = 0.0
+    low = high = batch_low = batch_high = 0.0
     bounded = True
     for e in estimates:
         cost = "n/a" if e.usd is None else _range(e.usd, e.usd_max, money=True)
+        batch = "n/a"
+        if e.usd is not None and e.batch_share is not None:
+            share = e.batch_share
+            batch_max = None if e.usd_max is None else e.usd_max * share
+            batch = _range(e.usd * share, batch_max, money=True) + (" *" if e.batch else "")
+            batch_low += e.usd * share
+            batch_high += batch_max or 0.0
         if e.usd is not None:
             low += e.usd
             high += e.usd_max if e.usd_max is not None else 0.0
@@ -310,9 +324,17 @@ def estimate_table(estimates: Sequence[Estimate], output_tokens: int | None) -> 
             f"{e.audio_tokens:,}",
             _range(e.output_tokens, e.output_tokens_max),
             cost,
+            batch,
         )
     if len(estimates) > 1:
-        table.add_row("total", "", "", *([""] * 6), _range(low, high if bounded else None, True))
+        table.add_row(
+            "total",
+            "",
+            "",
+            *([""] * 6),
+            _range(low, high if bounded else None, True),
+            _range(batch_low, batch_high if bounded else None, True),
+        )
     notes = [f"{e.name}: {e.note}." for e in estimates if e.note]
     notes += [f"{e.name}: needs {e.missing_key} (not set)." for e in estimates if e.missing_key]
     if notes:

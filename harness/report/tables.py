@@ -41,6 +41,30 @@ def estimated_cost(stats: Mapping[str, Any]) -> float | None:
     return total
 
 
+def cost_discounts(stats: Mapping[str, Any]) -> dict[str, float]:
+    """The batch and prompt-cache discounts in the run's cost (run.json `cost`), in USD."""
+    cost = stats.get("cost")
+    found: dict[str, float] = {}
+    for key in ("batch_discount", "cache_discount"):
+        usd = cost.get(key) if isinstance(cost, dict) else None
+        if isinstance(usd, int | float) and not isinstance(usd, bool):
+            found[key] = float(usd)
+    return found
+
+
+def cost_cell(stats: Mapping[str, Any]) -> str:
+    """`$0.0123`, with what the batch and prompt-cache discounts saved when they did."""
+    cost = estimated_cost(stats)
+    if cost is None:
+        return "n/a"
+    saved = [
+        f"{name} -${usd:.4f}"
+        for key, name in (("batch_discount", "batch"), ("cache_discount", "cache"))
+        if (usd := cost_discounts(stats).get(key, 0.0)) > 0
+    ]
+    return f"${cost:.4f}" + (f" ({', '.join(saved)})" if saved else "")
+
+
 def _tokens(stats: Mapping[str, Any]) -> str:
     if "input_tokens" not in stats and "output_tokens" not in stats:
         return "n/a"
@@ -94,7 +118,6 @@ def comparison_rows(runs: Sequence[RunData], *, compact: bool = False) -> list[l
     for run in runs:
         metrics = run.aggregate.to_json()
         summaries: dict[str, Any] = metrics["metrics"]  # type: ignore[assignment]
-        cost = estimated_cost(run.stats)
         rows.append(
             [
                 marked(run),
@@ -109,7 +132,7 @@ def comparison_rows(runs: Sequence[RunData], *, compact: bool = False) -> list[l
                 percent(run.parse_failure_rate),
                 str(run.stats.get("calls", len(run.records))),
                 _tokens(run.stats),
-                "n/a" if cost is None else f"${cost:.4f}",
+                cost_cell(run.stats),
             ]
         )
     return rows
@@ -176,6 +199,8 @@ def comparison_csv_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
             "input_tokens": run.stats.get("input_tokens"),
             "output_tokens": run.stats.get("output_tokens"),
             "cost_usd": estimated_cost(run.stats),
+            "batch_discount_usd": cost_discounts(run.stats).get("batch_discount"),
+            "cache_discount_usd": cost_discounts(run.stats).get("cache_discount"),
         }
         out.append(row)
     return out
