@@ -55,9 +55,7 @@ class Price:
 PRICES: dict[str, Price] = {
     "gemini-2.5-pro": Price(input=1.25, input_audio=1.25, output=10.0, input_cached=0.3125),
     "gemini-2.5-flash": Price(input=0.30, input_audio=1.00, output=2.50, input_cached=0.075),
-    "gemini-2.5-flash-lite": Price(
-        input=0.10, input_audio=0.30, output=0.40, input_cached=0.025
-    ),
+    "gemini-2.5-flash-lite": Price(input=0.10, input_audio=0.30, output=0.40, input_cached=0.025),
     "gemini-2.0-flash": Price(input=0.10, input_audio=0.70, output=0.40, input_cached=0.025),
     "gpt-4o-audio-preview": Price(input=2.50, input_audio=40.0, output=10.0),
     "gpt-4o-mini-audio-preview": Price(input=0.15, input_audio=10.0, output=0.60),

@@ -138,7 +138,7 @@ class GeminiJudge(Judge):
         client = Client(vertexai=False, api_key=key, http_options=options)
         return client, http, url
 
-    def _contents(self, request: ChatRequest) -> list[types.Content]:
+    def contents(self, request: ChatRequest) -> list[types.Content]:
         parts = [
             types.Part.from_bytes(data=encode_wav(p.path, self.sample_rate), mime_type="audio/wav")
             if isinstance(p, AudioRef)
@@ -154,7 +154,7 @@ class GeminiJudge(Judge):
             contents.append(types.Content(role="user", parts=[reply]))
         return contents
 
-    def _generation_config(self, request: ChatRequest) -> types.GenerateContentConfig:
+    def generation_config(self, request: ChatRequest) -> types.GenerateContentConfig:
         settings: dict[str, Any] = {
             "system_instruction": request.system or None,
             "temperature": self.config.temperature,
@@ -178,8 +178,8 @@ class GeminiJudge(Judge):
         return types.GenerateContentConfig(**settings)
 
     async def generate(self, request: ChatRequest) -> ChatResponse:
-        contents = self._contents(request)
-        config = self._generation_config(request)
+        contents = self.contents(request)
+        config = self.generation_config(request)
         with self._pool.lease() as (client, _, url):
             try:
                 response = await client.aio.models.generate_content(
@@ -187,7 +187,7 @@ class GeminiJudge(Judge):
                 )
                 return self.read_response(response)
             except errors.APIError as exc:
-                raise self._api_error(exc, url) from None
+                raise self.api_error(exc, url) from None
             except self.timeouts as exc:
                 raise transport_error("Gemini", exc, url, timeout=True) from None
             except self.connection_errors as exc:
@@ -202,7 +202,7 @@ class GeminiJudge(Judge):
             answer.extra.update(_expected_score(response))
         return answer
 
-    def _api_error(self, exc: errors.APIError, url: str | None) -> ProviderError:
+    def api_error(self, exc: errors.APIError, url: str | None) -> ProviderError:
         headers = getattr(exc.response, "headers", None) or {}
         retry_after = parse_retry_after(headers.get("retry-after")) or _retry_info(exc.details)
         return status_error(

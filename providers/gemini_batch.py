@@ -9,17 +9,36 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from google.genai import errors, types
+from google.genai import Client, errors, types
 
-from harness.types import AudioRef, ChatRequest, ProviderError
+from harness.types import AudioRef, ChatRequest, ChatResponse, ProviderError
 from providers._api import MALFORMED_ANSWER_ERRORS, malformed_answer, transport_error
 from providers.base import chat_answer
 from providers.batch import BatchApi, BatchProgress, BatchResults, BatchSettings
 
-if TYPE_CHECKING:
-    from providers.gemini import GeminiJudge
+
+class GeminiLike(Protocol):
+    """What the adapter uses of the Gemini judge (providers.gemini)."""
+
+    @property
+    def model(self) -> str: ...
+
+    sample_rate: int | None
+    timeouts: tuple[type[BaseException], ...]
+    connection_errors: tuple[type[BaseException], ...]
+
+    def contents(self, request: ChatRequest) -> list[types.Content]: ...
+
+    def generation_config(self, request: ChatRequest) -> types.GenerateContentConfig: ...
+
+    def read_response(self, response: types.GenerateContentResponse) -> ChatResponse: ...
+
+    def batch_client(self) -> tuple[Client, str | None]: ...
+
+    def api_error(self, exc: errors.APIError, url: str | None) -> ProviderError: ...
+
 
 KEY = "key"
 FINISHED = frozenset(
@@ -40,7 +59,7 @@ class GeminiBatchApi(BatchApi):
     max_requests = 50_000
     max_bytes = 19 * 1024 * 1024  # inline requests: 20 MB per create call
 
-    def __init__(self, judge: GeminiJudge, settings: BatchSettings) -> None:
+    def __init__(self, judge: GeminiLike, settings: BatchSettings) -> None:
         super().__init__(settings)
         self.judge = judge
 
@@ -60,8 +79,8 @@ class GeminiBatchApi(BatchApi):
 
     def _inlined(self, custom_id: str, request: ChatRequest) -> types.InlinedRequest:
         return types.InlinedRequest(
-            contents=self.judge._contents(request),
-            config=self.judge._generation_config(request),
+            contents=self.judge.contents(request),
+            config=self.judge.generation_config(request),
             metadata={KEY: custom_id},
         )
 
@@ -129,7 +148,7 @@ class GeminiBatchApi(BatchApi):
         try:
             yield
         except errors.APIError as exc:
-            raise self.judge._api_error(exc, url) from None
+            raise self.judge.api_error(exc, url) from None
         except self.judge.timeouts as exc:
             raise transport_error(self.name, exc, url, timeout=True) from None
         except self.judge.connection_errors as exc:

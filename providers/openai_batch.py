@@ -9,21 +9,36 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import Any, Final, Protocol
 
 import openai
 from openai.types.chat import ChatCompletion
 from pydantic import ValidationError
 
-from harness.types import ChatRequest, ProviderError
+from harness.types import ChatRequest, ChatResponse, ProviderError
 from providers._api import MALFORMED_ANSWER_ERRORS, malformed_answer, status_error, transport_error
 from providers.base import chat_answer
 from providers.batch import BatchApi, BatchProgress, BatchResults, BatchSettings
 
-if TYPE_CHECKING:
-    from providers.openai_chat import _ChatCompletionsJudge
 
-ENDPOINT = "/v1/chat/completions"
+class ChatCompletionsJudge(Protocol):
+    """What the adapter uses of the chat-completions judges (providers.openai_chat)."""
+
+    @property
+    def model(self) -> str: ...
+
+    key_env: str
+
+    def request_body(self, request: ChatRequest) -> dict[str, Any]: ...
+
+    def read_completion(self, completion: ChatCompletion) -> ChatResponse: ...
+
+    def batch_client(self) -> tuple[openai.AsyncOpenAI, str | None]: ...
+
+    def status_error(self, exc: openai.APIStatusError, url: str | None) -> ProviderError: ...
+
+
+ENDPOINT: Final = "/v1/chat/completions"
 LABEL_KEY = "bgm_judge"
 FINISHED = frozenset({"completed", "expired", "cancelled", "failed"})
 LISTED_BATCHES = 1000  # how far back `find` looks for a job with the label
@@ -34,12 +49,12 @@ class OpenAIBatchApi(BatchApi):
     max_requests = 50_000
     max_bytes = 190 * 1024 * 1024  # the API takes input files up to 200 MB
 
-    def __init__(self, judge: _ChatCompletionsJudge, settings: BatchSettings) -> None:
+    def __init__(self, judge: ChatCompletionsJudge, settings: BatchSettings) -> None:
         super().__init__(settings)
         self.judge = judge
 
     def _line(self, custom_id: str, request: ChatRequest) -> bytes:
-        body = self.judge._body(request)
+        body = self.judge.request_body(request)
         body.update(body.pop("extra_body", None) or {})  # the SDK merges it online
         line = {"custom_id": custom_id, "method": "POST", "url": ENDPOINT, "body": body}
         return json.dumps(line, ensure_ascii=False).encode("utf-8") + b"\n"
@@ -155,7 +170,7 @@ class OpenAIBatchApi(BatchApi):
                     transient=False,
                     kind="not_found",
                 ) from None
-            raise self.judge._status_error(exc, url) from None
+            raise self.judge.status_error(exc, url) from None
         except openai.APITimeoutError as exc:
             raise transport_error(self.name, exc, url, timeout=True) from None
         except openai.APIConnectionError as exc:

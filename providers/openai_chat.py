@@ -142,7 +142,7 @@ class _ChatCompletionsJudge(Judge):
     def _max_tokens_field(self) -> str:
         return "max_completion_tokens"
 
-    def _body(self, request: ChatRequest) -> dict[str, Any]:
+    def request_body(self, request: ChatRequest) -> dict[str, Any]:
         content: list[dict[str, Any]] = []
         for part in request.parts:
             if not isinstance(part, AudioRef):
@@ -196,13 +196,13 @@ class _ChatCompletionsJudge(Judge):
         return response
 
     async def generate(self, request: ChatRequest) -> ChatResponse:
-        body = self._body(request)
+        body = self.request_body(request)
         with self._pool.lease() as (client, url):
             try:
                 completion = await client.chat.completions.create(**body)
                 return self.read_completion(completion)
             except openai.APIStatusError as exc:
-                raise self._status_error(exc, url) from None
+                raise self.status_error(exc, url) from None
             except openai.APITimeoutError as exc:
                 raise transport_error(self.label, exc, url, timeout=True) from None
             except openai.APIConnectionError as exc:
@@ -214,7 +214,7 @@ class _ChatCompletionsJudge(Judge):
         """The client batches go through (the one base URL, or the official service)."""
         return self._pool.clients[0]
 
-    def _status_error(self, exc: openai.APIStatusError, url: str | None) -> ProviderError:
+    def status_error(self, exc: openai.APIStatusError, url: str | None) -> ProviderError:
         body = exc.body
         message = body.get("message") if isinstance(body, dict) else None
         return status_error(
@@ -283,8 +283,8 @@ class OpenAIAudioJudge(_ChatCompletionsJudge):
         "`openai` with inputs music: caption (docs/batch.md)"
     )
 
-    def _body(self, request: ChatRequest) -> dict[str, Any]:
-        return {**super()._body(request), "modalities": ["text"]}
+    def request_body(self, request: ChatRequest) -> dict[str, Any]:
+        return {**super().request_body(request), "modalities": ["text"]}
 
 
 class OpenAIJudge(_ChatCompletionsJudge):

@@ -3,7 +3,6 @@ the cache under the online keys, a re-run is free, and nothing is paid twice."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +43,7 @@ def run(path: Path, cache_dir: Path, results: Path, **update: Any) -> RunResult:
 
 
 @pytest.mark.parametrize("provider", ["openai-compatible", "gemini"])
-def test_batch_answers_are_the_online_answers(
-    provider: str, tmp_path: Path
-) -> None:
+def test_batch_answers_are_the_online_answers(provider: str, tmp_path: Path) -> None:
     dataset = write_dataset(tmp_path / "data", n_items=5)
     with FakeServer(fast_settings()) as server:
         online = experiment(tmp_path / "online.yaml", dataset, server, provider)

@@ -73,8 +73,10 @@ def test_kill_while_polling_then_resume_pays_nothing_twice(
         )
         process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
         wait_until(
-            lambda: any(e["event"] == "submitted" for e in ledger(tmp_path))
-            or process.poll() is not None
+            lambda: (
+                any(e["event"] == "submitted" for e in ledger(tmp_path))
+                or process.poll() is not None
+            )
         )
         process.send_signal(signal.SIGKILL)
         process.communicate(timeout=30)
@@ -111,7 +113,7 @@ def test_an_expired_job_sends_only_what_it_did_not_answer(
     assert result.stats.batch is not None and result.stats.batch["resubmitted"] == resent
     assert stats["batch_jobs"] == 2
     assert stats["paid_requests"] == 4 * N_ITEMS and stats["paid_duplicates"] == 0
-    assert [e.get("status") for e in ledger(tmp_path) if e["event"] == "collected"][0] in (
+    assert next(e.get("status") for e in ledger(tmp_path) if e["event"] == "collected") in (
         "expired",
         "JOB_STATE_EXPIRED",
     )

@@ -18,12 +18,12 @@ from aiohttp import web
 from harness.testing.fake_api import faults
 from harness.testing.fake_api.answers import audio_info
 from harness.testing.fake_api.batches import BatchBook
+from harness.testing.fake_api.gemini import GEMINI_PATH, gemini_body, gemini_error, parse_gemini
 from harness.testing.fake_api.gemini_batches import (
     add_gemini_batch_routes,
     gemini_batch_create,
     gemini_batch_handlers,
 )
-from harness.testing.fake_api.gemini import GEMINI_PATH, gemini_body, gemini_error, parse_gemini
 from harness.testing.fake_api.openai import openai_body, openai_error, parse_openai
 from harness.testing.fake_api.openai_batches import add_openai_batch_routes
 from harness.testing.fake_api.state import (
@@ -91,10 +91,7 @@ def build_app(state: FakeState, book: BatchBook | None = None) -> web.Applicatio
             key_present=bool(key),
         )
         try:
-            response = await handle(request, state, api, raw, key, entry)
-            if entry.paid is not None:
-                book.pay(entry.paid)
-            return response
+            return await handle(request, state, api, raw, key, entry, book)
         except faults.Malformed as malformed:
             return faults.malformed_response(malformed.kind)
         except Reply as reply:
@@ -120,8 +117,7 @@ def build_app(state: FakeState, book: BatchBook | None = None) -> web.Applicatio
     async def requests(request: web.Request) -> web.Response:
         limit = int(request.query.get("limit", "1000"))
         entries = state.requests()[-limit:]
-        shown = [{k: v for k, v in dataclasses.asdict(e).items() if k != "paid"} for e in entries]
-        return web.json_response(shown)
+        return web.json_response([dataclasses.asdict(e) for e in entries])
 
     async def reset(_: web.Request) -> web.Response:
         state.reset()
@@ -164,6 +160,7 @@ async def handle(
     raw: bytes,
     key: str | None,
     entry: RequestLog,
+    book: BatchBook,
 ) -> web.StreamResponse:
     settings = state.settings
     if settings.latency_s:
@@ -205,7 +202,7 @@ async def handle(
         raise Reply(404, f"models/{parsed.model}: unknown answer mode {mode!r}")
     builder = gemini_body if api == "gemini" else openai_body
     payload, entry.answer = builder(mode, parsed, seconds)
-    entry.paid = parsed
+    book.pay(parsed)
     if entry.outcome == "answered":
         entry.outcome = f"answered:{mode}"
     return web.json_response(payload)

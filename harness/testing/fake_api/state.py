@@ -107,7 +107,6 @@ class RequestLog:
     status: int = 200
     outcome: str = "answered"
     answer: str | None = None
-    paid: ParsedRequest | None = field(default=None, repr=False)  # the answered request
 
 
 @dataclass
