@@ -22,7 +22,7 @@ from harness.testing.fake_api.answers import audio_info, digest
 from harness.testing.fake_api.faults import ERROR_MODEL, answer_mode
 from harness.testing.fake_api.gemini import gemini_body
 from harness.testing.fake_api.openai import openai_body
-from harness.testing.fake_api.state import ANSWER_MODES, FakeSettings, ParsedRequest, Reply
+from harness.testing.fake_api.state import ANSWER_MODES, FakeState, ParsedRequest, Reply
 
 
 def paid_key(parsed: ParsedRequest) -> str:
@@ -38,9 +38,10 @@ def paid_key(parsed: ParsedRequest) -> str:
 
 
 def answer_parsed(
-    api: str, parsed: ParsedRequest, settings: FakeSettings
+    api: str, parsed: ParsedRequest, state: FakeState
 ) -> tuple[dict[str, Any], str | None]:
     """The answer body the online endpoint would give (a Reply for an error answer)."""
+    settings = state.settings
     forced = ERROR_MODEL.search(parsed.model)
     if forced:
         raise Reply(int(forced.group(1)), f"the fake server always answers {forced.group(1)}")
@@ -49,7 +50,7 @@ def answer_parsed(
     if mode not in ANSWER_MODES:
         raise Reply(404, f"models/{parsed.model}: unknown answer mode {mode!r}")
     builder = gemini_body if api == "gemini" else openai_body
-    return builder(mode, parsed, seconds)
+    return builder(mode, parsed, seconds, state.cached_tokens(parsed))
 
 
 @dataclass
@@ -95,8 +96,9 @@ class BatchBook:
             self.created += 1
         return job
 
-    def advance(self, job: Job, settings: FakeSettings) -> Job:
+    def advance(self, job: Job, state: FakeState) -> Job:
         """Move a job on: running once seen, answered once its latency has passed."""
+        settings = state.settings
         if job.status == "pending":
             job.status = "running"
         if job.status != "running" or time.time() < job.created + settings.batch_latency_s:
@@ -108,7 +110,7 @@ class BatchBook:
         reached = half if expire else job.requests
         answered = {custom_id for custom_id, _ in reached}
         for custom_id, parsed in job.requests:
-            job.outcome[custom_id] = self._answer(job, custom_id, parsed, settings, answered)
+            job.outcome[custom_id] = self._answer(job, custom_id, parsed, state, answered)
         job.status = "expired" if expire else "completed"
         job.finished = time.time()
         return job
@@ -118,9 +120,10 @@ class BatchBook:
         job: Job,
         custom_id: str,
         parsed: ParsedRequest | Reply,
-        settings: FakeSettings,
+        state: FakeState,
         answered: set[str],
     ) -> tuple[str, Any]:
+        settings = state.settings
         if custom_id not in answered:
             return "expired", None
         if isinstance(parsed, Reply):
@@ -132,7 +135,7 @@ class BatchBook:
         if first and draw < settings.batch_error_rate:
             return "error", Reply(500, "the batch worker failed on this request")
         try:
-            body, _ = answer_parsed(job.api, parsed, settings)
+            body, _ = answer_parsed(job.api, parsed, state)
         except Reply as reply:
             return "error", reply
         self.pay(parsed)

@@ -63,7 +63,7 @@ def parse_gemini(model: str, body: dict[str, Any]) -> ParsedRequest:
 
 
 def gemini_body(
-    mode: str, parsed: ParsedRequest, seconds: float
+    mode: str, parsed: ParsedRequest, seconds: float, cached: int = 0
 ) -> tuple[dict[str, Any], str | None]:
     text = "" if mode in ("blocked", "empty") else answer_text(mode, parsed)
     text_in, audio_in, out = token_usage("gemini", parsed, seconds, text)
@@ -75,6 +75,8 @@ def gemini_body(
             *([{"modality": "AUDIO", "tokenCount": audio_in}] if audio_in else []),
         ],
     }
+    if cached:
+        usage["cachedContentTokenCount"] = cached
     response: dict[str, Any] = {"usageMetadata": usage, "modelVersion": parsed.model}
     if mode == "blocked":
         response["promptFeedback"] = {"blockReason": "SAFETY"}

@@ -135,7 +135,7 @@ def gemini_batch_handlers(state: FakeState, book: BatchBook) -> dict[str, Handle
         job = book.jobs.get(name)
         if job is None:
             return not_found(name)
-        return web.json_response(_operation(book.advance(job, state.settings), book))
+        return web.json_response(_operation(book.advance(job, state), book))
 
     async def listing(request: web.Request) -> web.Response:
         size = int(request.query.get("pageSize", "50"))

@@ -78,7 +78,7 @@ def parse_openai(body: dict[str, Any]) -> ParsedRequest:
 
 
 def openai_body(
-    mode: str, parsed: ParsedRequest, seconds: float
+    mode: str, parsed: ParsedRequest, seconds: float, cached: int = 0
 ) -> tuple[dict[str, Any], str | None]:
     text = "" if mode in ("blocked", "empty") else answer_text(mode, parsed)
     text_in, audio_in, out = token_usage("openai", parsed, seconds, text)
@@ -103,7 +103,7 @@ def openai_body(
             "prompt_tokens": text_in + audio_in,
             "completion_tokens": out,
             "total_tokens": text_in + audio_in + out,
-            "prompt_tokens_details": {"audio_tokens": audio_in, "cached_tokens": 0},
+            "prompt_tokens_details": {"audio_tokens": audio_in, "cached_tokens": cached},
         },
     }, text or None
 

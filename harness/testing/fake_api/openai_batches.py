@@ -173,7 +173,7 @@ def add_openai_batch_routes(
         if job is None:
             return error(404, "No such Batch object")
         finished = job.finished
-        book.advance(job, state.settings)
+        book.advance(job, state)
         if job.finished and not finished:
             _output_files(job, book)
         return web.json_response(_batch_object(job, book))

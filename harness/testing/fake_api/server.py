@@ -201,7 +201,7 @@ async def handle(
     if mode not in ANSWER_MODES:
         raise Reply(404, f"models/{parsed.model}: unknown answer mode {mode!r}")
     builder = gemini_body if api == "gemini" else openai_body
-    payload, entry.answer = builder(mode, parsed, seconds)
+    payload, entry.answer = builder(mode, parsed, seconds, state.cached_tokens(parsed))
     book.pay(parsed)
     if entry.outcome == "answered":
         entry.outcome = f"answered:{mode}"

@@ -66,6 +66,7 @@ class FakeSettings:
     batch_expire_first: int = 0  # the first N jobs expire with half their requests answered
     batch_error_rate: float = 0.0  # share of requests given a 500 line (first time only)
     batch_unreadable_rate: float = 0.0  # share given a cut output line (first time only)
+    prefix_cache: bool = False  # report prompt-prefix cache hits (cached input tokens)
 
     def __post_init__(self) -> None:
         self.faults = expand_faults(self.faults)
@@ -137,11 +138,19 @@ class Reply(Exception):
         self.reason = reason  # Gemini's ErrorInfo reason, e.g. API_KEY_INVALID
 
 
+# Prompt caching as OpenAI describes it: prompts of 1,024 tokens or more, cached in blocks of
+# 128 tokens from the start (Gemini's implicit caching has minimums of 1,024 or 2,048).
+CACHE_MIN_TOKENS = 1024
+CACHE_BLOCK_TOKENS = 128
+CHARS_PER_TOKEN = 4
+
+
 class FakeState:
     """Settings, request log and counters; shared between the server loop and test threads."""
 
     def __init__(self, settings: FakeSettings, max_log: int = 20_000) -> None:
         self.settings = settings
+        self._prefixes: set[str] = set()
         self._lock = threading.Lock()
         self._arrivals: collections.Counter[str] = collections.Counter()
         self._log: collections.deque[RequestLog] = collections.deque(maxlen=max_log)
@@ -152,6 +161,24 @@ class FakeState:
         with self._lock:
             self._arrivals[body_sha] += 1
             return self._arrivals[body_sha]
+
+    def cached_tokens(self, parsed: ParsedRequest) -> int:
+        """Input tokens a prefix cache would serve for this prompt (0 unless `prefix_cache`):
+        the longest run of whole blocks from its start that an earlier prompt shared."""
+        if not self.settings.prefix_cache:
+            return 0
+        text = f"{parsed.model}\0{parsed.system}\0{parsed.user_text}"
+        tokens = len(text) // CHARS_PER_TOKEN
+        if tokens < CACHE_MIN_TOKENS:
+            return 0
+        cached = 0
+        with self._lock:
+            for end in range(CACHE_MIN_TOKENS, tokens + 1, CACHE_BLOCK_TOKENS):
+                prefix = text[: end * CHARS_PER_TOKEN]
+                if prefix in self._prefixes:
+                    cached = end
+                self._prefixes.add(prefix)
+        return cached
 
     def admit(self, now: float) -> float | None:
         """None if the request fits the rpm limit, else the seconds until it would."""
@@ -210,6 +237,7 @@ class FakeState:
 
     def reset(self) -> None:
         with self._lock:
+            self._prefixes.clear()
             self._arrivals.clear()
             self._log.clear()
             self._counts.clear()
