@@ -4,8 +4,6 @@ before anything that depends on the candidate, so an item's requests share that 
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from harness.dataset import Dataset
@@ -33,7 +31,8 @@ def flat(request: ChatRequest) -> str:
 
 
 def shared_prefix(a: str, b: str) -> int:
-    return len(os.path.commonprefix([a, b]))
+    pairs = enumerate(zip(a, b, strict=False))
+    return next((i for i, (x, y) in pairs if x != y), min(len(a), len(b)))
 
 
 @pytest.mark.parametrize(("name", "music"), POINTWISE)
@@ -51,9 +50,7 @@ def test_the_dialogue_is_in_the_prefix_an_items_requests_share(
     )
     calls = VARIANTS[name].prepare(ctx)
     assert len(calls) == 2
-    texts = [
-        flat(ChatRequest(c.prompt.system, c.prompt.parts, c.schema)) for c in calls
-    ]
+    texts = [flat(ChatRequest(c.prompt.system, c.prompt.parts, c.schema)) for c in calls]
     shown = item.dialogue[-1].text if dialogue == "full" else str(item.summary)
     end_of_dialogue = texts[0].index(shown) + len(shown)
     assert shared_prefix(*texts) >= end_of_dialogue
