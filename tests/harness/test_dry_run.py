@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from harness.cache import ResponseCache
 from harness.cli import app
 from harness.config import ExperimentConfig
-from harness.dry_run import SUMMARY_PLACEHOLDER, estimate_run
+from harness.dry_run import SUMMARY_PLACEHOLDER, estimate_run, estimate_table
 from harness.runner import Runner
 from harness.testing.fake_api import FakeServer
 
@@ -217,3 +218,20 @@ def test_summaries_the_cache_holds_count_as_cached(
     assert after.summaries_to_generate == 0
     assert (after.requests, after.cached, after.to_call) == (12, 12, 0)
     assert server.stats()["requests"] == requests  # the dry run called nothing
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_the_dry_run_shows_online_and_batch_cost(
+    tmp_path: Path, tiny_dataset: Path, server: FakeServer, batch: bool
+) -> None:
+    provider = {"name": "gemini", "model": "gemini-2.5-flash", "base_url": server.url}
+    result = estimate(experiment(tiny_dataset, {**provider, "batch": batch}), tmp_path)
+    assert result.usd is not None and result.batch_share == 0.5 and result.batch == batch
+    console = Console(width=250, record=True)
+    console.print(estimate_table([result], None))
+    text = console.export_text()
+    assert "online (USD)" in text and "batch (USD)" in text
+    (row,) = [line for line in text.splitlines() if line.startswith("│ dry ")]
+    assert f"{result.usd:.4f}" in row and f"{result.usd * 0.5:.4f}" in row
+    assert row.rstrip(" │").endswith("*") == batch
+    assert server.stats()["requests"] == 0 and server.stats()["batch_jobs"] == 0

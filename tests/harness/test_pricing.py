@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from harness.errors import ConfigError
 from harness.pricing import PRICES, Price, cost_line, price_for, run_cost
@@ -75,3 +77,79 @@ def test_run_cost_without_a_price_says_why() -> None:
     assert cost_line(cost) is None
     broken = run_cost(ProviderConfig(name="gemini", prices={"in": 1.0}), "gemini-2.5-pro", [])
     assert broken["usd"] is None and "prices" in broken["note"]
+
+
+def paid_record(cache_hit: bool = False, **extra: object) -> Record:
+    return Record(
+        item_id="d1",
+        candidates=["c1"],
+        repeat=0,
+        scores={"c1": 5.0},
+        input_tokens=2_000_000,
+        output_tokens=1_000_000,
+        cache_hit=cache_hit,
+        extra=dict(extra),
+    )
+
+
+def test_batch_and_prompt_cache_discounts_are_broken_out() -> None:
+    prices = config(input=1.0, input_cached=0.25, output=2.0)
+    records = [
+        paid_record(),  # online, no cache: $4
+        paid_record(cached_input_tokens=1_000_000),  # online, half its input cached: $4 - $0.75
+        paid_record(batch="batch_1", cached_input_tokens=1_000_000),  # ($4 - $0.75) / 2
+    ]
+    cost = run_cost(prices, "m", records)
+    assert cost["usd_online"] == pytest.approx(12.0)
+    assert cost["cache_discount"] == pytest.approx(1.5)
+    assert cost["batch_discount"] == pytest.approx(3.25 / 2)
+    assert cost["usd"] == pytest.approx(12.0 - 1.5 - 3.25 / 2)
+    assert cost["usage"]["cached_input_tokens"] == 2_000_000
+    assert cost["usage"]["batch_calls"] == 1
+    line = cost_line(cost)
+    assert line is not None and "batch and" in line and "prompt cache discount" in line
+
+
+def test_without_a_cached_rate_no_cache_discount_is_claimed() -> None:
+    cost = run_cost(config(input=1.0, output=2.0), "m", [paid_record(cached_input_tokens=10**6)])
+    assert cost["cache_discount"] == 0.0 and cost["usd"] == cost["usd_online"]
+
+
+def test_a_batch_share_above_one_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"prices\.batch"):
+        price_for(config(input=1.0, output=2.0, batch=1.5), "m")
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 10**6),
+            st.integers(0, 10**6),
+            st.integers(0, 2 * 10**6),
+            st.booleans(),
+        ),
+        max_size=20,
+    ),
+    st.floats(0.0, 1.0),
+)
+def test_discounts_never_exceed_the_online_cost(
+    calls: list[tuple[int, int, int, bool]], share: float
+) -> None:
+    prices = config(input=1.0, input_cached=0.1, output=3.0, batch=share)
+    records = [
+        Record(
+            item_id="d",
+            candidates=["c"],
+            repeat=0,
+            scores={},
+            input_tokens=tokens_in,
+            output_tokens=tokens_out,
+            extra={"cached_input_tokens": cached, **({"batch": "b"} if batch else {})},
+        )
+        for tokens_in, tokens_out, cached, batch in calls
+    ]
+    cost = run_cost(prices, "m", records)
+    assert 0.0 <= cost["usd"] <= cost["usd_online"] + 1e-9
+    assert cost["usd"] == pytest.approx(
+        cost["usd_online"] - cost["cache_discount"] - cost["batch_discount"], abs=1e-5
+    )
