@@ -29,6 +29,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "memory": ("bench.memory", "(5) peak RSS, 4,800 calls over 1,000 10-second clips"),
     "inspect": ("bench.vs_inspect", "(6) the 4,800-call workload through inspect_ai and bgm-judge"),
     "musicnn": ("bench.musicnn_speed", "(7) musicnn tags/s on CPU, port vs TensorFlow"),
+    "batch_cost": (
+        "bench.batch_cost",
+        "(8) cost of 1,200 items x 4 online, with prefix caching and in batches; batch round trip",
+    ),
 }
 
 

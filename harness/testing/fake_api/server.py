@@ -329,6 +329,12 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, FakeS
     parser.add_argument("--rpm", type=float, default=None, help="requests-per-minute limit")
     parser.add_argument("--answer", default="score", choices=ANSWER_MODES)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--prefix-cache", action="store_true", help="report prompt-prefix cache hits"
+    )
+    parser.add_argument(
+        "--batch-latency", type=float, default=0.0, help="seconds a batch job stays pending"
+    )
     parser.add_argument("--verbose", action="store_true", help="log every request")
     args = parser.parse_args(argv)
     settings = FakeSettings(
@@ -341,6 +347,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, FakeS
         rpm=args.rpm,
         answer=args.answer,
         seed=args.seed,
+        prefix_cache=args.prefix_cache,
+        batch_latency_s=args.batch_latency,
     )
     return args, settings
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import hashlib
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -164,10 +165,17 @@ class FakeState:
 
     def cached_tokens(self, parsed: ParsedRequest) -> int:
         """Input tokens a prefix cache would serve for this prompt (0 unless `prefix_cache`):
-        the longest run of whole blocks from its start that an earlier prompt shared."""
+        the longest run of whole blocks from its start that an earlier prompt shared (a clip
+        counts by its bytes, so requests for different clips part at the first clip)."""
         if not self.settings.prefix_cache:
             return 0
-        text = f"{parsed.model}\0{parsed.system}\0{parsed.user_text}"
+        pieces = parsed.user_text.split("<audio>")
+        clips = [hashlib.sha256(data.encode()).hexdigest()[:16] for data, _ in parsed.audio]
+        user = pieces[0] + "".join(
+            f"<audio {clips[i] if i < len(clips) else i}>{piece}"
+            for i, piece in enumerate(pieces[1:])
+        )
+        text = f"{parsed.model}\0{parsed.system}\0{user}"
         tokens = len(text) // CHARS_PER_TOKEN
         if tokens < CACHE_MIN_TOKENS:
             return 0
