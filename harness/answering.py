@@ -297,7 +297,12 @@ class Asked(Generic[P]):
                 setattr(self, name, (getattr(self, name) or 0) + answer[name])
         self.latency_s = answer.get("latency_s")
         if answer.get("extra"):
+            # summed like input_tokens, so that the cost prices every attempt's cached tokens
+            cached = int(self.extra.get("cached_input_tokens") or 0)
             self.extra.update(answer["extra"])
+            cached += int(answer["extra"].get("cached_input_tokens") or 0)
+            if cached:
+                self.extra["cached_input_tokens"] = cached
 
 
 def reask_request(request: ChatRequest, answer: str, reason: str) -> ChatRequest:

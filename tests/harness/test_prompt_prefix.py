@@ -4,9 +4,12 @@ before anything that depends on the candidate, so an item's requests share that 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from harness.dataset import Dataset
+from harness.fewshot import load_examples
 from harness.types import AudioRef, ChatRequest
 from harness.variants import VARIANTS, PromptContext
 from tests.harness.test_prompts import write_prompt_dataset
@@ -14,7 +17,7 @@ from tests.harness.test_prompts import write_prompt_dataset
 POINTWISE = [
     (name, music)
     for name, variant in VARIANTS.items()
-    if variant.mode == "pointwise" and not variant.uses_examples and name != "describe"
+    if variant.mode == "pointwise" and name != "describe"
     for music in (("audio", "caption") if variant.sends_audio else ("caption",))
 ]
 
@@ -41,18 +44,25 @@ def test_the_dialogue_is_in_the_prefix_an_items_requests_share(
     dataset: Dataset, name: str, music: str, dialogue: str
 ) -> None:
     item = dataset.item("t1")
+    variant = VARIANTS[name]
+    options = {"example_ids": ["e1"]} if variant.uses_examples else {}
+    examples = load_examples(options, dataset.root) if variant.uses_examples else ()
     ctx = PromptContext(
         item=item,
         clips=dataset.clips,
         dialogue_mode=dialogue,  # type: ignore[arg-type]
         music_mode=music,  # type: ignore[arg-type]
         summary=item.summary if dialogue == "summary" else None,
+        options=options,
+        examples=tuple(
+            replace(e, summary=e.item.summary if dialogue == "summary" else None) for e in examples
+        ),
     )
-    calls = VARIANTS[name].prepare(ctx)
+    calls = variant.prepare(ctx)
     assert len(calls) == 2
     texts = [flat(ChatRequest(c.prompt.system, c.prompt.parts, c.schema)) for c in calls]
     shown = item.dialogue[-1].text if dialogue == "full" else str(item.summary)
-    end_of_dialogue = texts[0].index(shown) + len(shown)
+    end_of_dialogue = texts[0].rindex(shown) + len(shown)
     assert shared_prefix(*texts) >= end_of_dialogue
     assert any(isinstance(p, AudioRef) for c in calls for p in c.prompt.parts) == (
         music == "audio" and VARIANTS[name].sends_audio
@@ -61,4 +71,4 @@ def test_the_dialogue_is_in_the_prefix_an_items_requests_share(
 
 def test_every_pointwise_variant_is_checked() -> None:
     checked = {name for name, _ in POINTWISE}
-    assert {"zero_shot", "cot", "text_only", "rubric"} <= checked
+    assert {"zero_shot", "cot", "text_only", "rubric", "few_shot"} <= checked

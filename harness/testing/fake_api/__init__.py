@@ -18,6 +18,13 @@ closely enough for the real SDKs, answers a deterministic score derived from the
 - model names: one containing `error-<status>` (e.g. `error-404`) is always answered with
   that status, one containing `answer-<mode>` (e.g. `fake-answer-malformed`) with that mode.
 
+It also speaks both batch APIs: OpenAI's `POST /v1/files`, `/v1/batches` (create, retrieve,
+list, cancel) with output and error files, and Gemini's `:batchGenerateContent` with
+`/{version}/batches/{id}`; jobs stay pending `batch_latency_s`, and `batch_expire_first`,
+`batch_error_rate` and `batch_unreadable_rate` expire jobs, give error lines and cut output
+lines. With `prefix_cache` it reports cached input tokens (prompt-prefix caching), and it
+counts every paid request (answered online or in a job) to show any paid twice.
+
 Every request is recorded (model, arrival count of its body, audio present and decodable,
 JSON mode asked for, headers with keys redacted) and counted; `GET /_stats` and
 `GET /_requests` expose that, `POST /_settings` changes the settings, `POST /_reset` clears.
