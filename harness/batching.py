@@ -96,9 +96,10 @@ class BatchCollector:
             try:
                 await self._settle(taken)
             except ProviderError as exc:
-                _fail(taken, exc)
+                _fail(self._resolve_cached(taken), exc)  # answers already stored still count
             except Exception as exc:  # a bug must fail the requests, not hang the run
-                _fail(taken, ProviderError(f"{type(exc).__name__}: {exc}", transient=False))
+                error = ProviderError(f"{type(exc).__name__}: {exc}", transient=False)
+                _fail(self._resolve_cached(taken), error)
 
     async def _settle(self, taken: Pending) -> None:
         if not self._attached:
@@ -174,9 +175,16 @@ class BatchCollector:
                 continue
             if entry.batch_id is None:
                 self.ledger.submitted(entry.label, batch_id)
-            self.stats.attached += 1
             self._say(f"attaching to {batch_id} ({len(entry.keys)} requests), sent earlier")
-            await self._follow(entry.label, batch_id, len(entry.keys))
+            try:
+                await self._follow(entry.label, batch_id, len(entry.keys))
+            except ProviderError as exc:
+                if exc.kind != "not_found":
+                    raise  # e.g. a refused key: the job may still answer once it is fixed
+                self.ledger.abandoned(entry.label)
+                self._say(f"{batch_id} is unknown to the server ({exc}); its requests go again")
+                continue
+            self.stats.attached += 1
 
     async def _run_job(self, chunk: list[tuple[str, ChatRequest]]) -> BatchResults:
         label = f"bgm-judge-{uuid.uuid4().hex[:16]}"

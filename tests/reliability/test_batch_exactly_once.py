@@ -179,3 +179,22 @@ def test_a_permanent_error_line_fails_its_request_without_resubmitting(
         stats = server.stats()
     assert not result.complete and result.stats.error_kinds["bad_request"] == 8
     assert stats["batch_jobs"] == 1 and stats["paid_requests"] == 0
+
+
+def test_a_job_the_server_does_not_know_is_abandoned_not_fatal(
+    make_dataset: MakeDataset, tmp_path: Path
+) -> None:
+    dataset = make_dataset(n_items=2)
+    folder = tmp_path / "results" / "batch"
+    folder.mkdir(parents=True)
+    events = [
+        {"event": "submitting", "label": "gone", "keys": ["k"], "api": "OpenAI Batch API"},
+        {"event": "submitted", "label": "gone", "id": "batch_gone"},
+    ]
+    (folder / "batches.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    with FakeServer(fast_settings()) as server:
+        result = run(write(tmp_path / "exp.yaml", dataset, server, "openai-compatible"), tmp_path)
+        stats = server.stats()
+    assert result.complete and stats["batch_jobs"] == 1 and stats["paid_requests"] == 8
+    assert {"event": "abandoned", "label": "gone"}.items() <= ledger(tmp_path)[2].items()
+    assert result.stats.batch is not None and result.stats.batch["attached"] == 0
