@@ -162,3 +162,23 @@ def test_a_list_of_base_urls_is_refused_with_batch(tmp_path: Path) -> None:
         )
     assert done.returncode == 2
     assert "batch: true sends each batch to one server" in done.stderr
+
+
+def test_requests_are_split_into_jobs_within_the_api_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from providers.openai_batch import OpenAIBatchApi
+
+    monkeypatch.setattr(OpenAIBatchApi, "max_requests", 3)
+    dataset = write_dataset(tmp_path / "data", n_items=2)
+    with FakeServer(fast_settings()) as server:
+        result = run(
+            experiment(tmp_path / "exp.yaml", dataset, server, **BATCH),
+            tmp_path / "cache",
+            tmp_path / "results",
+        )
+        stats = server.stats()
+    assert result.complete and stats["batch_jobs"] == 3 and stats["paid_requests"] == 8
+    jobs = [e for e in read_jsonl(tmp_path / "results" / "batch" / "batches.jsonl")]
+    sizes = [len(e["keys"]) for e in jobs if e["event"] == "submitting"]
+    assert sorted(sizes) == [2, 3, 3]
