@@ -13,6 +13,7 @@ from typing import Protocol
 
 from google.genai import Client, errors, types
 
+from harness.audio import encode_wav
 from harness.types import AudioRef, ChatRequest, ChatResponse, ProviderError
 from providers._api import MALFORMED_ANSWER_ERRORS, malformed_answer, transport_error
 from providers.base import chat_answer
@@ -73,8 +74,6 @@ class GeminiBatchApi(BatchApi):
         return text + schema + audio * 4 // 3 + REQUEST_OVERHEAD
 
     def _audio_bytes(self, ref: AudioRef) -> int:
-        from harness.audio import encode_wav
-
         return len(encode_wav(ref.path, self.judge.sample_rate))
 
     def _inlined(self, custom_id: str, request: ChatRequest) -> types.InlinedRequest:
