@@ -59,8 +59,9 @@ class RunStats:
         return f"{exc.kind}: {message}"
 
     def to_json(self) -> dict[str, Any]:
+        left_out = {"error_kinds"} | ({"batch"} if self.batch is None else set())
         return {
-            **{k: v for k, v in self.__dict__.items() if k != "error_kinds"},
+            **{k: v for k, v in self.__dict__.items() if k not in left_out},
             "error_kinds": dict(self.error_kinds),
         }
 
