@@ -297,13 +297,19 @@ class Asked(Generic[P]):
             if answer.get(name) is not None:
                 setattr(self, name, (getattr(self, name) or 0) + answer[name])
         self.latency_s = answer.get("latency_s")
-        if answer.get("extra"):
-            # summed like input_tokens, so that the cost prices every attempt's cached tokens
-            cached = int(self.extra.get("cached_input_tokens") or 0)
-            self.extra.update(answer["extra"])
-            cached += int(answer["extra"].get("cached_input_tokens") or 0)
-            if cached:
-                self.extra["cached_input_tokens"] = cached
+        extra = answer.get("extra") or {}
+        for name, value in extra.items():
+            before = self.extra.get(name)
+            if _is_count(name, value) and _is_count(name, before):
+                # summed like input_tokens: the cost prices every attempt's audio, cached
+                # and reasoning tokens, not only the last one's
+                self.extra[name] = before + value
+            else:
+                self.extra[name] = value
+
+
+def _is_count(name: str, value: Any) -> bool:
+    return name.endswith("_tokens") and isinstance(value, int) and not isinstance(value, bool)
 
 
 def reask_request(request: ChatRequest, answer: str, reason: str) -> ChatRequest:

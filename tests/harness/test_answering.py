@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from harness.answering import Answerer, RunStats
+from harness.answering import Answerer, RunStats, ask_until_parsed
 from harness.cache import ResponseCache
 from harness.types import ChatRequest, ChatResponse, ProviderConfig, ProviderError
 from providers import Judge
@@ -36,6 +36,32 @@ def answerer(judge: Judge, tmp_path: Path, **settings: Any) -> tuple[Answerer, R
     cache = ResponseCache(tmp_path / "cache")
     config = ProviderConfig(name="scripted", retry_wait_s=0.001, retry_max_wait_s=0.01, **settings)
     return Answerer(judge, config, cache, RunStats()), cache
+
+
+class UsageJudge(ScriptedJudge):
+    """Answers from the script with audio, cached and reasoning token counts in `extra`."""
+
+    async def generate(self, request: ChatRequest) -> ChatResponse:
+        response = await super().generate(request)
+        extra = {"input_audio_tokens": 100, "cached_input_tokens": 40, "reasoning_tokens": 7}
+        return ChatResponse(text=response.text, input_tokens=150, output_tokens=9, extra=extra)
+
+
+class Parsed:
+    def __init__(self, text: str) -> None:
+        self.error = None if text == "good" else "not good"
+
+
+def test_every_token_count_is_summed_over_re_asks(tmp_path: Path) -> None:
+    """A re-asked call pays for every attempt: its audio tokens too, not only the last's."""
+    judge = UsageJudge(["bad", "bad", "good"])
+    calls, _ = answerer(judge, tmp_path)
+    asked = asyncio.run(ask_until_parsed(calls, "k", REQUEST, Parsed, reask=2))
+    assert judge.calls == 3 and asked.text == "good"
+    assert (asked.input_tokens, asked.output_tokens) == (450, 27)
+    assert asked.extra["input_audio_tokens"] == 300
+    assert asked.extra["cached_input_tokens"] == 120
+    assert asked.extra["reasoning_tokens"] == 21
 
 
 def test_identical_requests_in_flight_are_paid_once(tmp_path: Path) -> None:
