@@ -44,11 +44,12 @@ def write_run_report(
     human: Mapping[str, Any] | None = None,
 ) -> None:
     provider = config.provider
+    prompt = f"`{config.prompt}`" if config.kind == "judge" else "none (a scorer)"
     lines = [
         f"# {config.name}",
         "",
         f"- provider: `{provider.name}`, model `{provider.model or 'default'}`",
-        f"- prompt: `{config.prompt}`; inputs: dialogue `{config.inputs.dialogue}`, music `{config.inputs.music}`"
+        f"- prompt: {prompt}; inputs: dialogue `{config.inputs.dialogue}`, music `{config.inputs.music}`"
         + (", the item's context audio" if config.inputs.context_audio else ""),
         f"- dataset: `{config.dataset}`; repeats: {config.repeats}; missing scores: `{metrics['missing_policy']}`",
         *(f"- endpoint {mark}: **{UNOFFICIAL_NOTE}**" for mark in unofficial_endpoints(stats)),

@@ -248,3 +248,19 @@ def test_one_task_renews_every_claim_a_long_call_holds(
     assert len(judge.calls) == 12 and result.complete
     keys = set(renewed)
     assert len(keys) == 12 and all(renewed.count(k) >= 2 for k in keys)
+
+
+def test_a_scorers_report_names_no_prompt(tiny_dataset: Path, tmp_path: Path) -> None:
+    """A scorer reads no prompt, so its report.md must not claim one."""
+    config = ExperimentConfig(
+        name="s", dataset=tiny_dataset, provider=provider_config(name="random"), n_bootstrap=50
+    )
+    cache = ResponseCache(tmp_path / "cache")
+    try:
+        runner = Runner(config, cache=cache, results_dir=tmp_path / "results", show_progress=False)
+        result = asyncio.run(runner.run())
+    finally:
+        cache.close()
+    report = (result.out_dir / "report.md").read_text()
+    assert "- prompt: none (a scorer)" in report
+    assert "zero_shot" not in report
