@@ -81,6 +81,12 @@ class RerankCalls(CallPlan):
                         narrowed, repeat, dataset, summary_of, examples
                     )
 
+    def dry_run_calls(
+        self, dataset: Dataset, summary_of: SummaryOf, cache: ResponseCache
+    ) -> Iterator[Call]:
+        """The judge's requests: the retriever, a local scorer, has already run for free."""
+        return (c for c in self.calls(dataset, summary_of) if isinstance(c.request, ChatRequest))
+
     async def record(self, call: Call, answerer: Answerer) -> Record:
         if isinstance(call.request, ChatRequest):
             return await self.judge.record(call, answerer)

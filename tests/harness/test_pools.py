@@ -14,10 +14,12 @@ import numpy as np
 import pytest
 import soundfile
 
+from harness.cache import ResponseCache
 from harness.config import ExperimentConfig
+from harness.dry_run import estimate_run
 from harness.errors import HarnessError
 from harness.records import Record
-from harness.runner import RunResult
+from harness.runner import Runner, RunResult
 from harness.testing.fake_api import FakeServer, FakeSettings
 from tests.conftest import run_config, write_pool_dataset
 
@@ -171,6 +173,31 @@ def test_rerank_orders_only_the_retrievers_top(
         tmp_path, pool, judge("gemini", server), rerank={"retriever": retriever, "top": 10}
     )
     assert again.stats.model_calls == 0
+
+
+def test_the_dry_run_of_a_rerank_counts_the_judges_requests_only(
+    tmp_path: Path, pool: Path, server: FakeServer
+) -> None:
+    """The retriever is a local scorer the dry run runs for free: its records are not
+    requests, and are not reported as cached ones."""
+    config = ExperimentConfig.model_validate(
+        {
+            "name": "pool",
+            "dataset": str(pool),
+            "provider": judge("gemini", server),
+            "prompt": "listwise",
+            "inputs": {"dialogue": "query", "music": "caption"},
+            "rerank": {"retriever": {"name": "random", "seed": 3}, "top": 10},
+        }
+    )
+    cache = ResponseCache(tmp_path / "cache")
+    try:
+        runner = Runner(config, cache=cache, results_dir=tmp_path / "r", show_progress=False)
+        estimate = estimate_run(runner, output_tokens=10, write=False)
+    finally:
+        cache.close()
+    assert (estimate.requests, estimate.cached) == (N_ITEMS, 0)
+    assert server.requests() == []
 
 
 @pytest.mark.parametrize(("dialogue", "query_shown"), [("none", False), ("query", True)])
