@@ -41,6 +41,7 @@ class BatchStats:
     batches: int = 0  # jobs submitted by this run
     requests: int = 0  # requests sent in them
     attached: int = 0  # jobs of an earlier run this run followed instead of resubmitting
+    answered_attached: int = 0  # answers from those jobs (paid by the earlier run)
     answered: int = 0  # answers received from jobs (attached ones included)
     resubmitted: int = 0  # requests sent again after a job did not answer them
     answered_online: int = 0  # requests answered online after a job did not (fallback)
@@ -177,7 +178,7 @@ class BatchCollector:
                 self.ledger.submitted(entry.label, batch_id)
             self._say(f"attaching to {batch_id} ({len(entry.keys)} requests), sent earlier")
             try:
-                await self._follow(entry.label, batch_id, len(entry.keys))
+                results = await self._follow(entry.label, batch_id, len(entry.keys))
             except ProviderError as exc:
                 if exc.kind != "not_found":
                     raise  # e.g. a refused key: the job may still answer once it is fixed
@@ -185,6 +186,7 @@ class BatchCollector:
                 self._say(f"{batch_id} is unknown to the server ({exc}); its requests go again")
                 continue
             self.stats.attached += 1
+            self.stats.answered_attached += len(results.answers)
 
     async def _run_job(self, chunk: list[tuple[str, ChatRequest]]) -> BatchResults:
         label = f"bgm-judge-{uuid.uuid4().hex[:16]}"

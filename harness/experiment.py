@@ -72,9 +72,12 @@ def run_all(
     for result in results:
         stats = result.stats
         repaired = stats.cache_repaired
+        earlier = (stats.batch or {}).get("answered_attached", 0)
         console.print(
             f"[dim]{result.config.name}: {stats.calls} calls ({stats.model_calls} to the model, "
-            f"{stats.cache_hits} cached), {stats.errors} failed, {stats.parse_failures} "
+            f"{stats.cache_hits} cached"
+            + (f", {earlier} from batch jobs sent earlier" if earlier else "")
+            + f"), {stats.errors} failed, {stats.parse_failures} "
             f"unparsable, {stats.wall_s:.1f} s"
             + (f"; {repaired} damaged cache entries were asked again" if repaired else "")
             + "[/]"

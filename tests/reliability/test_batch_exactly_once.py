@@ -97,6 +97,9 @@ def test_kill_while_polling_then_resume_pays_nothing_twice(
     run_json = json.loads((tmp_path / "results" / "batch" / "run.json").read_text())
     assert run_json["batch"]["attached"] == 1 and run_json["errors"] == 0
     assert run_json["batch"]["batches"] == 0  # this run submitted none
+    assert run_json["batch"]["answered_attached"] == 4 * N_ITEMS
+    # the run's line says where its answers came from: not the model, not the cache
+    assert f"cached, {4 * N_ITEMS} from batch jobs sent earlier)" in resumed.stdout + resumed.stderr
 
 
 @pytest.mark.parametrize("provider", ["openai-compatible", "gemini"])
