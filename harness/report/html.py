@@ -73,7 +73,8 @@ def _score_text(value: float) -> str:
 
 def item_data(runs: list[RunData]) -> list[dict[str, Any]]:
     """Items of the first run's dataset that any run scored, in dataset order, as the page
-    script reads them; candidates in the human's order (unranked ones last)."""
+    script reads them; candidates in the human's order, or gold first where items name
+    relevant candidates instead of a ranking."""
     reference = runs[0].dataset
     hits = [run.per_item()["hit@1"] for run in runs]
     grouped: list[dict[str, list[Record]]] = []
@@ -97,18 +98,19 @@ def item_data(runs: list[RunData]) -> list[dict[str, Any]]:
                     scores = np.full(len(item.candidates), np.nan)
                 best = np.nanmax(scores) if np.isfinite(scores).any() else np.nan
                 value = float(scores[pos])
-                cells.append({"score": _score_text(value), "top": bool(value == best)})
+                cells.append([_score_text(value), int(value == best)])  # compact: 100s a page
             clip = reference.clips.get(cid)
-            candidates.append(
-                {
-                    "id": cid,
-                    "caption": clip.text if clip else "",
-                    "rank": ranking.index(cid) + 1 if cid in ranking else None,
-                    "relevance": relevance.get(cid),
-                    "cells": cells,
-                }
-            )
-        candidates.sort(key=lambda c: (c["rank"] is None, c["rank"] or 0))
+            candidate: dict[str, Any] = {
+                "id": cid,
+                "caption": clip.text if clip else "",
+                "rank": ranking.index(cid) + 1 if cid in ranking else None,
+                "cells": cells,
+            }
+            if relevance.get(cid):
+                candidate["relevance"] = relevance[cid]
+            candidates.append(candidate)
+        # the human's order; else the gold first (most relevant first), else dataset order
+        candidates.sort(key=lambda c: (c["rank"] is None, c["rank"] or 0, -c.get("relevance", 0)))
         views = [
             asdict(view)
             for run, by_item in zip(runs, grouped, strict=True)
