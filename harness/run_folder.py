@@ -13,26 +13,12 @@ import yaml
 from harness.config import ExperimentConfig
 from harness.errors import HarnessError
 from harness.secrets import scrub_value
+from harness.types import NON_IDENTITY_FIELDS
+from providers.batch import BATCH_KEYS
 
-# Settings that change how a run goes or how it is shown, never its records or metrics.
-NOT_RESULTS = frozenset(
-    {
-        "label",
-        "max_concurrency",
-        "rpm",
-        "max_attempts",
-        "max_retry_time_s",
-        "retry_wait_s",
-        "retry_max_wait_s",
-        "timeout_s",
-        "prices",
-        "batch",
-        "batch_fallback",
-        "batch_poll_s",
-        "batch_collect_s",
-        "batch_rounds",
-    }
-)
+# Settings that change how a run goes or how it is shown, never its records or metrics: those
+# kept out of the cache key, except `reask` (it decides how many answers stay unparsable).
+NOT_RESULTS = (NON_IDENTITY_FIELDS - {"reask"}) | BATCH_KEYS
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:

@@ -24,23 +24,11 @@ from harness.audio import encode_wav
 from harness.errors import ConfigError
 from harness.secrets import register, scrub
 from harness.types import AudioRef, ProviderConfig, ProviderError
-from providers.batch import BatchSettings
+from providers.batch import BATCH_KEYS, BatchSettings
 
 # Settings of these providers that never change an answer (kept out of the cache key); the
 # base URL enters the key as the effective URL (or `endpoint_id`), see `answer_identity`.
-NON_ANSWER_KEYS = frozenset(
-    {
-        "api_key_env",
-        "endpoint_id",
-        "http_client",
-        "base_url",
-        "batch",
-        "batch_fallback",
-        "batch_poll_s",
-        "batch_collect_s",
-        "batch_rounds",
-    }
-)
+NON_ANSWER_KEYS = frozenset({"api_key_env", "endpoint_id", "http_client", "base_url"}) | BATCH_KEYS
 
 
 class ApiOptions(ProviderConfig):

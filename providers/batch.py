@@ -15,6 +15,12 @@ from typing import Any, ClassVar, Literal
 
 from harness.types import ChatRequest, ProviderError
 
+# The `batch*` keys of a provider block: how a run's requests travel, never what a model
+# answers or what a run measures.
+BATCH_KEYS = frozenset(
+    {"batch", "batch_fallback", "batch_poll_s", "batch_collect_s", "batch_rounds"}
+)
+
 
 @dataclass(frozen=True)
 class BatchSettings:
