@@ -1,10 +1,11 @@
-"""Shared fixtures: a tiny dataset written on the fly with synthesised audio, and a run of
-an experiment config into a work folder."""
+"""Shared fixtures: a tiny dataset written on the fly with synthesised audio, a run of an
+experiment config into a work folder, fake API keys and the local fake API server."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from harness.cache import ResponseCache
 from harness.config import ExperimentConfig
 from harness.records import Record, read_records
 from harness.runner import Runner, RunResult
+from harness.testing.fake_api import FakeServer
 from providers import Provider
 
 SAMPLE_RATE = 16000
@@ -136,3 +138,19 @@ def write_pool_dataset(
     (root / "clips.jsonl").write_text("".join(json.dumps(c) + "\n" for c in clips))
     (root / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
     return root
+
+
+@pytest.fixture
+def api_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fake API keys, and no endpoint or key from the environment that runs the tests."""
+    for name in ("GEMINI_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.setenv(name, "sk-fake-test-key")
+    for name in ("GOOGLE_API_KEY", "GEMINI_BASE_URL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    """The local fake Gemini/OpenAI API, answering in the providers' wire formats."""
+    with FakeServer() as running:
+        yield running

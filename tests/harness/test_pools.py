@@ -6,7 +6,6 @@ the query side within a budget; and inputs refused before any call."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,22 +22,11 @@ from harness.runner import Runner, RunResult
 from harness.testing.fake_api import FakeServer, FakeSettings
 from tests.conftest import run_config, write_pool_dataset
 
-pytestmark = pytest.mark.filterwarnings("ignore:Inheritance class Aiohttp:DeprecationWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:Inheritance class Aiohttp:DeprecationWarning"),
+    pytest.mark.usefixtures("api_keys"),
+]
 N_ITEMS, POOL = 3, 100
-
-
-@pytest.fixture(autouse=True)
-def keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("GEMINI_API_KEY", "OPENAI_API_KEY"):
-        monkeypatch.setenv(name, "sk-fake-pool-test-key")
-    for name in ("GOOGLE_API_KEY", "GEMINI_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    with FakeServer() as running:
-        yield running
 
 
 @pytest.fixture

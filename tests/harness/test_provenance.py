@@ -8,7 +8,6 @@ from __future__ import annotations
 import csv
 import json
 import re
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -24,21 +23,10 @@ from providers import create_provider
 
 runner = CliRunner()
 # google-genai subclasses aiohttp.ClientSession, which aiohttp frowns on; nothing to act on here.
-pytestmark = pytest.mark.filterwarnings("ignore:Inheritance class Aiohttp:DeprecationWarning")
-
-
-@pytest.fixture(autouse=True)
-def api_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GEMINI_API_KEY", "fake-key")
-    monkeypatch.setenv("OPENAI_API_KEY", "fake-key")
-    for name in ("GOOGLE_API_KEY", "GEMINI_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    with FakeServer() as running:
-        yield running
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:Inheritance class Aiohttp:DeprecationWarning"),
+    pytest.mark.usefixtures("api_keys"),
+]
 
 
 def run_experiment(tmp_path: Path, dataset: Path, provider: str, name: str = "t") -> Path:

@@ -5,7 +5,6 @@ success@K, the dry run, and inputs refused before any call."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,10 @@ from harness.runner import Runner
 from harness.testing.fake_api import FakeServer
 from tests.conftest import run_config
 
-pytestmark = pytest.mark.filterwarnings("ignore:Inheritance class Aiohttp:DeprecationWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:Inheritance class Aiohttp:DeprecationWarning"),
+    pytest.mark.usefixtures("api_keys"),
+]
 N_ITEMS, POOL = 3, 30
 ASPECTS = ["piano", "strings", "drums", "slow tempo", "fast tempo", "calm", "sad", "guitar"]
 
@@ -277,20 +279,6 @@ def test_success_is_one_minus_the_product_of_misses() -> None:
 
 
 # ------------------------------------------------------------------ judges through both SDKs
-@pytest.fixture(autouse=True)
-def keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("GEMINI_API_KEY", "OPENAI_API_KEY"):
-        monkeypatch.setenv(name, "sk-fake-refine-test-key")
-    for name in ("GOOGLE_API_KEY", "GEMINI_BASE_URL", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    with FakeServer() as running:
-        yield running
-
-
 def api(name: str, server: FakeServer) -> dict[str, Any]:
     block: dict[str, Any] = {"name": name, "max_concurrency": 4, "retry_wait_s": 0.02}
     if name == "gemini":

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -117,12 +116,6 @@ def independent_expected(raw: str, api: str, splits_digits: bool) -> float:
         whole = {v: p for v, p in whole.items() if v != lone_one}
     mean = sum(v * p for v, p in whole.items()) / sum(whole.values())
     return mean + sum(d * p for d, p in digits.items()) / 10
-
-
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    with FakeServer() as running:
-        yield running
 
 
 @pytest.mark.parametrize(

@@ -83,12 +83,6 @@ def gemini_body(freq: float = 440.0, schema: dict[str, Any] | None = None) -> di
 
 
 @pytest.fixture
-def server() -> Iterator[FakeServer]:
-    with FakeServer() as running:
-        yield running
-
-
-@pytest.fixture
 def http() -> Iterator[httpx.Client]:
     with httpx.Client(timeout=10.0) as client:
         yield client
