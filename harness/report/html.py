@@ -89,14 +89,16 @@ def item_data(runs: list[RunData]) -> list[dict[str, Any]]:
             continue
         ranking = list(item.human_ranking or [])
         relevance = item.relevance if item.relevance_form else {}
+        per_run = []  # each run's scores of the item and its best score, once per item
+        for run in runs:
+            scores = run.scores.get(item.id)
+            if scores is None or len(scores) != len(item.candidates):
+                scores = np.full(len(item.candidates), np.nan)
+            per_run.append((scores, np.nanmax(scores) if np.isfinite(scores).any() else np.nan))
         candidates = []
         for pos, cid in enumerate(item.candidates):
             cells = []
-            for run in runs:
-                scores = run.scores.get(item.id)
-                if scores is None or len(scores) != len(item.candidates):
-                    scores = np.full(len(item.candidates), np.nan)
-                best = np.nanmax(scores) if np.isfinite(scores).any() else np.nan
+            for scores, best in per_run:
                 value = float(scores[pos])
                 cells.append([_score_text(value), int(value == best)])  # compact: 100s a page
             clip = reference.clips.get(cid)
