@@ -1,31 +1,42 @@
-# Set-up is two commands: `make experiment` and `make test`. Each creates .venv and
-# installs what it needs on first use (torch pinned to the CPU build these machines carry).
+# Set-up is two commands: `make experiment` and `make test`. Each creates .venv and installs
+# exactly what requirements/lock.txt pins (every extra included) on first use; `make lock`
+# rewrites the lock from pyproject.toml's ranges, `make test-latest` tries the newest releases.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 EXP ?= quickstart
-TORCH ?= torch==2.13.0
-# Modules are compiled when first imported, not all at install (halves a cold install).
-PIP := $(BIN)/pip install --quiet --no-compile
+UV_VERSION := 0.13.9
+LOCK := requirements/lock.txt
+NO_DEPS := requirements/no-deps.txt
+# The CPU build of torch lies on these machines as a file; elsewhere set TORCH_WHEELS to a
+# folder (or --find-links page) holding torch-2.13.0+cpu.
+TORCH_WHEELS ?= /opt/wheels
+UV_SOURCES := $(if $(wildcard $(TORCH_WHEELS)),--find-links $(TORCH_WHEELS))
+LOCK_FLAGS := --all-extras --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
+	--generate-hashes --no-header -c requirements/constraints.txt $(UV_SOURCES)
 
-.PHONY: experiment test lint report bench sample-audio install install-dev clean
+.PHONY: experiment test test-fast test-latest lint report bench sample-audio install install-dev \
+	lock clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed-run: pyproject.toml | $(BIN)/python
-	$(PIP) $(TORCH)
-	$(PIP) -e '.[all]'
-	$(PIP) --no-deps musicnn==0.1.0
-	$(PIP) --no-deps msclap==1.3.4 torchlibrosa==0.1.0
+$(BIN)/uv: | $(BIN)/python
+	$(BIN)/pip install --quiet uv==$(UV_VERSION)
+
+# One environment for running and developing: the lock names every package of every extra.
+$(VENV)/.installed: $(LOCK) $(NO_DEPS) pyproject.toml | $(BIN)/uv
+	$(BIN)/uv pip sync --quiet --python $(BIN)/python $(UV_SOURCES) $(LOCK) $(NO_DEPS)
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps -e .
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed-run
-	$(PIP) -e '.[dev,bench]'
-	touch $@
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed
 
-install: $(VENV)/.installed-run
-install-dev: $(VENV)/.installed-dev
+## Rewrite the lock from pyproject.toml's ranges (newest allowed versions, torch as constrained).
+lock: | $(BIN)/uv
+	$(BIN)/uv pip compile pyproject.toml $(LOCK_FLAGS) -o $(LOCK)
+	$(BIN)/uv pip compile requirements/no-deps.in --no-deps --generate-hashes --no-header -o $(NO_DEPS)
 
 sample-audio: install
 	$(BIN)/python data/sample/build_audio.py
@@ -35,15 +46,25 @@ sample-audio: install
 experiment: sample-audio
 	$(BIN)/harness run experiments/$(EXP).yaml
 
-## Lint, type-check, check the import layers and run the offline test suite.
-test: install-dev sample-audio
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
-	$(BIN)/mypy
-	$(BIN)/lint-imports
+## Lint, type-check, check the import layers and run the whole offline test suite.
+test: install sample-audio lint
 	$(BIN)/pytest
 
-lint: install-dev
+## The inner loop: the tests not marked slow (no lint, no subprocess-heavy suites).
+test-fast: install sample-audio
+	$(BIN)/pytest -m "not slow" -p no:randomly
+
+## The newest releases pyproject.toml allows, in a separate venv: run before raising a range.
+test-latest: | $(BIN)/uv
+	rm -rf .venv-latest
+	$(PYTHON) -m venv .venv-latest
+	$(BIN)/uv pip install --quiet --python .venv-latest/bin/python $(UV_SOURCES) \
+		-c requirements/constraints.txt -e '.[all,dev,bench]' --upgrade
+	$(BIN)/uv pip install --quiet --python .venv-latest/bin/python --no-deps -r $(NO_DEPS)
+	.venv-latest/bin/python data/sample/build_audio.py
+	.venv-latest/bin/pytest
+
+lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
@@ -53,8 +74,8 @@ lint: install-dev
 report: install
 	$(BIN)/harness report results/$(EXP) --out results/$(EXP)
 
-bench: install-dev
+bench: install
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) .cache results/* .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .venv-latest .cache results/* .mypy_cache .ruff_cache .pytest_cache
