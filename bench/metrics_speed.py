@@ -2,7 +2,7 @@
 (as `harness evaluate` does: `build_matrix` + `aggregate`, 1,000 bootstrap resamples):
 
 - DialBGM: 1,200 items x 4 candidates (scores on a 0.5 grid, so ties; 1% missing), the four
-  metrics, and the agreement matrix of 10 runs (`harness.stats.agreement_matrix`).
+  metrics, and the agreement matrix of 10 runs (`harness.scoring.stats.agreement_matrix`).
 - MusiCRS-like: 477 items x 100 candidates, 0 to 10 relevant each, hit/recall/precision/nDCG
   at 1, 5, 10, 20 besides the four.
 - Large: 10,000 items x 500 candidates, single gold, 1% missing, cut-offs 1, 10, 100, in a
@@ -28,8 +28,8 @@ import numpy as np
 
 from bench.common import REPO, BenchResult, Size
 from harness.dataset import Item, Turn
-from harness.metrics import aggregate, build_matrix
-from harness.stats import agreement_matrix
+from harness.scoring.metrics import aggregate, build_matrix
+from harness.scoring.stats import agreement_matrix
 
 Predictions = dict[str, dict[str, float | None]]
 GOAL_DIALBGM_S, GOAL_MUSICRS_S, GOAL_LARGE_S, GOAL_LARGE_RSS_MIB = 1.0, 0.5, 3.0, 1024

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
     from harness.api import Experiment, Scores
     from harness.dataset import Dataset
-    from harness.metrics import Aggregate, MissingPolicy
     from harness.runner import RunResult
+    from harness.scoring.metrics import Aggregate, MissingPolicy
 
 from harness._version import __version__
 

@@ -19,10 +19,10 @@ from rich.console import Console
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, stop_before_delay
 from tenacity.wait import wait_exponential_jitter
 
-from harness.batch_ledger import BatchLedger
-from harness.batching import BatchCollector
+from harness.batch.jobs import BatchCollector
+from harness.batch.ledger import BatchLedger
 from harness.cache import CLAIM_LEASE_S, ResponseCache, cache_key
-from harness.prompts import render
+from harness.prompting.prompts import render
 from harness.secrets import scrub, scrub_value
 from harness.types import ChatRequest, ProviderConfig, ProviderError, Request
 from providers import Provider
@@ -49,7 +49,7 @@ class RunStats:
     cache_repaired: int = 0  # damaged cache entries found, so asked again
     error_kinds: Counter[str] = field(default_factory=Counter)
     first_errors: dict[str, str] = field(default_factory=dict)  # kind -> first message
-    batch: dict[str, int] | None = None  # batch mode's counts (`harness.batching`)
+    batch: dict[str, int] | None = None  # batch mode's counts (`harness.batch.jobs`)
 
     def failed(self, exc: ProviderError) -> str:
         """Count a failed call by kind; the text its record carries (`kind: message`)."""

@@ -11,11 +11,11 @@ from harness.cache import ResponseCache
 from harness.config import ExperimentConfig, load_experiments
 from harness.dataset import Dataset, load_dataset
 from harness.errors import HarnessError
-from harness.evaluation import evaluate_predictions
 from harness.experiment import run_all
-from harness.metrics import Aggregate, MissingPolicy
 from harness.records import Predictions, read_predictions, read_records, scores_from_ranking
 from harness.runner import RunResult
+from harness.scoring.evaluation import evaluate_predictions
+from harness.scoring.metrics import Aggregate, MissingPolicy
 
 if TYPE_CHECKING:
     import pandas as pd

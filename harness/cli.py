@@ -218,9 +218,9 @@ def evaluate(
     dataset's relevance; per item group too when the items carry groups."""
     from harness.config import MAX_BOOTSTRAP
     from harness.dataset import load_dataset
-    from harness.evaluation import evaluate_predictions
     from harness.records import read_predictions
     from harness.report.formatting import rich_table
+    from harness.scoring.evaluation import evaluate_predictions
 
     if missing not in ("worst", "exclude"):
         raise HarnessError(f"--missing must be 'worst' or 'exclude', not {missing!r}")

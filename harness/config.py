@@ -24,10 +24,10 @@ from pydantic import (
     model_validator,
 )
 
-from harness.context_audio import ContextAudioBudget
 from harness.errors import ConfigError
-from harness.metrics import MissingPolicy
 from harness.overrides import apply_overrides
+from harness.prompting.context_audio import ContextAudioBudget
+from harness.scoring.metrics import MissingPolicy
 from harness.types import BASE_FIELDS, ProviderConfig
 from harness.yaml_files import load_yaml
 from providers import REGISTRY, ProviderBlock, provider_options
@@ -350,7 +350,7 @@ def load_experiments(path: str | Path, *, overrides: Sequence[str] = ()) -> list
 def _check_prompts(path: Path | str, runs: list[ExperimentConfig]) -> None:
     """Fail on an unknown prompt variant or `prompt_options` key before anything runs."""
     from harness.errors import HarnessError
-    from harness.variants import VARIANTS, check_options
+    from harness.prompting.variants import VARIANTS, check_options
 
     for run in runs:
         try:

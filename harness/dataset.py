@@ -13,7 +13,7 @@ Relevance comes in exactly one of three forms:
   the item then scores 0 on every metric.
 - `relevance`: {candidate id: gain}, gains finite and >= 0; candidates not listed have gain 0.
 An item with none of them loads (datasets are built before they are annotated: stage 3,
-`harness annotate`) but cannot be evaluated (`harness.metrics.build_matrix` refuses it).
+`harness annotate`) but cannot be evaluated (`harness.scoring.metrics.build_matrix` refuses it).
 
 A clip (one line of `clips.jsonl`) has an `id` and at least one of `audio` (a file relative to
 the dataset folder), `caption` and `title`: a text-only candidate (a song title) has no audio.

@@ -29,12 +29,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.cache import ResponseCache
-from harness.calls import Call
 from harness.config import ExperimentConfig
 from harness.dataset import Dataset
 from harness.pricing import PRICES_AS_OF, Price, price_for
+from harness.protocols.calls import Call
+from harness.protocols.summaries import cached_summary, summarizer_for, summary_request
 from harness.runner import Runner
-from harness.summaries import cached_summary, summarizer_for, summary_request
 from harness.sync import run_coroutine
 from harness.types import AudioRef, ChatRequest, ProviderConfig
 

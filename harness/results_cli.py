@@ -86,7 +86,7 @@ def report(
     from harness.report.sources import discover, load_sources
     from harness.report.tables import comparison_rich_table, paired_rich_table
     from harness.report.writing import write_report
-    from harness.stats import CORRECTION_NAMES
+    from harness.scoring.stats import CORRECTION_NAMES
 
     if correction not in CORRECTION_NAMES:
         raise HarnessError(f"--correction must be holm, bh or none, not {correction!r}")

@@ -18,27 +18,27 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from harness.answering import Answerer, RunStats
-from harness.batch_ledger import LEDGER_NAME
+from harness.batch.ledger import LEDGER_NAME
 from harness.cache import ResponseCache
-from harness.calls import Call, CallPlan, check_inputs
 from harness.config import ExperimentConfig
 from harness.console import terminal
 from harness.dataset import Dataset, Item, load_dataset
-from harness.description_metrics import description_metrics
 from harness.errors import DatasetError, StorageError
-from harness.evaluation import Evaluation, evaluate_records, expected_score_records
-from harness.human_ceiling import human_ceiling
-from harness.joint import position_top1_rates
 from harness.locking import RunFolderLock
-from harness.metrics import Aggregate
-from harness.plans import call_plan
 from harness.pricing import run_cost
+from harness.prompting.joint import position_top1_rates
+from harness.protocols.calls import Call, CallPlan, check_inputs
+from harness.protocols.plans import call_plan
+from harness.protocols.summaries import Summaries
 from harness.provenance import now, provenance, unofficial_endpoints
 from harness.records import Record, RecordWriter, scan_partial, write_predictions, write_sorted
 from harness.report.run_report import no_scores_reason, write_run_report
 from harness.run_folder import check_run_folder
+from harness.scoring.description_metrics import description_metrics
+from harness.scoring.evaluation import Evaluation, evaluate_records, expected_score_records
+from harness.scoring.human_ceiling import human_ceiling
+from harness.scoring.metrics import Aggregate
 from harness.secrets import scrub, scrub_value
-from harness.summaries import Summaries
 from harness.sync import run_coroutine
 from providers import Judge, Provider, create_provider
 

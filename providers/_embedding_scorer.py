@@ -17,7 +17,6 @@ from numpy.typing import NDArray
 
 from harness.audio import read_mono
 from harness.types import AudioRef, ProviderConfig, ProviderError, ScoreRequest, Scores
-from providers._batching import MicroBatcher
 from providers._local_settings import (
     LOCAL_NON_IDENTITY,
     LocalOptions,
@@ -27,6 +26,7 @@ from providers._local_settings import (
     local_identity,
     require_local_stack,
 )
+from providers._microbatch import MicroBatcher
 from providers.base import Scorer
 
 log = logging.getLogger(__name__)

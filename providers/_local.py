@@ -27,7 +27,6 @@ from numpy.typing import NDArray
 
 from harness.audio import read_mono
 from harness.types import ChatRequest, ChatResponse, ProviderConfig, ProviderError
-from providers._batching import MicroBatcher
 from providers._expected_score import ContinuationMask, Path, score_strings
 from providers._local_processor import load_processor, prompt_text
 from providers._local_settings import (
@@ -41,6 +40,7 @@ from providers._local_settings import (
     local_identity,
     require_local_stack,
 )
+from providers._microbatch import MicroBatcher
 from providers.base import Judge
 
 log = logging.getLogger(__name__)

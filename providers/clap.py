@@ -24,7 +24,6 @@ from pydantic import Field
 
 from harness.audio import read_mono
 from harness.types import AudioRef, ProviderConfig, ScoreRequest, Scores
-from providers._batching import MicroBatcher
 from providers._local_settings import (
     LOCAL_NON_IDENTITY,
     LocalOptions,
@@ -36,6 +35,7 @@ from providers._local_settings import (
     local_identity,
     require_local_stack,
 )
+from providers._microbatch import MicroBatcher
 from providers.base import Scorer
 
 log = logging.getLogger(__name__)

@@ -19,12 +19,12 @@ from pydantic import BaseModel
 
 from harness.config import ExperimentConfig, SweepConfig
 from harness.dataset import Item
-from harness.description_metrics import NAMES as DESCRIPTION_NAMES
-from harness.evaluation import Evaluation, evaluate_predictions, success_at
-from harness.metrics import metric_names
+from harness.prompting.variants import VARIANTS
 from harness.runner import PROTOCOL_BLOCKS
+from harness.scoring.description_metrics import NAMES as DESCRIPTION_NAMES
+from harness.scoring.evaluation import Evaluation, evaluate_predictions, success_at
+from harness.scoring.metrics import metric_names
 from harness.types import ProviderConfig
-from harness.variants import VARIANTS
 from providers import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[1]

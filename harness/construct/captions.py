@@ -1,4 +1,4 @@
-"""Stage 2's captions: the project's summariser (`harness.summaries`, prompt
+"""Stage 2's captions: the project's summariser (`harness.protocols.summaries`, prompt
 `prompts/summarize.jinja`) run through the call path (harness.answering): the provider registry, the
 shared response cache with the summariser's own key recipe (so a dialogue captioned here
 is not paid for again when an experiment summarises it), the concurrency limit, rate limit,
@@ -15,7 +15,7 @@ from harness.answering import Answerer, RunStats
 from harness.cache import ResponseCache
 from harness.dataset import Item, Turn
 from harness.errors import HarnessError
-from harness.summaries import summarize
+from harness.protocols.summaries import summarize
 from harness.types import ProviderConfig
 from providers import create_provider
 

@@ -1,6 +1,6 @@
 """Stage 4: consensus rankings from the annotators, and agreement-based filtering.
 
-Consensus is the Borda count with its hierarchical tie-break (`harness.consensus`). Agreement
+Consensus is the Borda count with its hierarchical tie-break (`harness.scoring.consensus`). Agreement
 per item is Kendall's coefficient of concordance W over the annotators' rankings. Items with W below `min_w`, or in the bottom
 `drop_bottom` share of W, are dropped.
 """
@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.cache import sha256_file
-from harness.consensus import Ranking, borda_points, consensus, positions
+from harness.scoring.consensus import Ranking, borda_points, consensus, positions
 
 __all__ = ["Stage4Config", "borda_points", "consensus", "kendall_w", "run_stage4"]
 from harness.construct.files import MARKER, prepare_out_dir, write_json, write_jsonl

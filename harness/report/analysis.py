@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from harness.dataset import Item
-from harness.evaluation import evaluate_predictions
-from harness.human_ceiling import human_ceiling
-from harness.metrics import METRIC_NAMES, Aggregate, FloatArray
 from harness.report.loading import RunData
 from harness.report.pairing import pair_by
-from harness.stats import (
+from harness.scoring.evaluation import evaluate_predictions
+from harness.scoring.human_ceiling import human_ceiling
+from harness.scoring.metrics import METRIC_NAMES, Aggregate, FloatArray
+from harness.scoring.stats import (
     Agreement,
     Correction,
     PairedDifference,

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
-from harness.metrics import METRIC_NAMES, RANK_NAMES
+from harness.scoring.metrics import METRIC_NAMES, RANK_NAMES
 
 METRIC_LABELS = {"hit@1": "Hit@1", "mrr": "MRR", "ndcg": "nDCG", "kendall_tau_b": "tau-b"}
 KIND_LABELS = {"hit": "Hit", "recall": "R", "precision": "P", "ndcg": "nDCG", "success": "SR"}

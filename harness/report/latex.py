@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.metrics import METRIC_NAMES, MetricSummary
 from harness.report.formatting import METRIC_LABELS
 from harness.report.loading import RunData
 from harness.report.pivot import Pivot, build_pivot
+from harness.scoring.metrics import METRIC_NAMES, MetricSummary
 
 _SPECIAL = {
     "\\": r"\textbackslash{}",

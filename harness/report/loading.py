@@ -12,13 +12,13 @@ from typing import Any, Literal
 import yaml
 
 from harness.dataset import Dataset, load_dataset
-from harness.description_metrics import description_metrics
 from harness.errors import HarnessError
-from harness.evaluation import evaluate_records, expected_score_records
-from harness.metrics import Aggregate, FloatArray
 from harness.provenance import unofficial_endpoints
 from harness.records import Record, read_predictions, read_records
 from harness.report.labels import generated_labels
+from harness.scoring.description_metrics import description_metrics
+from harness.scoring.evaluation import evaluate_records, expected_score_records
+from harness.scoring.metrics import Aggregate, FloatArray
 from providers import REGISTRY
 
 

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.metrics import METRIC_NAMES
 from harness.report.formatting import METRIC_LABELS, format_metric, markdown_table
 from harness.report.loading import RunData
+from harness.scoring.metrics import METRIC_NAMES
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from harness.metrics import METRIC_NAMES, FloatArray, MetricSummary
 from harness.report.labels import shorten_unique
-from harness.stats import Agreement, PositionBias
+from harness.scoring.metrics import METRIC_NAMES, FloatArray, MetricSummary
+from harness.scoring.stats import Agreement, PositionBias
 
 FILE_FORMATS = ("png", "pdf", "svg")
 FILE_DPI = 300

@@ -6,7 +6,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.human_ceiling import HUMAN_ROW
 from harness.pricing import cost_line
 from harness.provenance import unofficial_endpoints
 from harness.report.formatting import (
@@ -17,6 +16,7 @@ from harness.report.formatting import (
     shown_metrics,
 )
 from harness.report.protocol_tables import protocol_sections
+from harness.scoring.human_ceiling import HUMAN_ROW
 
 UNOFFICIAL_NOTE = (
     "not the provider's official service: the answers came from whatever serves that URL "

@@ -9,8 +9,6 @@ from typing import Any
 import numpy as np
 from rich.table import Table
 
-from harness.human_ceiling import HUMAN_ROW
-from harness.metrics import METRIC_NAMES, Aggregate, MetricSummary
 from harness.report.analysis import Analysis
 from harness.report.formatting import (
     format_metric,
@@ -25,7 +23,9 @@ from harness.report.loading import RunData
 from harness.report.pivot import pivot_markdown
 from harness.report.protocol_tables import protocol_sections
 from harness.report.run_report import HUMAN_NOTE
-from harness.stats import CORRECTION_NAMES, PairedDifference
+from harness.scoring.human_ceiling import HUMAN_ROW
+from harness.scoring.metrics import METRIC_NAMES, Aggregate, MetricSummary
+from harness.scoring.stats import CORRECTION_NAMES, PairedDifference
 
 
 def estimated_cost(stats: Mapping[str, Any]) -> float | None:

@@ -9,7 +9,7 @@ import soundfile
 
 from harness.dataset import load_dataset
 from harness.errors import DatasetError, HarnessError
-from harness.metrics import build_matrix
+from harness.scoring.metrics import build_matrix
 
 
 def _rewrite(path: Path, line_no: int, change: dict[str, object] | str) -> None:

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from harness.cli import app
 from harness.config import ExperimentConfig, load_experiments
 from harness.dataset import load_dataset
-from harness.fewshot import check_no_leak, load_examples
+from harness.prompting.fewshot import check_no_leak, load_examples
 from harness.records import read_records
 from harness.testing.fake_api import FakeServer
 

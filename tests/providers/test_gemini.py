@@ -15,11 +15,11 @@ import pytest
 from harness.cache import ResponseCache
 from harness.config import ExperimentConfig, load_experiments, provider_config
 from harness.errors import ConfigError
+from harness.prompting.variants import POINTWISE_SCHEMA
 from harness.records import Record
 from harness.runner import Runner, RunResult
 from harness.testing.fake_api import FakeServer, FakeSettings
 from harness.types import ChatRequest, ProviderError
-from harness.variants import POINTWISE_SCHEMA
 from providers import create_provider, provider_options
 from providers.gemini import GeminiJudge, _retry_info
 from tests.conftest import run_config

@@ -18,7 +18,6 @@ from harness.runner import Runner
 from harness.testing.tiny_models import QWEN_SPECIALS, byte_tokenizer
 from harness.types import ChatRequest, ChatResponse
 from providers import Judge
-from providers._batching import MicroBatcher
 from providers._expected_score import (
     SCORE_STRINGS,
     ContinuationMask,
@@ -27,6 +26,7 @@ from providers._expected_score import (
     score_strings,
 )
 from providers._local_settings import LocalOptions, LocalSettings
+from providers._microbatch import MicroBatcher
 from tests.conftest import write_tiny_dataset
 
 

@@ -11,7 +11,7 @@ import yaml
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.prompts import ClipView, TemplateError, render, template_hash
+from harness.prompting.prompts import ClipView, TemplateError, render, template_hash
 from tests.reliability.conftest import MakeDataset
 
 SECRET = "TOP-SECRET-CONTENT-4711"

@@ -149,8 +149,8 @@ def test_captions_share_the_summariser_cache(tmp_path: Path) -> None:
     from harness.cache import ResponseCache
     from harness.config import ExperimentConfig
     from harness.dataset import Item
+    from harness.protocols.summaries import summarize
     from harness.runner import Runner
-    from harness.summaries import summarize
 
     dialogue = {
         "id": "dd1",

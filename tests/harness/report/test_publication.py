@@ -19,7 +19,7 @@ from harness.cli import app
 from harness.report.analysis import analyse, chance_levels
 from harness.report.latex import escape
 from harness.report.loading import load_runs
-from harness.stats import adjust_p_values
+from harness.scoring.stats import adjust_p_values
 from tests.conftest import write_tiny_dataset
 from tests.harness.report._runs import pointwise_records, tiny_scores, write_run
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from harness.parsing import parse_pointwise
+from harness.prompting.parsing import parse_pointwise
 from harness.testing.fake_api import (
     ANSWER_MODES,
     MALFORMED_KINDS,

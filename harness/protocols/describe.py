@@ -1,0 +1,146 @@
+"""`prompt: describe`: describe-then-retrieve (MetaBGM's use of a judge, and DialBGM's
+generative testbed).
+
+The judge is asked once per item (and repeat) for the music that would suit the context,
+`{"description": "..."}`. A retriever (`retriever:` block, a scorer; default the packaged
+`text-embedding` model) then ranks the item's candidates by similarity between the
+description and each candidate: its caption (`inputs.music: caption`), or with `musicnn` the
+tag description it makes of the candidate's audio (`inputs.music: audio`). So each item gets
+one record: the judge's answer, the retriever's scores, `extra.description`. The record also
+carries `extra.reference_cosine`: the cosine, in a text-embedding model (the retriever's own
+when it is `text-embedding`, else the packaged one), between the description and the caption
+of the item's most relevant candidate (the best of them where several share the top
+relevance), for the description metrics (`harness.scoring.description_metrics`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from harness.answering import Answerer, RunStats
+from harness.cache import ResponseCache, request_key
+from harness.config import ExperimentConfig, provider_config
+from harness.dataset import Dataset, Item
+from harness.errors import HarnessError
+from harness.protocols.calls import Call, CallPlan, JudgeCalls, ScorerCalls, SummaryOf
+from harness.records import Record
+from harness.types import ProviderConfig, ProviderError, ScoreCandidate, ScoreRequest
+from providers import Provider, create_provider
+
+DEFAULT_RETRIEVER = "text-embedding"
+
+
+def reference_ids(item: Item) -> list[str]:
+    """The item's candidates of maximal relevance (the human's top clip; every gold item
+    of a binary pool), in candidate order."""
+    relevance = item.relevance
+    best = max(relevance.values())
+    return [cid for cid in item.candidates if relevance[cid] == best]
+
+
+class _Side:
+    """A scorer used besides the run's judge, with its own call path on the run's cache."""
+
+    def __init__(self, block: ProviderConfig) -> None:
+        self.block = block
+        self.provider = create_provider(block)
+        self.stats = RunStats()
+        self._answerer: Answerer | None = None
+
+    def answerer(self, like: Answerer) -> Answerer:
+        if self._answerer is None:
+            self._answerer = Answerer(self.provider, self.block, like.cache, self.stats)
+        return self._answerer
+
+    async def aclose(self) -> None:
+        if self._answerer is not None:
+            self._answerer.close()
+        await self.provider.aclose()
+
+
+class DescribeCalls(CallPlan):
+    def __init__(
+        self, config: ExperimentConfig, provider: Provider, workdir: Path | None = None
+    ) -> None:
+        super().__init__(config, provider, workdir)
+        if provider.kind != "judge":
+            raise HarnessError("prompt: describe asks a judge for a description")
+        self.judge = JudgeCalls(config, provider, workdir)
+        self.variant = self.judge.variant
+        block = config.retriever or provider_config(DEFAULT_RETRIEVER)
+        self.retriever = _Side(block)
+        retrieval = config.model_copy(update={"provider": block, "retriever": None})
+        self.retrieval = ScorerCalls(retrieval, self.retriever.provider, workdir)
+        same = block.name == DEFAULT_RETRIEVER
+        self.embedder = self.retriever if same else _Side(provider_config(DEFAULT_RETRIEVER))
+        self._dataset: Dataset | None = None
+        self._summary_of: SummaryOf = lambda _: None
+
+    async def prepare(
+        self, dataset: Dataset, cache: ResponseCache, summary_of: SummaryOf = lambda _: None
+    ) -> None:
+        """Refuse a text retriever asked to compare audio (before any call)."""
+        if self.config.inputs.music == "audio" and self.retriever.block.name == DEFAULT_RETRIEVER:
+            raise HarnessError(
+                "prompt: describe with the text-embedding retriever compares the description "
+                "with captions: set inputs.music: caption (or a musicnn retriever for audio)"
+            )
+
+    def calls(self, dataset: Dataset, summary_of: SummaryOf) -> Iterator[Call]:
+        self._dataset, self._summary_of = dataset, summary_of
+        self.retrieval.fit(dataset)
+        return self.judge.calls(dataset, summary_of)
+
+    async def record(self, call: Call, answerer: Answerer) -> Record:
+        record = await self.judge.record(call, answerer)
+        description = record.extra.get("description")
+        if not isinstance(description, str):
+            return record
+        if self._dataset is None:
+            raise HarnessError("describe: the plan's calls have not been made (calls first)")
+        item = self._dataset.item(call.item_id)
+        search = self.retrieval.item_call(
+            item, call.repeat, self._dataset, self._summary_of, query=description
+        )
+        retrieved = await self.retrieval.record(search, self.retriever.answerer(answerer))
+        self.retriever.stats.calls += 1
+        self.retriever.stats.cache_hits += retrieved.cache_hit
+        record.scores = retrieved.scores
+        record.error = record.error or retrieved.error
+        record.extra["retriever"] = self.retriever.provider.model
+        record.extra.update({f"retriever_{k}": v for k, v in retrieved.extra.items()})
+        record.extra["reference_cosine"] = await self._reference_cosine(
+            item, description, call.repeat, answerer
+        )
+        return record
+
+    async def _reference_cosine(
+        self, item: Item, description: str, repeat: int, like: Answerer
+    ) -> float | None:
+        """The description's best cosine with the captions of the item's references."""
+        assert self._dataset is not None
+        clips = self._dataset.clips
+        references = tuple(
+            ScoreCandidate(cid, clips[cid].text, None) for cid in reference_ids(item)
+        )
+        request = ScoreRequest(description, references, "caption", item.id, repeat)
+        key = request_key(self.embedder.provider.identity(), request)
+        try:
+            answer, _ = await self.embedder.answerer(like).answer(key, request)
+        except ProviderError as exc:
+            self.embedder.stats.failed(exc)
+            return None
+        return max(float(value) for value in answer["scores"])
+
+    def extra_stats(self) -> dict[str, Any]:
+        stats = {"retriever": self.retriever.stats.to_json()}
+        if self.embedder is not self.retriever:
+            stats["description_embedder"] = self.embedder.stats.to_json()
+        return stats
+
+    async def aclose(self) -> None:
+        await self.retriever.aclose()
+        if self.embedder is not self.retriever:
+            await self.embedder.aclose()

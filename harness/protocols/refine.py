@@ -1,0 +1,183 @@
+"""`protocol: refine`: two turns of conversational recommendation (MuseChat's protocol).
+
+Turn 1 ranks the item's pool from the context, as a `rank` run would (a scorer, or a judge
+with a variant that has a second turn: `listwise`). The first pick is the model's top-1
+(highest score; the earliest candidate among equal scores). The user then replies to it
+(`harness.protocols.feedback`), and turn 2 ranks the same pool again: a scorer gets the reply appended
+to its query; a judge gets the variant's second-turn template (the context, the first pick as
+the inputs show candidates, the reply, the pool). Each call of the plan is one conversation
+and gives two records, `extra.turn` 1 and 2; the second carries the first pick and the reply.
+A turn 1 without any usable score leaves turn 2 unasked (`extra.skipped`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from harness.answering import Answerer
+from harness.cache import ResponseCache
+from harness.config import ExperimentConfig
+from harness.dataset import Dataset, Item
+from harness.errors import HarnessError
+from harness.prompting.fewshot import Example
+from harness.protocols.calls import Call, CallPlan, JudgeCalls, ScorerCalls, SummaryOf
+from harness.protocols.feedback import (
+    Reply,
+    UserSimulator,
+    aspect_feedback,
+    check_feedback_source,
+    item_feedback,
+    simulator_request,
+)
+from harness.records import Record
+from harness.types import ChatRequest
+from providers import Provider
+
+REPLY_PLACEHOLDER = "(the user's reply to the first pick, known after turn 1)"
+
+
+def top_pick(scores: dict[str, float | None], candidates: tuple[str, ...]) -> str | None:
+    """The highest-scored candidate, the earliest in `candidates` among equal scores; None
+    when no candidate has a score."""
+    best: str | None = None
+    for cid in candidates:
+        value = scores.get(cid)
+        if value is not None and (best is None or value > (scores[best] or 0.0)):
+            best = cid
+    return best
+
+
+class RefineCalls(CallPlan):
+    def __init__(
+        self, config: ExperimentConfig, provider: Provider, workdir: Path | None = None
+    ) -> None:
+        super().__init__(config, provider, workdir)
+        self.judge: JudgeCalls | None = None
+        self.scorer: ScorerCalls | None = None
+        self.first: JudgeCalls | ScorerCalls
+        if provider.kind == "judge":
+            self.first = self.judge = JudgeCalls(config, provider, workdir)
+        else:
+            self.first = self.scorer = ScorerCalls(config, provider, workdir)
+        self.variant = self.judge.variant if self.judge is not None else None
+        if self.variant is not None:
+            self.variant.check_protocol("refine")
+        self.options = config.refine
+        self.simulator: UserSimulator | None = None
+        self._dataset: Dataset | None = None
+        self._summary_of: SummaryOf = lambda _: None
+
+    def examples(self, dataset: Dataset) -> tuple[Example, ...]:
+        return self.first.examples(dataset)
+
+    async def prepare(
+        self, dataset: Dataset, cache: ResponseCache, summary_of: SummaryOf = lambda _: None
+    ) -> None:
+        """Refuse items that cannot give the reply the run asks for; open the simulator."""
+        check_feedback_source(self.options, dataset)
+        if self.options.feedback == "simulator" and self.simulator is None:
+            assert self.config.user_simulator is not None  # the config requires it
+            self.simulator = UserSimulator(self.config.user_simulator, cache)
+
+    def calls(self, dataset: Dataset, summary_of: SummaryOf) -> Iterator[Call]:
+        self._dataset, self._summary_of = dataset, summary_of
+        return self.first.calls(dataset, summary_of)
+
+    def second_call(self, call: Call, item: Item, pick: str, feedback: str) -> Call:
+        """Turn 2 of the conversation that `call` (turn 1) began."""
+        dataset = self._require_dataset()
+        if self.scorer is not None:
+            query = f"{self.scorer.query(item, self._summary_of)} {feedback}"
+            return self.scorer.item_call(item, call.repeat, dataset, self._summary_of, query)
+        assert self.judge is not None
+        (second,) = self.judge.item_calls(
+            item, call.repeat, dataset, self._summary_of, first_pick=pick, feedback=feedback
+        )
+        return second
+
+    async def reply(self, item: Item, pick: str) -> Reply:
+        source = self.options.feedback
+        if source == "item":
+            return Reply(item_feedback(item), source)
+        if source == "aspects":
+            clips = self._require_dataset().clips
+            return Reply(aspect_feedback(item, clips, pick, self.options), source)
+        if self.simulator is None:
+            raise HarnessError("refine feedback: simulator: the simulator was not prepared")
+        return await self.simulator.reply(item, self._require_dataset().clips, pick)
+
+    async def record(self, call: Call, answerer: Answerer) -> Record:
+        return (await self.records(call, answerer))[0]
+
+    async def records(self, call: Call, answerer: Answerer) -> list[Record]:
+        first = await self.first.record(call, answerer)
+        first.extra["turn"] = 1
+        item = self._require_dataset().item(call.item_id)
+        pick = top_pick(first.scores, item.candidates)
+        second = self._empty_record(call)
+        second.extra["turn"] = 2
+        if pick is None:
+            second.extra["skipped"] = "turn 1 gave no usable score, so there is no first pick"
+            return [first, second]
+        reply = await self.reply(item, pick)
+        if reply.text is None:  # the simulator failed (retried) or gave no usable reply
+            failure = f"user_simulator: {reply.error}"
+            if reply.raw is None:
+                second.error = failure
+            else:
+                second.parse_error = failure
+            second.extra.update(first_pick=pick, **reply.to_extra())
+            return [first, second]
+        second = await self.first.record(self.second_call(call, item, pick, reply.text), answerer)
+        second.extra.update(turn=2, first_pick=pick, **reply.to_extra())
+        return [first, second]
+
+    def dry_run_calls(
+        self, dataset: Dataset, summary_of: SummaryOf, cache: ResponseCache
+    ) -> Iterator[Call]:
+        """Turn 1, then turn 2 rendered from the cached turn-1 answer and reply where the cache
+        holds them (a simulator's request too, when it is still to be made), else from a
+        placeholder pick (the item's first candidate) and reply."""
+        for call in self.calls(dataset, summary_of):
+            yield call
+            item = dataset.item(call.item_id)
+            pick = self._cached_pick(call, cache) or item.candidates[0]
+            feedback: str | None = REPLY_PLACEHOLDER
+            if self.options.feedback == "item":
+                feedback = item_feedback(item)
+            elif self.options.feedback == "aspects":
+                feedback = aspect_feedback(item, dataset.clips, pick, self.options)
+            elif self.simulator is not None:
+                feedback = self.simulator.cached_reply(item, dataset.clips, pick)
+                if feedback is None:
+                    request = simulator_request(item, dataset.clips, pick)
+                    key = self.simulator.key(request)
+                    yield Call(item.id, call.repeat, (), request, key)
+            yield self.second_call(call, item, pick, feedback or REPLY_PLACEHOLDER)
+
+    def _cached_pick(self, call: Call, cache: ResponseCache) -> str | None:
+        answer = cache.get(call.key)
+        if answer is None:
+            return None
+        item = self._require_dataset().item(call.item_id)
+        if self.judge is not None:
+            assert isinstance(call.request, ChatRequest)
+            parsed = self.judge.parse(answer["text"], list(call.candidates))
+            return top_pick(parsed.scores, item.candidates)
+        return top_pick(dict(zip(call.candidates, answer["scores"], strict=True)), item.candidates)
+
+    def _require_dataset(self) -> Dataset:
+        if self._dataset is None:
+            raise HarnessError("refine: the plan's calls have not been made (calls first)")
+        return self._dataset
+
+    def extra_stats(self) -> dict[str, Any]:
+        if self.simulator is None:
+            return {}
+        return {"user_simulator": self.simulator.answerer.stats.to_json()}
+
+    async def aclose(self) -> None:
+        if self.simulator is not None:
+            await self.simulator.aclose()

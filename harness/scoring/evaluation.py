@@ -1,0 +1,273 @@
+"""The one evaluation path: predictions (from a run's records or from a file) -> one score
+matrix per repeat -> metrics with bootstrap CIs, overall and per item `group`. The runner,
+`harness evaluate`, the reports and the Python API all come through here, so they count
+repeats the same way: repeats 0..n-1, where n is the run's `repeats` (or, for a predictions
+file, one past the highest repeat it holds), and a repeat without predictions counts as
+every score missing.
+
+A two-turn run (`protocol: refine`; records carry `extra.turn`) is evaluated turn by turn:
+its metrics are the last turn's, plus `success@K` for each K (the gold in the top K at some
+turn), with each turn's metrics and the turn gain (last - first, paired bootstrap CI) beside
+them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from harness.dataset import Item
+from harness.records import Predictions, Record, predictions_from_records
+from harness.scoring.metrics import (
+    Aggregate,
+    FloatArray,
+    MetricSummary,
+    MissingPolicy,
+    ScoreMatrix,
+    aggregate,
+    build_matrix,
+    per_item_values,
+    summarize,
+)
+from harness.scoring.stats import paired_bootstrap_ci
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    aggregate: Aggregate
+    matrices: list[ScoreMatrix]  # one per repeat, items in dataset order
+    predictions: Predictions
+    groups: dict[str, Aggregate] = field(default_factory=dict)  # per item group, sorted
+    turns: list[tuple[int, Aggregate]] = field(default_factory=list)  # (turn, metrics) if any
+    turn_gain: dict[str, MetricSummary] = field(default_factory=dict)  # last - first turn
+
+    def mean_scores(self) -> dict[str, FloatArray]:
+        """Per item, the mean of each candidate's usable scores over repeats (NaN if none)."""
+        out: dict[str, FloatArray] = {}
+        for i, item_id in enumerate(self.matrices[0].item_ids):
+            stacked = np.stack([m.scores[i] for m in self.matrices])
+            usable = np.isfinite(stacked)
+            total = np.where(usable, stacked, 0.0).sum(axis=0)
+            count = usable.sum(axis=0)
+            out[item_id] = np.divide(
+                total, count, out=np.full(total.shape, np.nan), where=count > 0
+            )
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """metrics.json: the overall aggregate, and `groups` (each group's aggregate) when the
+        items carry groups."""
+        out = self.aggregate.to_json()
+        if self.groups:
+            out["groups"] = {name: agg.to_json() for name, agg in self.groups.items()}
+        if self.turns:
+            out["turns"] = [{"turn": turn, **agg.to_json()} for turn, agg in self.turns]
+            out["turn_gain"] = {name: gain.to_json() for name, gain in self.turn_gain.items()}
+        return out
+
+
+def _rows(matrix: ScoreMatrix, rows: Sequence[int]) -> ScoreMatrix:
+    return ScoreMatrix(
+        [matrix.item_ids[i] for i in rows],
+        [matrix.scores[i] for i in rows],
+        [matrix.relevance[i] for i in rows],
+    )
+
+
+def group_aggregates(
+    items: Sequence[Item],
+    matrices: Sequence[ScoreMatrix],
+    *,
+    merge_groups: Mapping[str, str] | None = None,
+    **options: Any,
+) -> dict[str, Aggregate]:
+    """The aggregate of each group of items (`Item.group`, renamed by `merge_groups`), in
+    name order; none when no item has a group (items without one form `(none)`)."""
+    if not any(item.group for item in items):
+        return {}
+    merge = merge_groups or {}
+    rows: dict[str, list[int]] = {}
+    for row, item in enumerate(items):
+        name = merge.get(item.group or "", item.group or "(none)")
+        rows.setdefault(name, []).append(row)
+    return {
+        name: aggregate([_rows(m, rows[name]) for m in matrices], **options)
+        for name in sorted(rows)
+    }
+
+
+def evaluate_predictions(
+    items: Sequence[Item],
+    predictions: Predictions,
+    *,
+    repeats: int | None = None,
+    missing: MissingPolicy = "worst",
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    at: Sequence[int] = (),
+    merge_groups: Mapping[str, str] | None = None,
+) -> Evaluation:
+    """Metrics of `predictions` (repeat -> item id -> candidate -> score) against `items`,
+    with hit@K, recall@K, precision@K and ndcg@K for each K of `at`."""
+    n_repeats = repeats if repeats is not None else max(predictions, default=0) + 1
+    matrices = [build_matrix(items, predictions.get(r, {})) for r in range(n_repeats)]
+    options: dict[str, Any] = {
+        "missing": missing,
+        "n_bootstrap": n_bootstrap,
+        "seed": seed,
+        "at": at,
+    }
+    result = aggregate(matrices, **options)
+    groups = group_aggregates(items, matrices, merge_groups=merge_groups, **options)
+    return Evaluation(result, matrices, predictions, groups)
+
+
+def evaluate_records(
+    items: Sequence[Item],
+    records: Iterable[Record],
+    *,
+    repeats: int,
+    missing: MissingPolicy = "worst",
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    at: Sequence[int] = (),
+    merge_groups: Mapping[str, str] | None = None,
+) -> Evaluation:
+    """Metrics of a run's records (a candidate scored by several calls gets their mean);
+    records of several turns are evaluated turn by turn (see the module docstring)."""
+    records = list(records)
+    options: dict[str, Any] = {
+        "repeats": repeats,
+        "missing": missing,
+        "n_bootstrap": n_bootstrap,
+        "seed": seed,
+        "at": at,
+        "merge_groups": merge_groups,
+    }
+    turns = sorted({turn for r in records if isinstance(turn := r.extra.get("turn"), int)})
+    if not turns:
+        return evaluate_predictions(items, predictions_from_records(records), **options)
+    by_turn = [
+        evaluate_predictions(
+            items,
+            predictions_from_records(r for r in records if r.extra.get("turn") == t),
+            **options,
+        )
+        for t in turns
+    ]
+    return _over_turns(turns, by_turn, missing=missing, at=at, n_bootstrap=n_bootstrap, seed=seed)
+
+
+def success_at(
+    by_turn: Sequence[Evaluation], *, missing: MissingPolicy, at: Sequence[int]
+) -> dict[str, FloatArray]:
+    """`success@K` per repeat and item (repeats x items): the probability that a candidate of
+    maximal relevance (the gold) is in the top K at one turn or more, each turn's ties broken
+    independently at random: 1 - prod over turns of (1 - hit@K). It is at least every turn's
+    hit@K, which for a single gold is its recall@K."""
+    out: dict[str, FloatArray] = {}
+    for k in sorted({1, *at}):  # hit@1 is always reported, so is success@1
+        missed = None
+        for evaluation in by_turn:
+            hits = np.stack(
+                [
+                    per_item_values(m, missing=missing, at=at)[f"hit@{k}"]
+                    for m in evaluation.matrices
+                ]
+            )
+            missed = 1.0 - hits if missed is None else missed * (1.0 - hits)
+        assert missed is not None
+        out[f"success@{k}"] = 1.0 - missed
+    return out
+
+
+def _over_turns(
+    turns: list[int],
+    by_turn: list[Evaluation],
+    *,
+    missing: MissingPolicy,
+    at: Sequence[int],
+    n_bootstrap: int,
+    seed: int,
+) -> Evaluation:
+    """The last turn's evaluation with `success@K` among its metrics, and every turn's."""
+    last, first = by_turn[-1], by_turn[0]
+    success = success_at(by_turn, missing=missing, at=at)
+    extra = {
+        name: summarize(name, values, n_bootstrap=n_bootstrap, seed=seed)
+        for name, values in success.items()
+    }
+    per_item = {name: _mean_over_repeats(values) for name, values in success.items()}
+    final = replace(
+        last.aggregate,
+        metrics={**last.aggregate.metrics, **extra},
+        per_item={**last.aggregate.per_item, **_present(per_item, last)},
+    )
+    return Evaluation(
+        final,
+        last.matrices,
+        last.predictions,
+        last.groups,
+        turns=[(t, e.aggregate) for t, e in zip(turns, by_turn, strict=True)],
+        turn_gain=turn_gain(first.aggregate, last.aggregate, n_bootstrap=n_bootstrap, seed=seed),
+    )
+
+
+def _mean_over_repeats(values: FloatArray) -> FloatArray:
+    """Each item's mean over repeats (repeats x items), NaN where it has no value."""
+    usable = np.isfinite(values)
+    count = usable.sum(axis=0)
+    total = np.where(usable, values, 0.0).sum(axis=0)
+    mean: FloatArray = np.divide(total, count, out=np.full(total.shape, np.nan), where=count > 0)
+    return mean
+
+
+def _present(per_item: dict[str, FloatArray], evaluation: Evaluation) -> dict[str, FloatArray]:
+    """Per-item values restricted to the items the aggregate counts (in its order)."""
+    ids = evaluation.matrices[0].item_ids
+    rows = [ids.index(item_id) for item_id in evaluation.aggregate.item_ids]
+    return {name: values[rows] for name, values in per_item.items()}
+
+
+def turn_gain(
+    first: Aggregate, last: Aggregate, *, n_bootstrap: int = 1000, seed: int = 0
+) -> dict[str, MetricSummary]:
+    """Per metric, the mean over items of (last turn - first turn) on the items both count,
+    with a paired-bootstrap 95% CI (medians are not differenced: `median_rank` has none)."""
+    shared = [item for item in last.item_ids if item in set(first.item_ids)]
+    row_first = {item: i for i, item in enumerate(first.item_ids)}
+    row_last = {item: i for i, item in enumerate(last.item_ids)}
+    gains: dict[str, MetricSummary] = {}
+    for name, values in last.per_item.items():
+        if name == "median_rank" or name not in first.per_item:
+            continue
+        before = first.per_item[name][[row_first[i] for i in shared]]
+        after = values[[row_last[i] for i in shared]]
+        difference = after - before
+        if difference.size == 0:
+            gains[name] = MetricSummary(mean=None, ci95=None)
+            continue
+        low, high = paired_bootstrap_ci(difference, n_bootstrap=n_bootstrap, seed=seed)
+        gains[name] = MetricSummary(
+            mean=round(float(difference.mean()), 6), ci95=(round(low, 6), round(high, 6))
+        )
+    return gains
+
+
+def expected_score_records(records: list[Record]) -> list[Record] | None:
+    """The records with each parsed pointwise score replaced by the judge's probability-
+    weighted score (`extra.expected_score`, local judges with `expected_score: true`), for
+    the second metrics block; None when no record carries one. An answer that failed to
+    parse stays missing; one whose score start was not found keeps its greedy score."""
+    swapped, found = [], False
+    for record in records:
+        value = record.extra.get("expected_score")
+        if value is not None and len(record.candidates) == 1:
+            (cid,) = record.candidates
+            if record.scores.get(cid) is not None:
+                record = record.model_copy(update={"scores": {cid: float(value)}})
+                found = True
+        swapped.append(record)
+    return swapped if found else None

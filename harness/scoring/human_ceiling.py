@@ -1,0 +1,66 @@
+"""The human ceiling: how well each annotator ranks the candidates against the consensus of
+the other annotators (leave-one-out), on the same metrics and the same bootstrap as a model.
+
+Items that carry `annotations` from two or more annotators take part. For each annotator, the
+ranking they gave becomes scores (N-1 ... 0), the relevance is the Borda consensus of the
+other annotators' rankings (`harness.scoring.consensus`), and the metric code evaluates it exactly as
+it evaluates a run; each annotator is one "repeat" (named by the item's `annotators` when
+given, else by their position in `annotations`), so an item's value is the mean over its
+annotators, the CI a bootstrap over items, and `std` the spread across annotators. A model
+that reaches this row agrees with the annotators as well as they agree with each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness.dataset import Item
+from harness.scoring.consensus import consensus
+from harness.scoring.metrics import Aggregate, aggregate, build_matrix
+
+HUMAN_ROW = "human (leave-one-out)"
+
+
+def _annotators(item: Item) -> list[str]:
+    names = (item.model_extra or {}).get("annotators")
+    count = len(item.annotations or ())
+    if isinstance(names, list) and len(names) == count:
+        return [str(name) for name in names]
+    return [f"annotator {index + 1}" for index in range(count)]
+
+
+def human_ceiling(
+    items: Sequence[Item], *, n_bootstrap: int = 1000, seed: int = 0
+) -> Aggregate | None:
+    """Each annotator against the leave-one-out consensus; None without annotated items."""
+    annotated = [item for item in items if item.annotations and len(item.annotations) >= 2]
+    if not annotated:
+        return None
+    names = list(dict.fromkeys(name for item in annotated for name in _annotators(item)))
+    matrices = []
+    for name in names:
+        pseudo: list[Item] = []
+        scores: dict[str, dict[str, float | None]] = {}
+        for item in annotated:
+            rankings = list(item.annotations or ())
+            mine = _annotators(item)
+            if name in mine:
+                index = mine.index(name)
+                others = rankings[:index] + rankings[index + 1 :]
+                relevance = tuple(consensus(others, item.candidates))
+                n = len(item.candidates)
+                scores[item.id] = {cid: float(n - 1 - p) for p, cid in enumerate(rankings[index])}
+            else:
+                relevance = tuple(item.candidates)  # unused: no scores, the item is excluded
+            pseudo.append(
+                Item(
+                    id=item.id,
+                    dialogue=item.dialogue,
+                    query=item.query,
+                    context_audio=item.context_audio,
+                    candidates=item.candidates,
+                    human_ranking=relevance,
+                )
+            )
+        matrices.append(build_matrix(pseudo, scores))
+    return aggregate(matrices, missing="exclude", n_bootstrap=n_bootstrap, seed=seed)

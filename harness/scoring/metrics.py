@@ -1,0 +1,364 @@
+"""Aggregation of the tie-aware ranking metrics (docs/metrics.md) over items and repeats.
+
+Scores come per item in the item's candidate order, NaN for a missing score; relevance as
+the matching gains (`Item.relevance`). Per-item values come from `harness.scoring.ranking` (closed-form
+expectations over uniformly random tie-breaking, one sort per item), computed on padded
+(items x max N) blocks. Reported: `hit@1`, `mrr`, `ndcg`, `kendall_tau_b` always;
+`hit@K`, `recall@K`, `precision@K`, `ndcg@K` for each K of `at`; `median_rank` and `mean_rank`
+(expected rank of the gold candidate) when every evaluated item has exactly one relevant
+candidate. An item without any relevant candidate scores 0 on every metric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from harness.dataset import Item
+from harness.errors import HarnessError
+from harness.scoring.ranking import (
+    CORE_NAMES,
+    FloatArray,
+    block_metrics,
+    cutoff_names,
+    kendall_tau_b,
+)
+
+__all__ = [
+    "METRIC_NAMES",
+    "RANK_NAMES",
+    "Aggregate",
+    "FloatArray",
+    "MetricSummary",
+    "MissingPolicy",
+    "ScoreMatrix",
+    "aggregate",
+    "build_matrix",
+    "kendall_tau_b",
+    "metric_names",
+    "per_item_metrics",
+    "per_item_values",
+    "summarize",
+    "top_is_tied",
+]
+
+MissingPolicy = Literal["worst", "exclude"]
+METRIC_NAMES = CORE_NAMES
+RANK_NAMES = ("median_rank", "mean_rank")
+BLOCK_ELEMENTS = 1 << 15  # rows x columns per block of items: small enough to stay in cache
+BOOTSTRAP_ELEMENTS = 1 << 22  # resamples x items per block of bootstrap resamples
+
+
+def metric_names(at: Sequence[int] = (), *, single_gold: bool = False) -> tuple[str, ...]:
+    """The names reported, in order, for cut-offs `at` (sorted, deduplicated)."""
+    cutoffs = tuple(n for n in cutoff_names(_cutoffs(at)) if n not in METRIC_NAMES)
+    return METRIC_NAMES + cutoffs + (RANK_NAMES if single_gold else ())
+
+
+def _cutoffs(at: Sequence[int]) -> tuple[int, ...]:
+    for k in at:
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+            raise HarnessError(f"metric cut-offs must be integers >= 1, not {k!r}")
+    return tuple(sorted({int(k) for k in at}))
+
+
+def per_item_metrics(
+    scores: FloatArray, relevance: FloatArray, *, at: Sequence[int] = ()
+) -> dict[str, FloatArray]:
+    """Metric values per item for one block of items with the same candidate count N.
+
+    `scores` must already have missing values replaced (policy `worst` uses -inf).
+    """
+    lengths = np.full(scores.shape[0], scores.shape[1], dtype=np.int64)
+    metrics = block_metrics(scores, relevance, lengths, _cutoffs(at)).metrics
+    return {name: metrics[name] for name in metric_names(at)}
+
+
+def top_is_tied(scores: FloatArray) -> NDArray[np.bool_]:
+    top = scores.max(axis=1, keepdims=True)
+    result: NDArray[np.bool_] = (scores == top).sum(axis=1) > 1
+    return result
+
+
+@dataclass(frozen=True)
+class MetricSummary:
+    mean: float | None
+    ci95: tuple[float, float] | None
+    repeats: list[float] | None = None
+    std: float | None = None
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"mean": self.mean, "ci95": list(self.ci95) if self.ci95 else None}
+        if self.repeats is not None:
+            out["repeats"] = self.repeats
+            out["std"] = self.std
+        return out
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    n_items: int
+    n_candidates: int
+    coverage: float
+    tie_rate: float | None
+    missing_policy: MissingPolicy
+    metrics: dict[str, MetricSummary]
+    per_item: dict[str, FloatArray] = field(repr=False, default_factory=dict)
+    item_ids: list[str] = field(repr=False, default_factory=list)
+    n_repeats: int = 1
+    n_items_without_relevant: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "n_items": self.n_items,
+            "n_candidates": self.n_candidates,
+            "coverage": _round(self.coverage),
+            "tie_rate": _round(self.tie_rate),
+            "missing_policy": self.missing_policy,
+            "n_repeats": self.n_repeats,
+            "n_items_without_relevant": self.n_items_without_relevant,
+            "metrics": {name: summary.to_json() for name, summary in self.metrics.items()},
+        }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(float(value), 6)
+
+
+@dataclass
+class ScoreMatrix:
+    """Scores of one repeat: one row per item (in `item_ids` order), NaN where missing, and
+    the items' gains in the same candidate order."""
+
+    item_ids: list[str]
+    scores: list[FloatArray]
+    relevance: list[FloatArray]
+
+
+def build_matrix(
+    items: Sequence[Item], predictions: Mapping[str, Mapping[str, float | None]]
+) -> ScoreMatrix:
+    """Align predictions ({item_id: {candidate: score}}) to the items' candidate order.
+
+    An item without a prediction, or a candidate without a score, counts as missing. An item
+    without a relevance judgement cannot be evaluated (HarnessError).
+    """
+    scores, relevance = [], []
+    for item in items:
+        if item.relevance_form is None:
+            raise HarnessError(
+                f"item {item.id} has no relevance judgement (human_ranking, relevant or "
+                "relevance): annotate the dataset before evaluating"
+            )
+        given = predictions.get(item.id, {})
+        # None (no usable score) and absent candidates both become NaN.
+        scores.append(np.array(list(map(given.get, item.candidates)), dtype=np.float64))
+        relevance.append(item.gains)
+    return ScoreMatrix([item.id for item in items], scores, relevance)
+
+
+@dataclass(frozen=True)
+class _Repeat:
+    values: dict[str, FloatArray]  # NaN for excluded items
+    gold_rank: FloatArray
+    n_relevant: NDArray[np.int64]  # -1 for excluded items
+    tied: FloatArray
+
+
+def _padded(rows: Sequence[FloatArray], width: int) -> FloatArray:
+    if all(len(row) == width for row in rows):
+        return np.array(rows, dtype=np.float64).reshape(len(rows), width)
+    out = np.zeros((len(rows), width))
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = row
+    return out
+
+
+def _blocks(lengths: NDArray[np.int64]) -> list[NDArray[np.int64]]:
+    """Row indices in blocks of similar candidate counts, each block at most BLOCK_ELEMENTS
+    once padded to its longest row (short rows are not padded to the longest of all)."""
+    by_length = np.argsort(lengths, kind="stable")
+    sorted_lengths = lengths[by_length]
+    blocks, first = [], 0
+    while first < len(by_length):
+        most = min(BLOCK_ELEMENTS // max(int(sorted_lengths[first]), 1), len(by_length) - first)
+        padded_size = np.arange(1, most + 1) * sorted_lengths[first : first + most]
+        rows = max(1, int(np.searchsorted(padded_size, BLOCK_ELEMENTS, side="right")))
+        blocks.append(by_length[first : first + rows])
+        first += rows
+    return blocks
+
+
+def _per_item(matrix: ScoreMatrix, missing: MissingPolicy, at: tuple[int, ...]) -> _Repeat:
+    """Per-item metrics (NaN for excluded items) and a per-item tied-top indicator."""
+    m = len(matrix.item_ids)
+    names = (*METRIC_NAMES, *cutoff_names(at))
+    values = {name: np.full(m, np.nan) for name in names}
+    gold_rank, tied = np.full(m, np.nan), np.full(m, np.nan)
+    n_relevant = np.full(m, -1, dtype=np.int64)
+    lengths = np.array([len(row) for row in matrix.scores], dtype=np.int64)
+    keep = np.arange(m)
+    if missing == "exclude":
+        keep = np.array([i for i in keep if not np.isnan(matrix.scores[i]).any()], dtype=np.int64)
+    for block in _blocks(lengths[keep]):
+        index = keep[block]
+        width = int(lengths[index].max())
+        scores = _padded([matrix.scores[i] for i in index], width)
+        gains = _padded([matrix.relevance[i] for i in index], width)
+        scores = np.where(np.isnan(scores), -np.inf, scores)
+        result = block_metrics(scores, gains, lengths[index], at)
+        for name in names:
+            values[name][index] = result.metrics[name]
+        gold_rank[index] = result.gold_rank
+        n_relevant[index] = result.n_relevant
+        tied[index] = result.top_tied
+    return _Repeat(values, gold_rank, n_relevant, tied)
+
+
+def per_item_values(
+    matrix: ScoreMatrix, *, missing: MissingPolicy = "worst", at: Sequence[int] = ()
+) -> dict[str, FloatArray]:
+    """Every metric's value per item of one repeat, items in matrix order (NaN for an item
+    that `exclude` drops)."""
+    return _per_item(matrix, missing, _cutoffs(at)).values
+
+
+def summarize(
+    name: str, per_repeat: FloatArray, *, n_bootstrap: int = 1000, seed: int = 0
+) -> MetricSummary:
+    """A metric from its values per repeat and item (repeats x items; NaN where an item has
+    none): the mean over items (median for `median_rank`) of each item's mean over repeats,
+    with a seeded percentile-bootstrap CI over items (the resampling of `aggregate`)."""
+    values = np.atleast_2d(np.asarray(per_repeat, dtype=np.float64))
+    present = np.isfinite(values).any(axis=0)
+    if not present.any():
+        return MetricSummary(mean=None, ci95=None)
+    values = values[:, present]
+    per_item = np.nanmean(values, axis=0)
+    n = per_item.size
+    resample = np.random.default_rng(seed).integers(0, n, size=(n_bootstrap, n))
+    if name == "median_rank":
+        boot = _resampled_medians(per_item, resample)
+    else:
+        boot = per_item[resample].mean(axis=1)
+    return _summary(name, boot, values)
+
+
+def _bootstrap(
+    reported: Sequence[str], per_item: Mapping[str, FloatArray], resample: NDArray[np.int64]
+) -> dict[str, FloatArray]:
+    """Each metric's statistic (mean; median for `median_rank`) on every bootstrap resample,
+    a block of resamples at a time (bounded memory).
+
+    The four DialBGM metrics average the resampled values as earlier releases did, so their
+    CIs reproduce bit for bit; the other means go through resample counts (a matrix product).
+    """
+    n_boot, n = resample.shape
+    out = {name: np.empty(n_boot) for name in reported}
+    others = [name for name in reported if name not in METRIC_NAMES and name != "median_rank"]
+    table = np.stack([per_item[name] for name in others], axis=1) if others else None
+    step = max(1, BOOTSTRAP_ELEMENTS // max(n, 1))
+    for first in range(0, n_boot, step):
+        drawn = resample[first : first + step]
+        rows = slice(first, first + len(drawn))
+        for name in reported:
+            if name in METRIC_NAMES:
+                out[name][rows] = per_item[name][drawn].mean(axis=1)
+            elif name == "median_rank":
+                out[name][rows] = _resampled_medians(per_item[name], drawn)
+        if table is not None:
+            offsets = n * np.arange(len(drawn))[:, None]
+            counts = np.bincount((drawn + offsets).ravel(), minlength=drawn.size)
+            means = counts.reshape(len(drawn), n) @ table / n
+            for column, name in enumerate(others):
+                out[name][rows] = means[:, column]
+    return out
+
+
+def _resampled_medians(values: FloatArray, drawn: NDArray[np.int64]) -> FloatArray:
+    """np.median of values[drawn] per row, from a histogram of each resample over the distinct
+    values (cheaper than sorting every resample)."""
+    distinct, codes = np.unique(values, return_inverse=True)
+    n_rows, n = drawn.shape
+    offsets = len(distinct) * np.arange(n_rows)[:, None]
+    histogram = np.bincount((codes[drawn] + offsets).ravel(), minlength=n_rows * len(distinct))
+    cumulative = np.cumsum(histogram.reshape(n_rows, len(distinct)), axis=1)
+    low = distinct[(cumulative > (n - 1) // 2).argmax(axis=1)]
+    high = distinct[(cumulative > n // 2).argmax(axis=1)]
+    medians: FloatArray = (low + high) / 2
+    return medians
+
+
+def _summary(name: str, boot: FloatArray, per_repeat: FloatArray) -> MetricSummary:
+    """Mean (median for `median_rank`) over items, its percentile-bootstrap CI, and with
+    several repeats the per-repeat statistics and their standard deviation."""
+    statistic = np.nanmedian if name == "median_rank" else np.nanmean
+    repeat_stats = [float(statistic(v)) for v in per_repeat if np.isfinite(v).any()]
+    low, high = np.percentile(boot, [2.5, 97.5])
+    multi = len(per_repeat) > 1
+    return MetricSummary(
+        mean=round(float(np.mean(repeat_stats)), 6),
+        ci95=(round(float(low), 6), round(float(high), 6)),
+        repeats=[round(x, 6) for x in repeat_stats] if multi else None,
+        std=round(float(np.std(repeat_stats, ddof=1)), 6) if multi else None,
+    )
+
+
+def aggregate(
+    repeats: Sequence[ScoreMatrix],
+    *,
+    missing: MissingPolicy = "worst",
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    at: Sequence[int] = (),
+) -> Aggregate:
+    """Mean metrics with seeded percentile-bootstrap 95% CIs over items; with several
+    repeats also the per-repeat means and their standard deviation. `at`: the cut-offs K
+    of hit@K, recall@K, precision@K and ndcg@K."""
+    if not repeats:
+        raise ValueError("no predictions to aggregate")
+    cutoffs = _cutoffs(at)
+    item_ids = repeats[0].item_ids
+    per_repeat = [_per_item(matrix, missing, cutoffs) for matrix in repeats]
+    all_scores = np.concatenate([np.concatenate(m.scores) for m in repeats])
+    coverage = float(np.mean(~np.isnan(all_scores))) if all_scores.size else 0.0
+    tied = np.stack([r.tied for r in per_repeat])
+    tie_rate = float(np.nanmean(tied)) if np.isfinite(tied).any() else None
+
+    names = (*METRIC_NAMES, *cutoff_names(cutoffs))
+    stacked = {name: np.stack([r.values[name] for r in per_repeat]) for name in names}
+    present = np.isfinite(stacked["hit@1"]).any(axis=0)
+    n_items = int(present.sum())
+    n_relevant = np.max(np.stack([r.n_relevant for r in per_repeat]), axis=0)[present]
+    single_gold = n_items > 0 and bool((n_relevant == 1).all())
+    if single_gold:
+        ranks = np.stack([r.gold_rank for r in per_repeat])
+        stacked.update({name: ranks for name in RANK_NAMES})
+    reported = metric_names(cutoffs, single_gold=single_gold)
+    per_item = {name: np.nanmean(stacked[name][:, present], axis=0) for name in reported}
+    summaries: dict[str, MetricSummary] = {}
+    if n_items:
+        rng = np.random.default_rng(seed)
+        resample = rng.integers(0, n_items, size=(n_bootstrap, n_items))
+        boot = _bootstrap(reported, per_item, resample)
+        for name in reported:
+            summaries[name] = _summary(name, boot[name], stacked[name])
+    else:
+        summaries = {name: MetricSummary(mean=None, ci95=None) for name in reported}
+    n_candidates = max((len(row) for row in repeats[0].scores), default=0)
+    return Aggregate(
+        n_items=n_items,
+        n_candidates=n_candidates,
+        coverage=coverage,
+        tie_rate=tie_rate,
+        missing_policy=missing,
+        metrics=summaries,
+        per_item=per_item,
+        item_ids=[item_ids[i] for i in np.flatnonzero(present)],
+        n_repeats=len(repeats),
+        n_items_without_relevant=int((n_relevant == 0).sum()),
+    )

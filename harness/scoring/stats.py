@@ -1,0 +1,275 @@
+"""Statistics for comparing runs: paired differences with a bootstrap CI and a sign-flip
+permutation p-value, inter-model agreement (per-item Kendall's tau-b, averaged), and
+position bias of joint prompts. All vectorised with numpy and seeded."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from harness.dataset import Item
+from harness.prompting.joint import position_top1_rates
+from harness.records import Record
+from harness.scoring.metrics import FloatArray, kendall_tau_b
+
+# Below this many items every sign pattern is enumerated (2**n <= this), so p is exact.
+EXACT_SIGN_FLIP_LIMIT = 1 << 16
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """Mean of (run - baseline) over shared items, its 95% paired-bootstrap CI, and the
+    two-sided sign-flip permutation p-value of the null "no difference"."""
+
+    n_items: int
+    run_mean: float
+    baseline_mean: float
+    difference: float
+    ci95: tuple[float, float]
+    p_value: float
+    exact: bool
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "n_items": self.n_items,
+            "run_mean": round(self.run_mean, 6),
+            "baseline_mean": round(self.baseline_mean, 6),
+            "difference": round(self.difference, 6),
+            "ci_low": round(self.ci95[0], 6),
+            "ci_high": round(self.ci95[1], 6),
+            "p_value": self.p_value,
+            "exact": self.exact,
+        }
+
+
+def _all_sign_patterns(n: int) -> NDArray[np.float64]:
+    bits = (np.arange(1 << n)[:, None] >> np.arange(n)[None, :]) & 1
+    signs: NDArray[np.float64] = (1 - 2 * bits).astype(np.float64)
+    return signs
+
+
+def sign_flip_p_value(
+    differences: FloatArray, *, n_permutations: int = 10000, seed: int = 0
+) -> tuple[float, bool]:
+    """Two-sided p-value of the mean paired difference under random sign flips.
+
+    Exact (all 2**n patterns) when that is no more than `max(n_permutations,
+    EXACT_SIGN_FLIP_LIMIT)` patterns; otherwise Monte Carlo with the +1 correction, so p is
+    never 0. Returns (p, exact).
+    """
+    d = np.asarray(differences, dtype=np.float64)
+    n = d.size
+    if n == 0:
+        return 1.0, True
+    observed = abs(d.mean())
+    # Float noise must not turn "as extreme" into "less extreme" (identical runs: p = 1).
+    tolerance = 1e-12 * max(1.0, float(np.abs(d).max()))
+    if (1 << min(n, 62)) <= max(n_permutations, EXACT_SIGN_FLIP_LIMIT) and n < 62:
+        means = np.abs(_all_sign_patterns(n) @ d) / n
+        return float(np.mean(means >= observed - tolerance)), True
+    rng = np.random.default_rng(seed)
+    extreme = 0
+    chunk = max(1, min(n_permutations, 4_000_000 // n))
+    for start in range(0, n_permutations, chunk):
+        size = min(chunk, n_permutations - start)
+        signs = rng.choice(np.array([-1.0, 1.0]), size=(size, n))
+        extreme += int(np.count_nonzero(np.abs(signs @ d) / n >= observed - tolerance))
+    return (extreme + 1) / (n_permutations + 1), False
+
+
+def paired_bootstrap_ci(
+    differences: FloatArray, *, n_bootstrap: int = 1000, seed: int = 0
+) -> tuple[float, float]:
+    """95% percentile-bootstrap CI of the mean difference, resampling items (pairs kept)."""
+    d = np.asarray(differences, dtype=np.float64)
+    if d.size == 0:
+        return (float("nan"), float("nan"))
+    rng = np.random.default_rng(seed)
+    index = rng.integers(0, d.size, size=(n_bootstrap, d.size))
+    low, high = np.percentile(d[index].mean(axis=1), [2.5, 97.5])
+    return float(low), float(high)
+
+
+def paired_difference(
+    run: FloatArray,
+    baseline: FloatArray,
+    *,
+    n_bootstrap: int = 1000,
+    n_permutations: int = 10000,
+    seed: int = 0,
+) -> PairedDifference:
+    """Compare two runs' per-item values of one metric on the same items (same order)."""
+    a, b = np.asarray(run, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError(f"paired values differ in shape: {a.shape} vs {b.shape}")
+    d = a - b
+    p, exact = sign_flip_p_value(d, n_permutations=n_permutations, seed=seed)
+    empty = d.size == 0
+    return PairedDifference(
+        n_items=int(d.size),
+        run_mean=float("nan") if empty else float(a.mean()),
+        baseline_mean=float("nan") if empty else float(b.mean()),
+        difference=float("nan") if empty else float(d.mean()),
+        ci95=paired_bootstrap_ci(d, n_bootstrap=n_bootstrap, seed=seed),
+        p_value=p,
+        exact=exact,
+    )
+
+
+def paired_metrics(
+    run: Mapping[str, Mapping[str, float]],
+    baseline: Mapping[str, Mapping[str, float]],
+    *,
+    n_bootstrap: int = 1000,
+    n_permutations: int = 10000,
+    seed: int = 0,
+) -> dict[str, PairedDifference]:
+    """Per metric, the paired comparison on the items both runs have a value for.
+
+    `run` and `baseline` map metric name -> {item id: per-item value}.
+    """
+    out = {}
+    for name, values in run.items():
+        base = baseline.get(name, {})
+        shared = [item for item in values if item in base]
+        out[name] = paired_difference(
+            np.array([values[i] for i in shared]),
+            np.array([base[i] for i in shared]),
+            n_bootstrap=n_bootstrap,
+            n_permutations=n_permutations,
+            seed=seed,
+        )
+    return out
+
+
+# ------------------------------------------------------------------------ many p-values
+Correction = Literal["holm", "bh", "none"]
+CORRECTION_NAMES: dict[str, str] = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "none"}
+
+
+def adjust_p_values(p_values: Sequence[float], method: Correction = "holm") -> FloatArray:
+    """p-values adjusted for reporting several at once: Holm's step-down (controls the
+    family-wise error rate) or Benjamini-Hochberg (the false discovery rate, through
+    `scipy.stats.false_discovery_control`); "none" returns them as they are."""
+    p = np.asarray(p_values, dtype=np.float64)
+    if method == "none" or p.size <= 1:
+        return p.copy()
+    if method == "bh":
+        from scipy.stats import false_discovery_control
+
+        adjusted: FloatArray = np.asarray(false_discovery_control(p, method="bh"))
+        return adjusted
+    if method != "holm":
+        raise ValueError(f"unknown correction {method!r} (holm, bh or none)")
+    order = np.argsort(p, kind="stable")
+    m = p.size
+    stepped = np.maximum.accumulate((m - np.arange(m)) * p[order])
+    holm: FloatArray = np.empty(m)
+    holm[order] = np.minimum(stepped, 1.0)
+    return holm
+
+
+# ------------------------------------------------------------------------ agreement
+ScoreVectors = Mapping[str, FloatArray]  # item id -> scores in the item's candidate order
+
+
+@dataclass(frozen=True)
+class Agreement:
+    labels: list[str]
+    tau: FloatArray  # (runs x runs) mean per-item tau-b over the items both have
+    n_items: NDArray[np.int64]
+
+
+def agreement_matrix(vectors: Sequence[tuple[str, ScoreVectors]]) -> Agreement:
+    """Pairwise Kendall's tau-b between score vectors, per item, averaged over shared items.
+
+    Missing scores (NaN) count as tied below every scored candidate, like the metric layer's
+    default `worst` policy. Items whose vectors differ in length are skipped.
+    """
+    k = len(vectors)
+    tau = np.full((k, k), np.nan)
+    counts = np.zeros((k, k), dtype=np.int64)
+    for i, (_, left) in enumerate(vectors):
+        for j in range(i, k):
+            right = vectors[j][1]
+            shared = [
+                item for item in left if item in right and len(left[item]) == len(right[item])
+            ]
+            counts[i, j] = counts[j, i] = len(shared)
+            if not shared:
+                continue
+            tau[i, j] = tau[j, i] = _mean_tau([left[s] for s in shared], [right[s] for s in shared])
+    return Agreement([label for label, _ in vectors], tau, counts)
+
+
+def _missing_worst(scores: FloatArray) -> FloatArray:
+    filled: FloatArray = np.where(np.isnan(scores), -np.inf, scores)
+    return filled
+
+
+def _mean_tau(left: Sequence[FloatArray], right: Sequence[FloatArray]) -> float:
+    values = []
+    for width in sorted({len(v) for v in left}):  # one block per candidate count
+        rows = [i for i, v in enumerate(left) if len(v) == width]
+        x = np.stack([left[i] for i in rows])
+        y = np.stack([right[i] for i in rows])
+        values.append(kendall_tau_b(_missing_worst(x), _missing_worst(y)))
+    return float(np.concatenate(values).mean())
+
+
+# ------------------------------------------------------------------------ position bias
+@dataclass(frozen=True)
+class PositionBias:
+    """How often the model's top-1 (ties split evenly) and the human's first fell on each
+    presentation position of a joint prompt."""
+
+    n_calls: int
+    rates: FloatArray
+    human_rates: FloatArray
+    p_value: float  # chi-square goodness of fit of the model's top-1 counts to uniform 1/N
+
+    @property
+    def n_positions(self) -> int:
+        return len(self.rates)
+
+    @property
+    def uniform(self) -> float:
+        return 1.0 / self.n_positions if self.n_positions else float("nan")
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "n_calls": self.n_calls,
+            "uniform": round(self.uniform, 6),
+            "top1_rate": [round(float(r), 6) for r in self.rates],
+            "human_top1_rate": [round(float(r), 6) for r in self.human_rates],
+            "p_value": self.p_value,
+        }
+
+
+def is_joint(record: Record) -> bool:
+    """A judge answer that scored several candidates shown together in one prompt."""
+    return record.raw is not None and len(record.candidates) > 1
+
+
+def position_bias(records: Iterable[Record], items: Iterable[Item] = ()) -> PositionBias | None:
+    """Top-1 rates per presentation position over the joint calls that were answered and
+    parsed (`harness.prompting.joint.position_top1_rates`), with a chi-square test against 1/N; None
+    when there are no such calls. A record lists its candidates in presentation order."""
+    joint = [r for r in records if is_joint(r) and r.error is None and r.parse_error is None]
+    top1 = position_top1_rates(joint, items)
+    calls = int(top1["calls"])
+    if not calls:
+        return None
+    from scipy.special import chdtrc  # chi-square survival function; slow-ish to import
+
+    rates = np.array(top1["model"], dtype=np.float64)
+    n = len(rates)
+    observed = rates * calls
+    expected = observed.sum() / n
+    statistic = float(((observed - expected) ** 2 / expected).sum())
+    p_value = float(chdtrc(n - 1, statistic)) if n > 1 else 1.0
+    return PositionBias(calls, rates, np.array(top1["human"], dtype=np.float64), p_value)
