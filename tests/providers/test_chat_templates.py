@@ -16,7 +16,7 @@ import jinja2
 import pytest
 import torch
 from jinja2.sandbox import ImmutableSandboxedEnvironment
-from tests.harness.test_prompts import ALL_CASES, request_for_case, write_prompt_dataset
+from tests.harness.prompting.test_prompts import ALL_CASES, request_for_case, write_prompt_dataset
 
 from harness.config import provider_config
 from harness.dataset import Dataset

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from tests.harness.test_prompts import write_prompt_dataset
+from tests.harness.prompting.test_prompts import write_prompt_dataset
 
 from harness.dataset import Dataset
 from harness.prompting.fewshot import load_examples

@@ -84,7 +84,7 @@ def show(request: ChatRequest) -> str:
 
 
 # Every registered variant, in every input mode it accepts (a new variant is picked up here;
-# record its snapshots with `pytest tests/harness/test_prompts.py --update-snapshots`).
+# record its snapshots with `pytest tests/harness/prompting/test_prompts.py --update-snapshots`).
 CASES: dict[str, tuple[str, str, str, dict[str, Any]]] = {}
 for _variant, _entry in VARIANTS.items():
     for _dialogue in ("full", "summary"):
