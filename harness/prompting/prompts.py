@@ -25,8 +25,8 @@ from harness.types import AudioRef
 
 # The project's prompts/ folder in a source checkout; a wheel carries the same files as
 # harness/bundled_prompts (see pyproject.toml).
-_CHECKOUT_PROMPTS = Path(__file__).resolve().parent.parent / "prompts"
-_BUNDLED_PROMPTS = Path(__file__).resolve().parent / "bundled_prompts"
+_CHECKOUT_PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
+_BUNDLED_PROMPTS = Path(__file__).resolve().parents[1] / "bundled_prompts"
 DEFAULT_PROMPTS_DIR = _CHECKOUT_PROMPTS if _CHECKOUT_PROMPTS.is_dir() else _BUNDLED_PROMPTS
 # A placeholder carries a secret drawn when the process starts, so that no text of a dataset
 # (a dialogue quoting "<|audio:0|>", a caption) can be taken for one.
