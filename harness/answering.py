@@ -68,7 +68,7 @@ class RunStats:
 
 # Permanent failures that every later request of the run would meet as well: after the first
 # one, the run stops sending. Other permanent failures stop it after a streak without success.
-RUN_WIDE_KINDS = frozenset({"auth", "permission", "not_found"})
+RUN_WIDE_KINDS = frozenset({"auth", "permission", "not_found", "load"})
 HALT_AFTER_PERMANENT = 10
 
 

@@ -105,7 +105,7 @@ class LocalJudge(Judge):
                 try:
                     await asyncio.to_thread(self.load)
                 except Exception as exc:
-                    self._load_error = as_provider_error(exc, f"loading {self.model}")
+                    self._load_error = as_provider_error(exc, f"loading {self.model}", "load")
                     raise self._load_error from exc
 
     async def aclose(self) -> None:

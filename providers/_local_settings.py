@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import Field
@@ -144,13 +145,31 @@ def hf() -> Any:
 
 
 def load_model(model_class: str, settings: LocalSettings) -> Any:
-    """`transformers.<model_class>.from_pretrained` on the settings' device and dtype."""
+    """`transformers.<model_class>.from_pretrained` on the settings' device and dtype. A
+    checkpoint that lacks some of the class's weights is refused: transformers would fill them
+    with random values and only log it, and the judge would score at random."""
     cls = getattr(hf(), model_class)
-    model = cls.from_pretrained(settings.checkpoint, **settings.model_kwargs())
+    model, info = cls.from_pretrained(
+        settings.checkpoint, output_loading_info=True, **settings.model_kwargs()
+    )
+    refuse_missing_weights(settings.checkpoint, info.get("missing_keys", ()))
     if "device_map" not in settings.model_kwargs():
         model = model.to(settings.resolved_device())
     model.eval()
     return model
+
+
+def refuse_missing_weights(source: str, missing: Iterable[str], what: str = "weights") -> None:
+    """One line naming the parameters a checkpoint (or adapter) did not provide."""
+    names = sorted(missing)
+    if names:
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        raise ProviderError(
+            f"{source}: {len(names)} {what} missing from the checkpoint (they would be random): "
+            f"{shown}",
+            transient=False,
+            kind="load",
+        )
 
 
 def load_model_weights(model: Any, settings: LocalSettings) -> tuple[Any, Any]:
@@ -174,8 +193,9 @@ def free_memory() -> None:
         torch.cuda.empty_cache()
 
 
-def as_provider_error(exc: Exception, what: str) -> ProviderError:
-    """Map a failure inside a local forward pass to a ProviderError the runner understands."""
+def as_provider_error(exc: Exception, what: str, kind: str = "local_model") -> ProviderError:
+    """Map a failure inside a local forward pass (or, with kind="load", while loading: the
+    run stops at the first) to a ProviderError the runner understands."""
     import torch
 
     if isinstance(exc, ProviderError):
@@ -187,5 +207,5 @@ def as_provider_error(exc: Exception, what: str) -> ProviderError:
             kind="out_of_memory",
         )
     return ProviderError(
-        f"{what}: {type(exc).__name__}: {exc}", transient=False, kind="local_model"
+        f"{what}: {type(exc).__name__}: {exc}", transient=False, kind=kind
     )

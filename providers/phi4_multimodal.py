@@ -23,7 +23,7 @@ from pydantic import Field
 
 from harness.types import ProviderConfig
 from providers._local import Loaded, LocalJudge
-from providers._local_settings import LocalOptions
+from providers._local_settings import LocalOptions, refuse_missing_weights
 
 DEFAULT_LORA = "speech-lora"
 # The revision transformers' integration tests load (tests/models/phi4_multimodal/
@@ -59,13 +59,26 @@ class Phi4MultimodalJudge(LocalJudge):
         first = self._loaded is None
         loaded = super().load()
         if first and self.lora and self._has_lora():
-            loaded.model.load_adapter(
-                self.settings.checkpoint,
-                adapter_name="speech",
-                adapter_kwargs={"subfolder": self.lora, **self.settings.load_kwargs()},
-            )
-            loaded.model.set_adapter("speech")
+            loaded.model = self._with_adapter(loaded.model)
         return loaded
+
+    def _with_adapter(self, model: Any) -> Any:
+        """The model wrapped with the speech LoRA through peft itself (transformers'
+        `load_adapter` integration wants a newer peft than its range admits, and reports
+        missing adapter weights only in a log); an adapter file lacking some of the LoRA's
+        weights is refused."""
+        from peft import PeftConfig, PeftModel
+
+        kwargs = {"subfolder": self.lora, **self.settings.load_kwargs()}
+        config = PeftConfig.from_pretrained(self.settings.checkpoint, **kwargs)
+        config.inference_mode = True
+        wrapped = PeftModel(model, config, adapter_name="speech")
+        result = wrapped.load_adapter(self.settings.checkpoint, "speech", **kwargs)
+        refuse_missing_weights(
+            f"{self.settings.checkpoint}/{self.lora}", result.missing_keys, "adapter weights"
+        )
+        wrapped.set_adapter("speech")
+        return wrapped.eval()
 
     def _has_lora(self) -> bool:
         """A local checkpoint must hold the subfolder (a tiny test model has none); a hub id

@@ -117,3 +117,51 @@ def test_speech_lora_is_loaded_from_its_subfolder(
     assert adapted.identity()["lora"] == "speech-lora"
     assert not torch.allclose(logits(base), logits(adapted), atol=1e-5)
     assert torch.equal(logits(base), logits(judge(with_lora, lora=None)))
+
+
+def _drop_tensor(file: Path, name_part: str) -> str:
+    """Rewrite a safetensors file without its first tensor whose name holds `name_part`."""
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(file)
+    dropped = next(name for name in sorted(tensors) if name_part in name)
+    del tensors[dropped]
+    save_file(tensors, file, metadata={"format": "pt"})
+    return dropped
+
+
+def test_a_checkpoint_missing_weights_is_refused_not_filled_at_random(
+    checkpoint: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    from harness.types import ProviderError
+
+    damaged = tmp_path / "phi4-damaged"
+    shutil.copytree(checkpoint, damaged)
+    dropped = _drop_tensor(damaged / "model.safetensors", "audio_embed")
+    with pytest.raises(ProviderError) as caught:
+        judge(damaged, lora=None).load()
+    message = str(caught.value)
+    assert "1 weights missing from the checkpoint" in message
+    assert dropped.split(".")[-2] in message and "\n" not in message
+
+
+def test_an_adapter_missing_weights_is_refused(checkpoint: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from peft import LoraConfig, get_peft_model
+
+    from harness.types import ProviderError
+
+    with_lora = tmp_path / "phi4-lora"
+    shutil.copytree(checkpoint, with_lora)
+    lora_model = get_peft_model(
+        judge(checkpoint, lora=None).load().model,
+        LoraConfig(r=2, target_modules=["qkv_proj"], init_lora_weights=False),
+    )
+    lora_model.save_pretrained(with_lora / "speech-lora")
+    dropped = _drop_tensor(with_lora / "speech-lora" / "adapter_model.safetensors", "lora_B")
+    with pytest.raises(ProviderError, match="adapter weights missing") as caught:
+        judge(with_lora).load()
+    assert "lora_B" in str(caught.value) and dropped.split(".")[2] in str(caught.value)
