@@ -6,9 +6,9 @@ model is loaded, so importing this module costs nothing to a user of the API pro
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import Field
@@ -206,6 +206,4 @@ def as_provider_error(exc: Exception, what: str, kind: str = "local_model") -> P
             transient=False,
             kind="out_of_memory",
         )
-    return ProviderError(
-        f"{what}: {type(exc).__name__}: {exc}", transient=False, kind=kind
-    )
+    return ProviderError(f"{what}: {type(exc).__name__}: {exc}", transient=False, kind=kind)
