@@ -62,7 +62,7 @@ test-latest: | $(BIN)/uv
 		-c requirements/constraints.txt -e '.[all,dev,bench]' --upgrade
 	$(BIN)/uv pip install --quiet --python .venv-latest/bin/python --no-deps -r $(NO_DEPS)
 	.venv-latest/bin/python data/sample/build_audio.py
-	.venv-latest/bin/pytest
+	BGM_JUDGE_ENV=latest .venv-latest/bin/pytest
 
 lint: install
 	$(BIN)/ruff check .

@@ -13,6 +13,7 @@ from rich.markup import escape
 from harness.cache import ResponseCache
 from harness.config import ExperimentConfig
 from harness.console import terminal
+from harness.provenance import drifted_packages, environment
 from harness.report.formatting import rich_table
 from harness.report.run_report import human_rows, write_comparison
 from harness.report.sources import SWEEP_FILE
@@ -58,6 +59,13 @@ def run_all(
                 "provider's official service",
                 highlight=False,
             )
+    drift = drifted_packages({"provenance": {"environment": environment()}})
+    if drift and results:
+        console.print(
+            f"[yellow]‡[/] this environment differs from the lock ({escape('; '.join(drift))}): "
+            "`make install` restores it",
+            highlight=False,
+        )
     for name, reason in failed:
         console.print(
             f"[bold red]no metrics:[/] {escape(name)}: {reason}; chance-level numbers are not "

@@ -167,7 +167,7 @@ def runs(
     when they finished, and a dagger where the endpoint was not the provider's official one."""
     from rich.table import Table
 
-    from harness.provenance import unofficial_endpoints
+    from harness.provenance import drifted_packages, unofficial_endpoints
     from harness.report.sources import discover
     from providers import REGISTRY
 
@@ -204,7 +204,9 @@ def runs(
         )
         coverage = metrics.get("coverage")
         provenance = stats.get("provenance") or {}
-        mark = " †" if unofficial_endpoints(stats) else ""
+        mark = (" †" if unofficial_endpoints(stats) else "") + (
+            " ‡" if drifted_packages(stats) else ""
+        )
         finished = str(provenance.get("finished_at") or "?")
         table.add_row(
             shown(source.path) + mark,
@@ -225,6 +227,10 @@ def runs(
         unofficial_endpoints(_read(s.path / "run.json")) for s in found.sources if s.kind == "run"
     ):
         console.print("† endpoint is not the provider's official service (see the run's report.md)")
+    if any(drifted_packages(_read(s.path / "run.json")) for s in found.sources if s.kind == "run"):
+        console.print(
+            "‡ made in an environment that differs from the lock (see the run's report.md)"
+        )
 
 
 def _is_judge(registry: Mapping[str, Any], provider: Mapping[str, Any]) -> bool:

@@ -13,7 +13,7 @@ import yaml
 
 from harness.dataset import Dataset, load_dataset
 from harness.errors import HarnessError
-from harness.provenance import unofficial_endpoints
+from harness.provenance import drifted_packages, unofficial_endpoints
 from harness.records import Record, read_predictions, read_records
 from harness.report.labels import generated_labels
 from harness.scoring.description_metrics import description_metrics
@@ -75,6 +75,11 @@ class RunData:
         inputs = self.config.get("inputs") or {}
         shown = f"{inputs.get('dialogue', 'full')}/{inputs.get('music', 'audio')}"
         return shown + ("+context audio" if inputs.get("context_audio") else "")
+
+    @property
+    def drifted_packages(self) -> list[str]:
+        """Packages whose installed version differed from the lock when the run was made."""
+        return drifted_packages(self.stats)
 
     @property
     def unofficial_endpoints(self) -> list[str]:

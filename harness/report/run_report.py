@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.pricing import cost_line
-from harness.provenance import unofficial_endpoints
+from harness.provenance import drifted_packages, unofficial_endpoints
 from harness.report.formatting import (
     group_rows,
     markdown_table,
@@ -53,6 +53,11 @@ def write_run_report(
         + (", the item's context audio" if config.inputs.context_audio else ""),
         f"- dataset: `{config.dataset}`; repeats: {config.repeats}; missing scores: `{metrics['missing_policy']}`",
         *(f"- endpoint {mark}: **{UNOFFICIAL_NOTE}**" for mark in unofficial_endpoints(stats)),
+        *(
+            [f"- environment: **differs from the lock**: {'; '.join(drift)}"]
+            if (drift := drifted_packages(stats))
+            else []
+        ),
     ]
     protocol = getattr(config, "protocol", "rank")
     if protocol == "refine":

@@ -77,21 +77,37 @@ def table_metrics(runs: Sequence[RunData], *, compact: bool = False) -> list[str
 
 
 UNOFFICIAL_MARK = " †"
+DRIFTED_MARK = " ‡"
+
+
+def run_marks(run: RunData) -> str:
+    """A dagger when the run's endpoint is not the provider's official one, a double dagger
+    when it was made in an environment that differs from the lock."""
+    return (UNOFFICIAL_MARK if run.unofficial_endpoints else "") + (
+        DRIFTED_MARK if run.drifted_packages else ""
+    )
 
 
 def marked(run: RunData) -> str:
-    """The run's label, with a dagger when its endpoint is not the provider's official one."""
-    return run.label + (UNOFFICIAL_MARK if run.unofficial_endpoints else "")
+    """The run's label with its marks (see `run_marks`)."""
+    return run.label + run_marks(run)
 
 
 def endpoint_notes(runs: Sequence[RunData]) -> list[str]:
-    """One line per run marked with a dagger: which endpoint it called."""
-    return [
+    """One line per marked run: which endpoint it called, which packages had drifted."""
+    notes = [
         f"† `{run.label}`: {'; '.join(run.unofficial_endpoints)} is not the provider's official "
         "service; its numbers are not that provider's, and its cost is estimated at official prices."
         for run in runs
         if run.unofficial_endpoints
     ]
+    notes += [
+        f"‡ `{run.label}`: made in an environment that differs from the lock "
+        f"({'; '.join(run.drifted_packages)}); it may not reproduce after `make install`."
+        for run in runs
+        if run.drifted_packages
+    ]
+    return notes
 
 
 def comparison_header(runs: Sequence[RunData], *, compact: bool = False) -> list[str]:

@@ -14,13 +14,13 @@ from harness.report.analysis import Analysis
 from harness.report.latex import comparison_tex, pivot_tex
 from harness.report.pivot import pivot_csv_rows
 from harness.report.tables import (
-    UNOFFICIAL_MARK,
     agreement_csv_rows,
     comparison_csv_rows,
     comparison_markdown,
     human_csv_rows,
     paired_csv_rows,
     position_bias_csv_rows,
+    run_marks,
 )
 
 
@@ -64,9 +64,7 @@ def write_report(
     files: dict[str, str | bytes | list[dict[str, Any]]] = {
         "comparison.md": comparison_markdown(analysis, title),
         "comparison.csv": comparison_csv_rows(runs) + human_csv_rows(analysis.human),
-        "comparison.tex": comparison_tex(
-            runs, marks=[UNOFFICIAL_MARK if run.unofficial_endpoints else "" for run in runs]
-        ),
+        "comparison.tex": comparison_tex(runs, marks=[run_marks(run) for run in runs]),
         "agreement.csv": agreement_csv_rows(analysis),
     }
     pivot = pivot_tex(runs)
