@@ -39,3 +39,10 @@ def test_package_data_folders_are_covered() -> None:
         globs = data[package]
         for name in files:
             assert any(fnmatch.fnmatch(f"{pattern[:-1]}{name}", g) for g in globs), name
+
+
+def test_the_packages_declare_their_type_hints() -> None:
+    """PEP 561: type checkers read the hints of an installed harness and providers."""
+    for package in ("harness", "providers"):
+        assert (ROOT / package / "py.typed").is_file()
+        assert "py.typed" in SETUPTOOLS["package-data"][package]
