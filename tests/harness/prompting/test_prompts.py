@@ -232,3 +232,13 @@ def test_snapshots_show_what_each_mode_sends(dataset: Dataset) -> None:
     assert heard.count("[audio: k1]") == 2 and heard.index("recommended Clip 1: [audio: k1]") > 0
     user = render_case(dataset, "user_simulator")
     assert CAPTIONS["k2"] in user and CAPTIONS["k1"] in user and ITEMS[0]["query"] in user
+
+
+def test_a_checkout_renders_its_own_prompts_folder() -> None:
+    """In a source checkout the templates come from the top-level prompts/ folder (the module
+    sits two levels below the repository root since the prompting subpackage)."""
+    from harness.prompting.prompts import DEFAULT_PROMPTS_DIR
+
+    root = Path(__file__).resolve().parents[3]
+    assert root / "prompts" == DEFAULT_PROMPTS_DIR
+    assert (DEFAULT_PROMPTS_DIR / "zero_shot.jinja").is_file()
