@@ -16,23 +16,13 @@ from harness.report.formatting import (
     shown_metrics,
 )
 from harness.report.protocol_tables import protocol_sections
+from harness.scoring.evaluation import no_scores_reason
 from harness.scoring.human_ceiling import HUMAN_ROW
 
 UNOFFICIAL_NOTE = (
     "not the provider's official service: the answers came from whatever serves that URL "
     "(a local stand-in, a proxy), and the cost is estimated at the official prices"
 )
-
-
-def no_scores_reason(metrics: Mapping[str, Any], stats: Mapping[str, Any]) -> str | None:
-    """Why a run has no metrics worth a table: not one usable score (every call failed, or
-    every answer was unparsable), where the tie-aware metrics would read as chance level."""
-    if metrics.get("coverage") not in (0, 0.0) or not stats.get("calls"):
-        return None
-    calls, errors = stats["calls"], stats.get("errors", 0)
-    if errors == calls:
-        return f"every call failed ({errors} of {calls})"
-    return f"no usable score in {calls} call(s) ({errors} failed, the rest unparsable)"
 
 
 def write_run_report(

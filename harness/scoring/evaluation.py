@@ -271,3 +271,14 @@ def expected_score_records(records: list[Record]) -> list[Record] | None:
                 found = True
         swapped.append(record)
     return swapped if found else None
+
+
+def no_scores_reason(metrics: Mapping[str, Any], stats: Mapping[str, Any]) -> str | None:
+    """Why a run has no metrics worth a table: not one usable score (every call failed, or
+    every answer was unparsable), where the tie-aware metrics would read as chance level."""
+    if metrics.get("coverage") not in (0, 0.0) or not stats.get("calls"):
+        return None
+    calls, errors = stats["calls"], stats.get("errors", 0)
+    if errors == calls:
+        return f"every call failed ({errors} of {calls})"
+    return f"no usable score in {calls} call(s) ({errors} failed, the rest unparsable)"

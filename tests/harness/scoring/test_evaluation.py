@@ -104,3 +104,19 @@ def test_evaluate_cli_takes_rankings_and_cutoffs(tmp_path: Path) -> None:
     assert "R@20" in done.output
     bad = runner.invoke(app, [*args, "--at", "1,x"])
     assert bad.exit_code == 2 and "--at takes cut-offs" in bad.output
+
+
+def test_a_run_without_a_usable_score_is_told_apart_from_a_poor_one() -> None:
+    """The evaluation side decides when a run has no metrics worth a table (coverage 0):
+    every call failed, or every answer was unparsable; a run with one usable score has
+    metrics, and so has a run that made no call."""
+    from harness.scoring.evaluation import no_scores_reason
+
+    assert no_scores_reason({"coverage": 0.0}, {"calls": 4, "errors": 4}) == (
+        "every call failed (4 of 4)"
+    )
+    assert no_scores_reason({"coverage": 0}, {"calls": 4, "errors": 1}) == (
+        "no usable score in 4 call(s) (1 failed, the rest unparsable)"
+    )
+    assert no_scores_reason({"coverage": 0.25}, {"calls": 4, "errors": 3}) is None
+    assert no_scores_reason({"coverage": 0.0}, {"calls": 0}) is None
