@@ -1,18 +1,23 @@
-"""A run folder belongs to one configuration: re-running under the same name with settings
-that change the results is refused (unless the user asks to overwrite), so a finished run is
-never silently replaced by a different one."""
+"""A run's folder: what a finished run writes there (`write_run_folder`), and the check that
+it belongs to one configuration: re-running under the same name with settings that change
+the results is refused (unless the user asks to overwrite), so a finished run is never
+silently replaced by a different one."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from harness.config import ExperimentConfig
+from harness.dataset import Item
 from harness.errors import HarnessError
-from harness.secrets import scrub_value
+from harness.records import Predictions, write_predictions
+from harness.report.run_report import write_run_report
+from harness.secrets import scrub, scrub_value
 from harness.types import NON_IDENTITY_FIELDS
 from providers.batch import BATCH_KEYS
 
@@ -66,3 +71,24 @@ def check_run_folder(out_dir: Path, config: ExperimentConfig, *, overwrite: bool
             f"{out_dir} holds a finished run of another configuration ({shown}): give this "
             "run another name, or pass --overwrite (overwrite=True in Python) to replace it"
         )
+
+
+def write_run_folder(
+    out_dir: Path,
+    config: ExperimentConfig,
+    *,
+    items: Sequence[Item],
+    predictions: Predictions,
+    metrics: Mapping[str, Any],
+    stats: Mapping[str, Any],
+    human: Mapping[str, Any] | None = None,
+) -> None:
+    """Write an evaluated run's files beside its records.jsonl: predictions.jsonl,
+    metrics.json, run.json (counts, cost, provenance), config.yaml and report.md. run.json
+    and config.yaml are scrubbed (a key in a base URL)."""
+    write_predictions(out_dir / "predictions.jsonl", predictions, items)
+    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    (out_dir / "run.json").write_text(scrub(json.dumps(stats, indent=2)) + "\n")
+    saved = scrub_value(config.model_dump(mode="json"))
+    (out_dir / "config.yaml").write_text(yaml.safe_dump(saved, sort_keys=False))
+    write_run_report(out_dir / "report.md", config, metrics, stats, human=human)

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -31,14 +29,17 @@ from harness.protocols.calls import Call, CallPlan, check_inputs
 from harness.protocols.plans import call_plan
 from harness.protocols.summaries import Summaries
 from harness.provenance import now, provenance, unofficial_endpoints
-from harness.records import Record, RecordWriter, scan_partial, write_predictions, write_sorted
-from harness.report.run_report import no_scores_reason, write_run_report
-from harness.run_folder import check_run_folder
+from harness.records import Record, RecordWriter, scan_partial, write_sorted
+from harness.run_folder import check_run_folder, write_run_folder
 from harness.scoring.description_metrics import description_metrics
-from harness.scoring.evaluation import Evaluation, evaluate_records, expected_score_records
+from harness.scoring.evaluation import (
+    Evaluation,
+    evaluate_records,
+    expected_score_records,
+    no_scores_reason,
+)
 from harness.scoring.human_ceiling import human_ceiling
 from harness.scoring.metrics import Aggregate
-from harness.secrets import scrub, scrub_value
 from harness.sync import run_coroutine
 from providers import Judge, Provider, create_provider
 
@@ -304,9 +305,41 @@ class Runner:
         )
 
     def _finish(self, dataset: Dataset, records: list[Record], started: float) -> RunResult:
-        evaluation = self._evaluate(dataset, records)
-        write_predictions(self.out_dir / "predictions.jsonl", evaluation.predictions, dataset.items)
+        """Evaluate the run, then write its folder."""
+        evaluation, metrics = self.evaluate(dataset, records)
         self.stats.wall_s = round(time.perf_counter() - started, 3)
+        stats = self.run_stats(records)
+        human = human_ceiling(
+            dataset.items, n_bootstrap=self.config.n_bootstrap, seed=self.config.seed
+        )
+        write_run_folder(
+            self.out_dir,
+            self.config,
+            items=dataset.items,
+            predictions=evaluation.predictions,
+            metrics=metrics,
+            stats=stats,
+            human=human.to_json() if human is not None else None,
+        )
+        result = RunResult(
+            self.config,
+            self.out_dir,
+            self.stats,
+            evaluation.aggregate,
+            human,
+            evaluation.groups,
+            unofficial_endpoints(stats),
+        )
+        result.protocol = {k: metrics[k] for k in PROTOCOL_BLOCKS if k in metrics}
+        return result
+
+    def evaluate(
+        self, dataset: Dataset, records: list[Record]
+    ) -> tuple[Evaluation, dict[str, Any]]:
+        """The run's evaluation and its metrics.json: the metrics, the failure counts, and
+        the blocks of the prompt variant (`position_top1`), the judge's expected scores and
+        the descriptions where they apply."""
+        evaluation = self._evaluate(dataset, records)
         metrics = evaluation.to_json()
         metrics["parse_failures"] = self.stats.parse_failures
         metrics["errors"] = self.stats.errors
@@ -326,7 +359,10 @@ class Runner:
         )
         if described is not None:
             metrics["description"] = described
-        (self.out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        return evaluation, metrics
+
+    def run_stats(self, records: list[Record]) -> dict[str, Any]:
+        """run.json: the run's counts, the plan's, the cost and the provenance."""
         stats = self.stats.to_json() | self.plan.extra_stats()
         if self.provider.kind == "judge":
             stats["cost"] = run_cost(self.config.provider, self.provider.model, records)
@@ -339,30 +375,7 @@ class Runner:
             started_at=self.started_at,
             endpoints={"provider": self.provider.endpoint(), "summarizer": summaries.endpoint},
         )
-        (self.out_dir / "run.json").write_text(scrub(json.dumps(stats, indent=2)) + "\n")
-        config = scrub_value(self.config.model_dump(mode="json"))  # a key in a base URL
-        (self.out_dir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-        human = human_ceiling(
-            dataset.items, n_bootstrap=self.config.n_bootstrap, seed=self.config.seed
-        )
-        result = RunResult(
-            self.config,
-            self.out_dir,
-            self.stats,
-            evaluation.aggregate,
-            human,
-            evaluation.groups,
-            unofficial_endpoints(stats),
-        )
-        result.protocol = {k: metrics[k] for k in PROTOCOL_BLOCKS if k in metrics}
-        write_run_report(
-            result.out_dir / "report.md",
-            self.config,
-            metrics,
-            stats,
-            human=human.to_json() if human is not None else None,
-        )
-        return result
+        return stats
 
 
 async def _cancel_all(futures: list[asyncio.Future[None]]) -> None:

@@ -264,3 +264,41 @@ def test_a_scorers_report_names_no_prompt(tiny_dataset: Path, tmp_path: Path) ->
     report = (result.out_dir / "report.md").read_text()
     assert "- prompt: none (a scorer)" in report
     assert "zero_shot" not in report
+
+
+def test_the_end_of_a_run_evaluates_then_writes_its_folder(
+    tiny_dataset: Path, tmp_path: Path
+) -> None:
+    """Evaluating writes nothing; `write_run_folder` alone writes the evaluated run's files,
+    the same bytes as the run wrote."""
+    from harness.run_folder import write_run_folder
+
+    config = make_config(tiny_dataset)
+    result, judge = run(config, tmp_path)
+    out = result.out_dir
+    written = ["predictions.jsonl", "metrics.json", "run.json", "config.yaml", "report.md"]
+    before = {name: (out / name).read_bytes() for name in written}
+    for name in written:
+        (out / name).unlink()
+    runner = Runner(
+        config,
+        cache=ResponseCache(tmp_path / "c2"),
+        results_dir=tmp_path / "results",
+        provider=judge,
+    )
+    dataset = runner.dataset()
+    records = list(read_records(out / "records.jsonl"))
+    evaluation, metrics = runner.evaluate(dataset, records)
+    files = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
+    assert files == ["records.jsonl"]  # nothing written
+    assert metrics == json.loads(before["metrics.json"])
+    write_run_folder(
+        out,
+        config,
+        items=dataset.items,
+        predictions=evaluation.predictions,
+        metrics=metrics,
+        stats=json.loads(before["run.json"]),
+        human=None,
+    )
+    assert {name: (out / name).read_bytes() for name in written} == before
