@@ -40,7 +40,6 @@ from harness.scoring.evaluation import (
 )
 from harness.scoring.human_ceiling import human_ceiling
 from harness.scoring.metrics import Aggregate
-from harness.sync import run_coroutine
 from providers import Judge, Provider, create_provider
 
 PROTOCOL_BLOCKS = ("turns", "turn_gain", "description")
@@ -383,8 +382,3 @@ async def _cancel_all(futures: list[asyncio.Future[None]]) -> None:
     for future in futures:
         future.cancel()
     await asyncio.gather(*futures, return_exceptions=True)
-
-
-def run_experiment(config: ExperimentConfig, **kwargs: Any) -> RunResult:
-    """Run one experiment to the end (also from inside a running event loop, e.g. Jupyter)."""
-    return run_coroutine(Runner(config, **kwargs).run())

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -14,8 +15,11 @@ import soundfile
 
 from harness.cache import ResponseCache
 from harness.config import ExperimentConfig
+from harness.dataset import Dataset
 from harness.records import Record, read_records
+from harness.report.loading import RunData, assign_labels, load_run
 from harness.runner import Runner, RunResult
+from harness.sync import run_coroutine
 from harness.testing.fake_api import FakeServer
 from providers import Provider
 
@@ -77,6 +81,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="Rewrite tests/snapshots/*.txt from the current prompt templates.",
     )
+
+
+def run_experiment(config: ExperimentConfig, **kwargs: Any) -> RunResult:
+    """Run one experiment to the end, also from inside a running event loop."""
+    return run_coroutine(Runner(config, **kwargs).run())
+
+
+def load_runs(
+    paths: Sequence[Path],
+    *,
+    dataset: Path | None = None,
+    score: Literal["greedy", "expected"] = "greedy",
+) -> list[RunData]:
+    """Load run folders as `harness report` does (one dataset loaded once), labels assigned."""
+    datasets: dict[Path, Dataset] = {}
+    runs = [load_run(path, dataset=dataset, datasets=datasets, score=score) for path in paths]
+    assign_labels(runs)
+    return runs
 
 
 def run_config(

@@ -245,15 +245,3 @@ def assign_labels(runs: Sequence[RunData]) -> None:
     )
     for run, label in zip(runs, labels, strict=True):
         run.label = label
-
-
-def load_runs(
-    paths: Sequence[Path],
-    *,
-    dataset: Path | None = None,
-    score: Literal["greedy", "expected"] = "greedy",
-) -> list[RunData]:
-    datasets: dict[Path, Dataset] = {}
-    runs = [load_run(path, dataset=dataset, datasets=datasets, score=score) for path in paths]
-    assign_labels(runs)
-    return runs

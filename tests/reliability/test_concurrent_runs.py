@@ -15,8 +15,9 @@ import pytest
 
 from harness.cache import ResponseCache
 from harness.config import ExperimentConfig, provider_config
-from harness.runner import Runner, run_experiment
+from harness.runner import Runner
 from harness.testing.fake_api import FakeServer
+from tests.conftest import run_experiment
 from tests.reliability.conftest import (
     MakeDataset,
     answered_per_body,

@@ -16,8 +16,9 @@ from typer.testing import CliRunner
 from harness.cache import ResponseCache
 from harness.cli import app
 from harness.config import load_experiments
-from harness.runner import RunResult, run_experiment
+from harness.runner import RunResult
 from harness.testing.fake_api import MALFORMED_KINDS, FakeServer
+from tests.conftest import run_experiment
 from tests.reliability.conftest import (
     FAST,
     MakeDataset,

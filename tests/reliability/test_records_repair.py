@@ -15,7 +15,8 @@ from rich.console import Console
 from harness.cache import ResponseCache
 from harness.config import ExperimentConfig, provider_config
 from harness.records import read_records, scan_partial
-from harness.runner import Runner, run_experiment
+from harness.runner import Runner
+from tests.conftest import run_experiment
 from tests.reliability.conftest import MakeDataset
 
 

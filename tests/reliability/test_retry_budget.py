@@ -11,8 +11,8 @@ import pytest
 
 from harness.cache import ResponseCache
 from harness.config import load_experiments
-from harness.runner import run_experiment
 from harness.testing.fake_api import FakeServer
+from tests.conftest import run_experiment
 from tests.reliability.conftest import MakeDataset, fast_settings, read_jsonl, write_experiment
 
 

@@ -13,8 +13,9 @@ import yaml
 
 from harness.cache import ResponseCache
 from harness.config import load_experiments
-from harness.runner import RunResult, run_experiment
+from harness.runner import RunResult
 from harness.testing.fake_api import FakeServer
+from tests.conftest import run_experiment
 from tests.reliability.conftest import (
     answers_of,
     fast_settings,

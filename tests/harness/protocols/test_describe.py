@@ -190,7 +190,7 @@ def test_the_sample_experiment_through_both_sdks(
 ) -> None:
     """experiments/describe_sample.yaml on the bundled sample set, against the fake API."""
     from harness.cache import ResponseCache
-    from harness.runner import run_experiment
+    from tests.conftest import run_experiment
 
     root = Path(__file__).resolve().parents[2]
     if not (root / "data" / "sample" / "audio").is_dir():

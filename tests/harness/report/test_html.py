@@ -14,9 +14,8 @@ import pytest
 import soundfile
 
 from harness.report.analysis import analyse
-from harness.report.loading import load_runs
 from harness.report.writing import write_report
-from tests.conftest import write_tiny_dataset
+from tests.conftest import load_runs, write_tiny_dataset
 from tests.harness.report._runs import pointwise_records, tiny_scores, write_run
 
 N_ITEMS = 12

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 from harness.cli import app
 from harness.config import load_experiments, provider_config
 from harness.report.labels import generated_labels, shorten_unique
-from harness.report.loading import load_runs
 from providers import create_provider
+from tests.conftest import load_runs
 
 runner = CliRunner()
 

@@ -12,9 +12,8 @@ import pytest
 
 from harness.records import Record
 from harness.report.analysis import analyse
-from harness.report.loading import load_runs
 from harness.report.writing import write_report
-from tests.conftest import write_tiny_dataset
+from tests.conftest import load_runs, write_tiny_dataset
 from tests.harness.report import test_html
 from tests.harness.report._runs import write_run
 from tests.harness.report.test_html import report_data

@@ -18,9 +18,8 @@ from typer.testing import CliRunner
 from harness.cli import app
 from harness.report.analysis import analyse, chance_levels
 from harness.report.latex import escape
-from harness.report.loading import load_runs
 from harness.scoring.stats import adjust_p_values
-from tests.conftest import write_tiny_dataset
+from tests.conftest import load_runs, write_tiny_dataset
 from tests.harness.report._runs import pointwise_records, tiny_scores, write_run
 
 runner = CliRunner()

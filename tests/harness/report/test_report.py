@@ -12,9 +12,9 @@ from harness.cli import app
 from harness.errors import HarnessError
 from harness.records import Record
 from harness.report.analysis import analyse
-from harness.report.loading import load_run, load_runs
+from harness.report.loading import load_run
 from harness.report.tables import estimated_cost
-from tests.conftest import write_tiny_dataset
+from tests.conftest import load_runs, write_tiny_dataset
 from tests.harness.report._runs import pointwise_records, tiny_scores, write_run
 
 runner = CliRunner()
