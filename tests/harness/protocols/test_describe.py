@@ -192,7 +192,7 @@ def test_the_sample_experiment_through_both_sdks(
     from harness.cache import ResponseCache
     from tests.conftest import run_experiment
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     if not (root / "data" / "sample" / "audio").is_dir():
         pytest.skip("sample audio not built (make sample-audio)")
     monkeypatch.chdir(root)

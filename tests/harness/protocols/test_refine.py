@@ -363,7 +363,7 @@ def test_a_turn_one_without_scores_leaves_turn_two_unasked(tmp_path: Path, pool:
 
 
 def test_the_musiccaps_experiment_file_loads_with_its_judges_uncommented(tmp_path: Path) -> None:
-    source = Path(__file__).resolve().parents[2] / "experiments" / "refine_musiccaps.yaml"
+    source = Path(__file__).resolve().parents[3] / "experiments" / "refine_musiccaps.yaml"
     runs = load_experiments(source)
     assert [r.provider.name for r in runs] == ["text-embedding", "random"]
     assert all(r.protocol == "refine" and r.metrics.at == (1, 5, 10) for r in runs)
