@@ -32,7 +32,7 @@ from harness.cache import ResponseCache
 from harness.config import ExperimentConfig
 from harness.dataset import Dataset
 from harness.pricing import PRICES_AS_OF, Price, price_for
-from harness.protocols.calls import Call
+from harness.protocols.plans import Call
 from harness.protocols.summaries import cached_summary, summarizer_for, summary_request
 from harness.runner import Runner
 from harness.sync import run_coroutine

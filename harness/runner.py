@@ -25,8 +25,8 @@ from harness.errors import DatasetError, StorageError
 from harness.locking import RunFolderLock
 from harness.pricing import run_cost
 from harness.prompting.joint import position_top1_rates
-from harness.protocols.calls import Call, CallPlan, check_inputs
-from harness.protocols.plans import call_plan
+from harness.protocols import call_plan
+from harness.protocols.plans import Call, CallPlan, check_inputs
 from harness.protocols.summaries import Summaries
 from harness.provenance import now, provenance, unofficial_endpoints
 from harness.records import Record, RecordWriter, scan_partial, write_sorted

@@ -24,7 +24,7 @@ from harness.cache import ResponseCache, request_key
 from harness.config import ExperimentConfig, provider_config
 from harness.dataset import Dataset, Item
 from harness.errors import HarnessError
-from harness.protocols.calls import Call, CallPlan, JudgeCalls, ScorerCalls, SummaryOf
+from harness.protocols.plans import Call, CallPlan, JudgeCalls, ScorerCalls, SummaryOf
 from harness.records import Record
 from harness.types import ProviderConfig, ProviderError, ScoreCandidate, ScoreRequest
 from providers import Provider, create_provider

@@ -1,27 +1,332 @@
-"""Which plan a run follows: what it asks its provider and how answers become records."""
+"""A run's plan (`CallPlan`): its calls and how their answers become records, and the two
+plain plans.
+
+A judge is asked rendered prompts (one per candidate, or one per item for joint variants)
+and its text is parsed, with re-asks while it is unusable (`JudgeCalls`); a scorer is asked
+one similarity request per item (`ScorerCalls`). The other plans subclass `CallPlan` in
+their own modules: retrieve-then-rerank (`harness.protocols.rerank`), the two-turn
+`protocol: refine` (`harness.protocols.refine`) and the `describe` prompt
+(`harness.protocols.describe`); `harness.protocols.call_plan` picks the plan of a run.
+"""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
+from harness.answering import Answerer, ask_until_parsed
+from harness.audio import audio_ref
+from harness.cache import ResponseCache, request_key
 from harness.config import ExperimentConfig
-from harness.protocols.calls import CallPlan, JudgeCalls, ScorerCalls
-from harness.protocols.describe import DescribeCalls
-from harness.protocols.refine import RefineCalls
-from harness.protocols.rerank import RerankCalls
-from providers import Provider
+from harness.dataset import Dataset, Item
+from harness.errors import HarnessError
+from harness.prompting.context_audio import context_excerpt
+from harness.prompting.fewshot import Example, check_no_leak, few_shot_options, load_examples
+from harness.prompting.prompts import template_hash
+from harness.prompting.variants import PromptContext, PromptVariant, get_variant
+from harness.records import Record
+from harness.types import (
+    AudioRef,
+    ChatRequest,
+    ProviderError,
+    Request,
+    ScoreCandidate,
+    ScoreRequest,
+)
+from providers import Provider, Scorer
+
+SummaryOf = Callable[[Item], str | None]
 
 
-def call_plan(
-    config: ExperimentConfig, provider: Provider, workdir: Path | None = None
-) -> CallPlan:
-    """The two-turn `protocol: refine`; a judge's `describe` prompt (then a retriever);
-    retrieve-then-rerank (`rerank:`); else a judge's or a scorer's calls."""
-    if config.protocol == "refine":
-        return RefineCalls(config, provider, workdir)
-    if config.prompt == "describe" and provider.kind == "judge":
-        return DescribeCalls(config, provider, workdir)
-    if config.rerank is not None:
-        return RerankCalls(config, provider, workdir)
-    plans: dict[str, type[CallPlan]] = {"judge": JudgeCalls, "scorer": ScorerCalls}
-    return plans[provider.kind](config, provider, workdir)
+@dataclass(frozen=True)
+class Call:
+    """One model call to answer: from the cache if its key is there."""
+
+    item_id: str
+    repeat: int
+    candidates: tuple[str, ...]
+    request: Request
+    key: str
+
+
+def check_inputs(config: ExperimentConfig, dataset: Dataset, kind: str) -> None:
+    """Refuse, before any call, a run whose items lack what its inputs send: a candidate's
+    audio (naming the clip), a query, a dialogue or context audio (naming the item)."""
+    inputs = config.inputs
+    if inputs.music == "audio":
+        for item in dataset.items:
+            for cid in item.candidates:
+                if not dataset.clips[cid].has_audio:
+                    raise HarnessError(
+                        f"clip {cid} (item {item.id}) has no audio (a text-only candidate): "
+                        "use inputs music: caption"
+                    )
+    needs = {"query": "a query", "full": "a dialogue"}.get(inputs.dialogue)
+    if needs:
+        lacking = [
+            item.id
+            for item in dataset.items
+            if not (item.query if inputs.dialogue == "query" else item.dialogue)
+        ]
+        if lacking:
+            raise HarnessError(
+                f"inputs.dialogue: {inputs.dialogue} needs {needs} in every item; "
+                f"{len(lacking)} lack one (first: {lacking[0]})"
+            )
+    if inputs.context_audio:
+        if kind != "judge":
+            raise HarnessError("inputs.context_audio: the item's own audio goes to judges only")
+        lacking = [item.id for item in dataset.items if not item.context_audio]
+        if lacking:
+            raise HarnessError(
+                f"inputs.context_audio: true needs context_audio in every item; "
+                f"{len(lacking)} lack it (first: {lacking[0]}); import with --only-with-audio"
+            )
+
+
+class CallPlan(ABC):
+    """What a run asks its provider, item by item, and how it records the answers."""
+
+    variant: PromptVariant | None = None
+
+    def __init__(
+        self, config: ExperimentConfig, provider: Provider, workdir: Path | None = None
+    ) -> None:
+        self.config = config
+        self.provider = provider
+        self.workdir = workdir or Path(".")
+
+    def examples(self, dataset: Dataset) -> tuple[Example, ...]:
+        """Worked examples the prompts show (few-shot variants); none by default."""
+        return ()
+
+    async def prepare(
+        self, dataset: Dataset, cache: ResponseCache, summary_of: SummaryOf = lambda _: None
+    ) -> None:
+        """Work a run needs done before its calls can be rendered (none by default)."""
+        return None
+
+    def extra_stats(self) -> dict[str, Any]:
+        """What the plan counted besides the run's own calls (for run.json)."""
+        return {}
+
+    @abstractmethod
+    def calls(self, dataset: Dataset, summary_of: SummaryOf) -> Iterator[Call]:
+        """The run's calls one at a time, so that the first can be sent while the rest are
+        still being prepared."""
+
+    def dry_run_calls(
+        self, dataset: Dataset, summary_of: SummaryOf, cache: ResponseCache
+    ) -> Iterator[Call]:
+        """Every request the run would send, as far as can be told without calling a model
+        (a later turn's request is rendered from the cache where it can be)."""
+        return self.calls(dataset, summary_of)
+
+    @abstractmethod
+    async def record(self, call: Call, answerer: Answerer) -> Record:
+        """Answer `call` through the call path and turn the answer into a record."""
+
+    async def records(self, call: Call, answerer: Answerer) -> list[Record]:
+        """The records of `call`: one, except for plans whose call is a conversation."""
+        return [await self.record(call, answerer)]
+
+    async def aclose(self) -> None:
+        """Release what the plan opened besides the run's provider (none by default)."""
+        return None
+
+    @staticmethod
+    def _empty_record(call: Call) -> Record:
+        return Record(
+            item_id=call.item_id,
+            candidates=list(call.candidates),
+            repeat=call.repeat,
+            scores=dict.fromkeys(call.candidates),
+        )
+
+
+class JudgeCalls(CallPlan):
+    def __init__(
+        self, config: ExperimentConfig, provider: Provider, workdir: Path | None = None
+    ) -> None:
+        super().__init__(config, provider, workdir)
+        self.variant = get_variant(config.prompt)
+        self.parse = self.variant.parser(config.prompt_options)
+
+    def examples(self, dataset: Dataset) -> tuple[Example, ...]:
+        """Few-shot examples; refused if one of them is evaluated in this run."""
+        assert self.variant is not None
+        if not self.variant.uses_examples:
+            return ()
+        options = few_shot_options(self.config.prompt_options)
+        examples = load_examples(self.config.prompt_options, self.config.dataset)
+        check_no_leak(
+            examples,
+            dataset.items,
+            self.config.dataset,
+            dataset.clips,
+            allow_clip_overlap=options.allow_clip_overlap,
+        )
+        return examples
+
+    def calls(self, dataset: Dataset, summary_of: SummaryOf) -> Iterator[Call]:
+        examples = tuple(replace(e, summary=summary_of(e.item)) for e in self.examples(dataset))
+        for repeat in range(self.config.repeats):
+            for item in dataset.items:
+                yield from self.item_calls(item, repeat, dataset, summary_of, examples)
+
+    def item_calls(
+        self,
+        item: Item,
+        repeat: int,
+        dataset: Dataset,
+        summary_of: SummaryOf,
+        examples: tuple[Example, ...] = (),
+        *,
+        first_pick: str | None = None,
+        feedback: str | None = None,
+    ) -> Iterator[Call]:
+        """The item's calls; with `first_pick` and `feedback`, those of a refine run's second
+        turn (the variant's second-turn template)."""
+        variant = self.variant
+        assert variant is not None
+        config = self.config
+        context_audio: tuple[AudioRef, ...] = ()
+        if config.inputs.context_audio:
+            folder = self.workdir / "context_audio"
+            budget = config.context_audio_budget
+            excerpt = context_excerpt(item, dataset.root, budget, seed=config.seed, folder=folder)
+            context_audio = (excerpt,)
+        ctx = PromptContext(
+            item=item,
+            clips=dataset.clips,
+            dialogue_mode=config.inputs.dialogue,
+            music_mode=config.inputs.music,
+            summary=summary_of(item),
+            repeat=repeat,
+            options=config.prompt_options,
+            examples=examples,
+            seed=config.seed,
+            context_audio=context_audio,
+            first_pick=first_pick,
+            feedback=feedback,
+        )
+        identity = self.provider.identity()
+        template = variant.second_turn if first_pick is not None else None
+        hashed = template_hash(template or variant.template)
+        for prepared in variant.prepare(ctx):
+            request = ChatRequest(prepared.prompt.system, prepared.prompt.parts, prepared.schema)
+            key = request_key(
+                identity,
+                request,
+                template=hashed,
+                repeat=repeat if not self.provider.deterministic else None,
+            )
+            yield Call(item.id, repeat, prepared.candidates, request, key)
+
+    async def record(self, call: Call, answerer: Answerer) -> Record:
+        assert isinstance(call.request, ChatRequest)
+        candidates = list(call.candidates)
+        asked = await ask_until_parsed(
+            answerer,
+            call.key,
+            call.request,
+            lambda text: self.parse(text, candidates),
+            reask=self.config.provider.reask,
+        )
+        record = self._empty_record(call)
+        record.cache_hit = asked.cache_hit
+        record.input_tokens, record.output_tokens = asked.input_tokens, asked.output_tokens
+        record.latency_s = asked.latency_s
+        record.extra.update(asked.extra)
+        if len(candidates) > 1 and self.config.prompt_options.get("order") == "permuted":
+            record.extra["order_seed"] = self.config.seed  # with item id and repeat
+        record.attempts = asked.attempts
+        if asked.error is not None:
+            record.error = answerer.stats.failed(asked.error)
+        if asked.parsed is not None:
+            record.raw = asked.text
+            record.scores = asked.parsed.scores
+            record.parse_error = asked.parsed.error
+            record.extra.update(asked.parsed.extra)
+        return record
+
+
+class ScorerCalls(CallPlan):
+    def __init__(
+        self, config: ExperimentConfig, provider: Provider, workdir: Path | None = None
+    ) -> None:
+        super().__init__(config, provider, workdir)
+        self._fitted: str | None = None
+
+    def query(self, item: Item, summary_of: SummaryOf) -> str:
+        """The text on the query side: the dialogue, its summary, or the item's query."""
+        mode = self.config.inputs.dialogue
+        if mode == "query":
+            return item.query or ""
+        if mode == "summary":
+            summary = summary_of(item)
+            if summary is not None:
+                return summary
+        if mode == "none":
+            raise HarnessError("a scorer needs text on the query side (inputs.dialogue)")
+        return item.dialogue_text()
+
+    def fit(self, dataset: Dataset) -> None:
+        """Let the scorer learn what it needs from the run's items (see `Scorer.fit`)."""
+        provider = self.provider
+        self._fitted = provider.fit(dataset.items) if isinstance(provider, Scorer) else None
+
+    def calls(self, dataset: Dataset, summary_of: SummaryOf) -> Iterator[Call]:
+        self.fit(dataset)
+        for repeat in range(self.config.repeats):
+            for item in dataset.items:
+                yield self.item_call(item, repeat, dataset, summary_of)
+
+    def item_call(
+        self,
+        item: Item,
+        repeat: int,
+        dataset: Dataset,
+        summary_of: SummaryOf,
+        query: str | None = None,
+    ) -> Call:
+        """The item's similarity request; `query` replaces the text on the query side (a
+        refine turn's query with the user's reply, a judge's description)."""
+        sampled = not self.provider.deterministic
+        music = self.config.inputs.music
+        candidates = tuple(
+            ScoreCandidate(
+                cid,
+                dataset.clips[cid].text,
+                audio_ref(cid, dataset.clips[cid].path) if music == "audio" else None,
+            )
+            for cid in item.candidates
+        )
+        text = self.query(item, summary_of) if query is None else query
+        request = ScoreRequest(text, candidates, music, item.id, repeat)
+        fitted: dict[str, Any] = {"fitted": self._fitted} if self._fitted else {}
+        key = request_key(
+            self.provider.identity(),
+            request,
+            item=item.id if sampled or self._fitted else None,
+            repeat=repeat if sampled else None,
+            **fitted,
+        )
+        return Call(item.id, repeat, item.candidates, request, key)
+
+    async def record(self, call: Call, answerer: Answerer) -> Record:
+        record = self._empty_record(call)
+        try:
+            answer, hit = await answerer.answer(call.key, call.request)
+        except ProviderError as exc:
+            record.error = answerer.stats.failed(exc)
+            return record
+        record.cache_hit = hit
+        record.latency_s = answer.get("latency_s")
+        extra: dict[str, Any] = answer.get("extra") or {}
+        record.extra.update(extra)
+        record.scores = dict(zip(call.candidates, answer["scores"], strict=True))
+        return record

@@ -22,7 +22,6 @@ from harness.config import ExperimentConfig
 from harness.dataset import Dataset, Item
 from harness.errors import HarnessError
 from harness.prompting.fewshot import Example
-from harness.protocols.calls import Call, CallPlan, JudgeCalls, ScorerCalls, SummaryOf
 from harness.protocols.feedback import (
     Reply,
     UserSimulator,
@@ -31,6 +30,7 @@ from harness.protocols.feedback import (
     item_feedback,
     simulator_request,
 )
+from harness.protocols.plans import Call, CallPlan, JudgeCalls, ScorerCalls, SummaryOf
 from harness.records import Record
 from harness.types import ChatRequest
 from providers import Provider

@@ -15,7 +15,7 @@ from harness.config import ExperimentConfig
 from harness.dataset import Dataset
 from harness.errors import HarnessError
 from harness.prompting.fewshot import Example
-from harness.protocols.calls import Call, CallPlan, JudgeCalls, ScorerCalls, SummaryOf
+from harness.protocols.plans import Call, CallPlan, JudgeCalls, ScorerCalls, SummaryOf
 from harness.records import Record
 from harness.types import ChatRequest
 from providers import Provider, create_provider

@@ -15,7 +15,7 @@ from harness.cache import ResponseCache
 from harness.config import ExperimentConfig, provider_config
 from harness.errors import HarnessError
 from harness.prompting.fewshot import check_no_leak, load_examples, score_ladder
-from harness.protocols.calls import Call
+from harness.protocols.plans import Call
 from harness.records import read_records
 from harness.runner import Runner
 from tests.conftest import write_tiny_dataset
