@@ -1,6 +1,6 @@
 """bgm-judge: an evaluation harness for music recommendation from conversation.
 
-The Python API (documented in docs/python-api.md):
+The Python API (documented in README.md, section "Python API"):
 
     import harness
     results = harness.run("experiments/quickstart.yaml", limit=5)   # one RunResult per run

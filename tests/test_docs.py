@@ -145,6 +145,20 @@ def test_nothing_points_outside_the_repository() -> None:
     assert found == []
 
 
+DOC_FILE = re.compile(r"\b(?:docs/[\w./-]+\.md|[A-Z]+\.md)\b")
+
+
+def test_every_page_a_docstring_names_exists() -> None:
+    """A docstring that sends the reader to docs/x.md or README.md names a page that is there."""
+    missing = [
+        f"{module}: {name}"
+        for module, doc in _docstrings()
+        for name in DOC_FILE.findall(doc)
+        if not (ROOT / name).is_file()
+    ]
+    assert missing == []
+
+
 def test_no_source_file_names_the_design_notes() -> None:
     """Comments and tests included: the user's copy of the code cites its own docs."""
     this = Path(__file__).resolve()
