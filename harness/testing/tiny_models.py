@@ -382,11 +382,6 @@ BUILDERS: dict[str, Callable[[Path], Path]] = {
 }
 
 
-def build_tiny(provider: str, directory: Path) -> Path:
-    """Write the tiny checkpoint of `provider` (a registry name) into `directory`."""
-    return BUILDERS[provider](directory)
-
-
 def write_tone(path: Path, seconds: float, freq: float, sample_rate: int = 16000) -> AudioRef:
     """A sine clip written as WAV, as the AudioRef a prompt would carry."""
     import numpy as np
