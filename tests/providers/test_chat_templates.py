@@ -16,7 +16,6 @@ import jinja2
 import pytest
 import torch
 from jinja2.sandbox import ImmutableSandboxedEnvironment
-from tests.harness.prompting.test_prompts import ALL_CASES, request_for_case, write_prompt_dataset
 
 from harness.config import provider_config
 from harness.dataset import Dataset
@@ -30,6 +29,7 @@ from harness.testing.tiny_models import (
 from harness.types import AudioRef, ChatRequest
 from providers import create_provider
 from providers._local import LocalJudge
+from tests.harness.prompting.test_prompts import ALL_CASES, request_for_case, write_prompt_dataset
 
 FAMILIES = sorted(TEMPLATE_FILES)
 # What each template writes for one clip before the processor expands it.

@@ -7,12 +7,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from tests.harness.prompting.test_prompts import write_prompt_dataset
 
 from harness.dataset import Dataset
 from harness.prompting.fewshot import load_examples
 from harness.prompting.variants import VARIANTS, PromptContext
 from harness.types import AudioRef, ChatRequest
+from tests.harness.prompting.test_prompts import write_prompt_dataset
 
 POINTWISE = [
     (name, music)
