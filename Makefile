@@ -15,6 +15,12 @@ UV_SOURCES := $(if $(wildcard $(TORCH_WHEELS)),--find-links $(TORCH_WHEELS))
 LOCK_FLAGS := --all-extras --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
 	--generate-hashes --no-header -c requirements/constraints.txt $(UV_SOURCES)
 
+# Let Python cache the bytecode of what it imports (.venv and the checkout's __pycache__):
+# with PYTHONDONTWRITEBYTECODE set, as on these machines, every process (each subprocess of the
+# tests) compiles its imports again. Compiling the whole venv at install instead
+# (`uv pip sync --compile-bytecode`) compiles every module of the lock, most never imported.
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: experiment test test-fast test-latest lint report bench sample-audio install install-dev \
 	lock clean
 
