@@ -74,6 +74,57 @@ def tiny_dataset(tmp_path: Path) -> Path:
     return write_tiny_dataset(tmp_path / "dataset")
 
 
+# The slow tier: whole modules whose tests start processes (a `harness run` subprocess, a
+# browser), load tiny transformers models, JIT-compile a reference implementation or run
+# end-to-end pipelines. `make test-fast` (-m "not slow") leaves them out; `make test` runs all.
+# A single slow test elsewhere carries @pytest.mark.slow itself.
+SLOW_MODULES = frozenset(
+    {
+        "tests/bench/test_bench_smoke.py",  # the benchmarks at tiny size, subprocesses
+        "tests/harness/annotate/test_annotate_browser.py",  # headless chromium
+        "tests/harness/report/test_server.py",  # `harness view` in a subprocess
+        "tests/harness/construct/test_construct_realdata.py",
+        "tests/harness/construct/test_refine_set.py",
+        "tests/harness/musicnn/test_reference.py",
+        "tests/harness/scoring/test_metrics_reference.py",  # ranx: ~30 s of numba compile
+        "tests/providers/test_audio_flamingo.py",  # tiny transformers models from here on
+        "tests/providers/test_chat_templates.py",
+        "tests/providers/test_clap.py",
+        "tests/providers/test_local.py",
+        "tests/providers/test_ms_clap_paraclap.py",
+        "tests/providers/test_musicnn.py",
+        "tests/providers/test_phi4_multimodal.py",
+        "tests/providers/test_qwen_omni.py",
+        "tests/providers/test_text_embedding.py",
+        "tests/reliability/test_annotate_app.py",  # `harness` subprocesses from here on
+        "tests/reliability/test_bad_cli_options.py",
+        "tests/reliability/test_bad_inputs.py",
+        "tests/reliability/test_batch_exactly_once.py",
+        "tests/reliability/test_concurrent_runs.py",
+        "tests/reliability/test_damaged_cache.py",
+        "tests/reliability/test_dataset_text_is_not_markup.py",
+        "tests/reliability/test_gemini_wrong_key.py",
+        "tests/reliability/test_kill_resume.py",
+        "tests/reliability/test_malformed_answers.py",
+        "tests/reliability/test_permanent_faults.py",
+        "tests/reliability/test_records_repair.py",
+        "tests/reliability/test_retry_budget.py",
+        "tests/reliability/test_run_folder_lock.py",
+        "tests/reliability/test_signals.py",
+        "tests/reliability/test_transient_faults.py",
+        "tests/reliability/test_validate_before_paying.py",
+        "tests/test_collection.py",  # a second pytest process
+    }
+)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.relative_to(ROOT).as_posix() in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-snapshots",
