@@ -39,9 +39,10 @@ $(VENV)/.installed: $(LOCK) $(NO_DEPS) pyproject.toml | $(BIN)/uv
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed
 
-## Rewrite the lock from pyproject.toml's ranges (newest allowed versions, torch as constrained).
+## Rewrite the lock from pyproject.toml's ranges, keeping the current pins where they still fit
+## (UPGRADE=1: the newest versions the ranges allow); torch stays as constrained.
 lock: | $(BIN)/uv
-	$(BIN)/uv pip compile pyproject.toml $(LOCK_FLAGS) -o $(LOCK)
+	$(BIN)/uv pip compile pyproject.toml $(LOCK_FLAGS) $(if $(UPGRADE),--upgrade) -o $(LOCK)
 	$(BIN)/uv pip compile requirements/no-deps.in --no-deps --generate-hashes --no-header -o $(NO_DEPS)
 
 sample-audio: install
