@@ -53,9 +53,13 @@ sample-audio: install
 experiment: sample-audio
 	$(BIN)/harness run experiments/$(EXP).yaml
 
+# pytest-xdist workers for make test (auto: one per core); a module's tests stay on one worker
+# so that its fixtures (tiny models, fake servers) are built once.
+WORKERS ?= auto
+
 ## Lint, type-check, check the import layers and run the whole offline test suite.
 test: install sample-audio lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(WORKERS) --dist loadfile
 
 ## The inner loop: the tests not marked slow (no lint, no subprocess-heavy suites).
 test-fast: install sample-audio
