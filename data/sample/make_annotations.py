@@ -8,7 +8,7 @@ The sample set has one ranking per dialogue, the authors' (`human_ranking`); it 
 of annotators. So that the human-ceiling row of the reports has something to show, each
 item gets three rankings, `a1`, `a2` and `a3`: `a1` is the authors' ranking, and `a2` and
 `a3` each swap one pair of neighbours in it (a seeded choice per item), with the condition
-that the Borda consensus of the three (`harness.consensus`) is the authors' ranking again,
+that the Borda consensus of the three (`harness.scoring.consensus`) is the authors' ranking again,
 so `human_ranking` stays what it was. They are not real annotators and say nothing about how
 much people agree on these dialogues. `--check` verifies that items.jsonl holds exactly
 what this script writes.
@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.consensus import consensus
+from harness.scoring.consensus import consensus
 
 ITEMS = Path(__file__).resolve().parent / "items.jsonl"
 ANNOTATORS = ["a1", "a2", "a3"]
