@@ -74,11 +74,11 @@ def tiny_dataset(tmp_path: Path) -> Path:
     return write_tiny_dataset(tmp_path / "dataset")
 
 
-# The slow tier: whole modules whose tests start processes (a `harness run` subprocess, a
+# The slow tier: modules (and single tests) that start processes (a `harness run` subprocess, a
 # browser), load tiny transformers models, JIT-compile a reference implementation or run
 # end-to-end pipelines. `make test-fast` (-m "not slow") leaves them out; `make test` runs all.
 # A single slow test elsewhere carries @pytest.mark.slow itself.
-SLOW_MODULES = frozenset(
+SLOW_TESTS = frozenset(
     {
         "tests/bench/test_bench_smoke.py",  # the benchmarks at tiny size, subprocesses
         "tests/harness/annotate/test_annotate_browser.py",  # headless chromium
@@ -114,6 +114,24 @@ SLOW_MODULES = frozenset(
         "tests/reliability/test_transient_faults.py",
         "tests/reliability/test_validate_before_paying.py",
         "tests/test_collection.py",  # a second pytest process
+        "tests/bench/test_soak_smoke.py",
+        "tests/harness/batch/test_batching.py",  # batch round trips against the fake API
+        "tests/harness/construct/test_audio_tags.py",  # the real tagger on real clips
+        "tests/harness/construct/test_construct_cli.py",  # the whole pipeline, twice
+        "tests/harness/construct/test_stage3.py",
+        "tests/harness/musicnn/test_tagger.py",
+        "tests/harness/protocols/test_describe.py",
+        "tests/harness/report/test_html.py",  # headless chromium from here on
+        "tests/harness/report/test_pool_report.py",
+        "tests/harness/report/test_protocol_report.py",
+        "tests/harness/report/test_publication.py",  # figures in three formats
+        "tests/harness/scoring/test_metrics_bruteforce.py",  # every ranking of every tie pattern
+        "tests/reliability/test_parser_fuzz.py",  # hypothesis at high example counts
+        "tests/reliability/test_secrets.py",  # runs with faults, then a scan of every file
+        # single tests: the module's name, "::", the test's name
+        "tests/harness/protocols/test_refine.py::test_success_at_k_is_at_least_each_turns_recall_at_k",
+        "tests/harness/report/test_labels.py::test_shortened_labels_stay_unique_and_fit",
+        "tests/harness/report/test_report.py::test_score_expected_reports_and_pairs_the_expected_scores",
     }
 )
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,7 +139,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if item.path.relative_to(ROOT).as_posix() in SLOW_MODULES:
+        module = item.path.relative_to(ROOT).as_posix()
+        test = f"{module}::{getattr(item, 'originalname', item.name)}"
+        if module in SLOW_TESTS or test in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
 
 
