@@ -97,7 +97,7 @@ def test_transient_faults_are_retried_and_succeed(
 ) -> None:
     settings = FakeSettings(fail_first=fail_first, faults=(kind,), retry_after_s=0.05, slow_s=5.0)
     with FakeServer(settings) as server:
-        provider = {"base_url": server.url, "timeout_s": 0.5, "http_client": http_client}
+        provider = {"base_url": server.url, "timeout_s": 2.0, "http_client": http_client}
         result, records = run(tmp_path, tiny_dataset, provider, limit=1)
         stats = server.stats()
     assert result.stats.errors == 0
