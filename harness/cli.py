@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from pydantic import ValidationError
 from rich.markup import escape
 
 from harness.annotate.cli import annotate
@@ -25,6 +26,7 @@ from harness.cli_support import (
 from harness.construct.cli import app as construct_app
 from harness.errors import HarnessError
 from harness.importers.cli import app as import_app
+from harness.interop.cli import app as export_app
 from harness.locking import make_folder
 from harness.results_cli import report, runs, view
 
@@ -38,6 +40,7 @@ app = typer.Typer(
 )
 app.add_typer(construct_app, name="construct")
 app.add_typer(import_app, name="import")
+app.add_typer(export_app, name="export")
 # The group's name before 0.2; kept for one release.
 app.add_typer(construct_app, name="build", hidden=True)
 app.command()(annotate)
@@ -65,6 +68,7 @@ def _options(
 
 
 if TYPE_CHECKING:
+    from harness.dataset import Item
     from harness.runner import RunResult
 
 
@@ -196,11 +200,23 @@ def failure_summary(results: list[RunResult]) -> list[str]:
 @app.command()
 @user_errors
 def evaluate(
-    dataset: Annotated[Path, typer.Option(help="Dataset folder (items.jsonl, clips.jsonl).")],
     predictions: Annotated[
         Path,
-        typer.Option(help="Predictions JSONL: {item_id, scores or ranking, [repeat]} per line."),
+        typer.Option(
+            help="Predictions JSONL ({item_id, scores or ranking, [repeat]} per line) or a TREC "
+            "run file (QID Q0 DOCNO RANK SCORE TAG)."
+        ),
     ],
+    dataset: Annotated[
+        Path | None, typer.Option(help="Dataset folder (items.jsonl, clips.jsonl).")
+    ] = None,
+    qrels: Annotated[
+        Path | None,
+        typer.Option(
+            help="TREC qrels instead of --dataset: each query of the run is an item, the "
+            "documents it ranks are the candidates."
+        ),
+    ] = None,
     missing: Annotated[str, typer.Option(help="Missing-score policy: worst or exclude.")] = "worst",
     out: Annotated[Path | None, typer.Option(help="Write the metrics JSON here.")] = None,
     n_bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for the CIs.")] = 1000,
@@ -229,10 +245,16 @@ def evaluate(
     check_range("--seed", seed, 0)
     if out is not None and out.is_dir():
         raise HarnessError(f"--out {out} is a folder: give the path of the metrics file")
-    data = load_dataset(dataset, check_audio=check_audio)
-    preds = read_predictions(predictions, list(data.items))
+    if (dataset is None) == (qrels is None):
+        raise HarnessError("give --dataset DIR or --qrels FILE (with a TREC run file)")
+    if qrels is not None:
+        items = _qrels_items(qrels, predictions)
+    else:
+        assert dataset is not None
+        items = list(load_dataset(dataset, check_audio=check_audio).items)
+    preds = read_predictions(predictions, items)
     evaluation = evaluate_predictions(
-        data.items,
+        items,
         preds,
         missing=missing,  # type: ignore[arg-type]
         n_bootstrap=n_bootstrap,
@@ -244,6 +266,20 @@ def evaluate(
     if out:
         make_folder(out.parent, "--out")
         out.write_text(json.dumps(metrics, indent=2) + "\n")
+
+
+def _qrels_items(qrels: Path, run: Path) -> list[Item]:
+    """Items from qrels, with the documents each query's run ranks as its candidates."""
+    from harness.dataset import Item, pydantic_reason
+    from harness.trec import is_trec_run, items_from_qrels, read_candidates, read_qrels
+
+    if not is_trec_run(run):
+        raise HarnessError(f"--qrels goes with a TREC run file; {run} is not one")
+    rows, _, _ = items_from_qrels(read_qrels(qrels), read_candidates(run))
+    try:
+        return [Item.model_validate(row) for row in rows]
+    except ValidationError as exc:
+        raise HarnessError(f"{run}: {pydantic_reason(exc)}") from None
 
 
 def _cutoffs(at: str | None) -> tuple[int, ...]:

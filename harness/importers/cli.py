@@ -54,3 +54,31 @@ def musicrs(
     )
     groups = ", ".join(f"{name} {n}" for name, n in summary.groups.most_common())
     console.print(f"  groups: {groups}", highlight=False, soft_wrap=True)
+
+
+@app.command()
+@user_errors
+def qrels(
+    source: Annotated[Path, typer.Argument(help="TREC qrels (QID ITER DOCNO GAIN per line).")],
+    candidates: Annotated[
+        Path,
+        typer.Option(help="The candidates of each query: QID DOCNO lines, or a TREC run file."),
+    ],
+    out: Annotated[Path, typer.Option(help="Dataset folder to write.")],
+    queries: Annotated[
+        Path | None, typer.Option(help="Query texts, QID<TAB>TEXT per line.")
+    ] = None,
+) -> None:
+    """One item per query of --candidates: its documents as text-only candidates, its
+    relevance from the qrels (binary gains as `relevant`, graded ones as `relevance`)."""
+    from harness.importers.qrels import import_qrels
+
+    summary = import_qrels(source, candidates, out, queries=queries)
+    console.print(
+        f"[bold]qrels[/] -> {out}: {summary.n_items} items, {summary.n_clips} documents, "
+        f"{summary.n_relevant} relevant; {summary.n_left_out} judged relevant documents are "
+        f"not among their query's candidates (left out); {summary.n_without_candidates} "
+        "judged queries have no candidates",
+        highlight=False,
+        soft_wrap=True,
+    )
