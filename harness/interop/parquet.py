@@ -1,7 +1,7 @@
 """Runs as typed Parquet tables (`harness export parquet`), and back (`harness.load_run`).
 
-`records.parquet`: one row per record (model call) and run, with the columns of RECORDS;
-`scores` is a map from candidate id to score (null where the answer gave none), `extra` the
+`records.parquet`: one row per record (model call) and run (`run`: the run folder's name),
+with the columns of `records_schema()`; `scores` is a map from candidate id to score (null where the answer gave none), `extra` the
 record's `extra` (and any other field) as JSON text. `items.parquet`: one row per item and
 run: the run, the item, its group, its number of candidates and relevant candidates, then one
 float64 column per metric (the item's value, averaged over repeats; null where the run's
@@ -97,7 +97,7 @@ def items_table(runs: Sequence[RunData]) -> pa.Table:
         for item in run.dataset.items:
             if item.id not in position:
                 continue
-            columns["run"].append(run.label)
+            columns["run"].append(run.path.name)
             columns["item_id"].append(item.id)
             columns["group"].append(item.group)
             columns["n_candidates"].append(len(item.candidates))
@@ -123,7 +123,7 @@ def write_parquet(runs: Sequence[RunData], out: Path) -> list[Path]:
     import pyarrow.parquet as pq
 
     out.mkdir(parents=True, exist_ok=True)
-    records = pa.concat_tables([records_table(run.records, run.label) for run in runs])
+    records = pa.concat_tables([records_table(run.records, run.path.name) for run in runs])
     written = [out / RECORDS_FILE, out / ITEMS_FILE]
     pq.write_table(records, written[0])
     pq.write_table(items_table(runs), written[1])
