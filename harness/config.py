@@ -29,6 +29,7 @@ from harness.hf_dataset import HFSource, folder_for, is_hf_source
 from harness.overrides import apply_overrides
 from harness.prompting.context_audio import ContextAudioBudget
 from harness.scoring.metrics import MissingPolicy
+from harness.tracking import TrackingOptions
 from harness.types import BASE_FIELDS, ProviderConfig
 from harness.yaml_files import load_yaml
 from providers import REGISTRY, ProviderBlock, provider_options
@@ -111,6 +112,9 @@ class _Common(BaseModel):
     # Set from `dataset: hf://...` (or a save_to_disk / Parquet path) and `columns:`; `dataset`
     # is then the folder the Hugging Face dataset is written to (harness.hf_dataset).
     hf_source: HFSource | None = None
+    tracking: TrackingOptions | None = Field(
+        default=None, description="log each run to W&B and/or MLflow (harness.tracking)"
+    )
     prompt_options: dict[str, Any] = Field(default_factory=dict)
     repeats: int = Field(default=1, ge=1)
     missing: MissingPolicy = "worst"
