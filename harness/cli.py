@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import ValidationError
 from rich.markup import escape
 
 from harness.annotate.cli import annotate
@@ -68,7 +67,6 @@ def _options(
 
 
 if TYPE_CHECKING:
-    from harness.dataset import Item
     from harness.runner import RunResult
 
 
@@ -208,7 +206,18 @@ def evaluate(
         ),
     ],
     dataset: Annotated[
-        Path | None, typer.Option(help="Dataset folder (items.jsonl, clips.jsonl).")
+        str | None,
+        typer.Option(
+            help="Dataset folder (items.jsonl, clips.jsonl), or a Hugging Face dataset: "
+            "hf://OWNER/NAME[@REVISION], a save_to_disk folder, Parquet files (see --columns)."
+        ),
+    ] = None,
+    columns: Annotated[
+        str | None,
+        typer.Option(
+            help="Column mapping of a Hugging Face dataset, as in an experiment file's "
+            "columns: block, in YAML: '{items: {id: name, relevant: gold}}'."
+        ),
     ] = None,
     qrels: Annotated[
         Path | None,
@@ -234,6 +243,7 @@ def evaluate(
     dataset's relevance; per item group too when the items carry groups."""
     from harness.config import MAX_BOOTSTRAP
     from harness.dataset import load_dataset
+    from harness.interop.inputs import dataset_folder, qrels_items
     from harness.records import read_predictions
     from harness.report.formatting import rich_table
     from harness.scoring.evaluation import evaluate_predictions
@@ -248,10 +258,11 @@ def evaluate(
     if (dataset is None) == (qrels is None):
         raise HarnessError("give --dataset DIR or --qrels FILE (with a TREC run file)")
     if qrels is not None:
-        items = _qrels_items(qrels, predictions)
+        items = qrels_items(qrels, predictions)
     else:
         assert dataset is not None
-        items = list(load_dataset(dataset, check_audio=check_audio).items)
+        folder = dataset_folder(dataset, columns)
+        items = list(load_dataset(folder, check_audio=check_audio).items)
     preds = read_predictions(predictions, items)
     evaluation = evaluate_predictions(
         items,
@@ -266,20 +277,6 @@ def evaluate(
     if out:
         make_folder(out.parent, "--out")
         out.write_text(json.dumps(metrics, indent=2) + "\n")
-
-
-def _qrels_items(qrels: Path, run: Path) -> list[Item]:
-    """Items from qrels, with the documents each query's run ranks as its candidates."""
-    from harness.dataset import Item, pydantic_reason
-    from harness.trec import is_trec_run, items_from_qrels, read_candidates, read_qrels
-
-    if not is_trec_run(run):
-        raise HarnessError(f"--qrels goes with a TREC run file; {run} is not one")
-    rows, _, _ = items_from_qrels(read_qrels(qrels), read_candidates(run))
-    try:
-        return [Item.model_validate(row) for row in rows]
-    except ValidationError as exc:
-        raise HarnessError(f"{run}: {pydantic_reason(exc)}") from None
 
 
 def _cutoffs(at: str | None) -> tuple[int, ...]:

@@ -24,8 +24,8 @@ from pydantic import (
     model_validator,
 )
 
-from harness.errors import ConfigError
-from harness.hf_dataset import HFSource, folder_for, is_hf_source
+from harness.errors import ConfigError, HarnessError
+from harness.hf_dataset import HFSource, folder_for, is_hf_source, parse_hub_id
 from harness.overrides import apply_overrides
 from harness.prompting.context_audio import ContextAudioBudget
 from harness.scoring.metrics import MissingPolicy
@@ -145,6 +145,11 @@ class _Common(BaseModel):
         columns = data.get("columns")
         spec = data.get("dataset")
         if data.get("hf_source") is None and isinstance(spec, str | Path) and is_hf_source(spec):
+            if str(spec).startswith("hf://"):
+                try:
+                    parse_hub_id(str(spec))
+                except HarnessError as exc:
+                    raise ValueError(str(exc)) from None
             source = HFSource.model_validate({"uri": str(spec), "columns": columns or {}})
             rest = {k: v for k, v in data.items() if k != "columns"}
             return rest | {"hf_source": source, "dataset": folder_for(source)}

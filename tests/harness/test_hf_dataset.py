@@ -196,3 +196,54 @@ def test_bad_mappings_and_ids_are_one_line(tmp_path: Path, tiny_dataset: Path) -
     )
     with pytest.raises(HarnessError, match="no split 'test' \\(splits: items, clips\\)"):
         materialize(config.hf_source, config.dataset)
+
+
+def test_evaluate_reads_a_hugging_face_dataset_with_columns(
+    tmp_path: Path, tiny_dataset: Path
+) -> None:
+    hf_tables(tiny_dataset).save_to_disk(str(tmp_path / "saved"))
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text(
+        "".join(
+            json.dumps({"item_id": f"d{i}", "ranking": [f"c{i}_0", f"c{i}_1"]}) + "\n"
+            for i in range(3)
+        )
+    )
+    columns = "{items: {split: items, id: thread, dialogue: turns, human_ranking: ranked}, " + (
+        "clips: {split: clips, id: clip, audio: wav, caption: text}}"
+    )
+    outs = {}
+    for name, dataset, extra in [
+        ("hf", str(tmp_path / "saved"), ["--columns", columns]),
+        ("plain", str(tiny_dataset), []),
+    ]:
+        out = tmp_path / f"{name}.json"
+        args = ["evaluate", "--dataset", dataset, "--predictions", str(predictions), *extra]
+        result = runner.invoke(app, [*args, "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        outs[name] = json.loads(out.read_text())
+    assert outs["hf"] == outs["plain"]
+    assert outs["hf"]["metrics"]["hit@1"]["mean"] == 1.0
+    bad = runner.invoke(
+        app,
+        [
+            "evaluate",
+            "--dataset",
+            str(tmp_path / "saved"),
+            "--predictions",
+            str(predictions),
+            "--columns",
+            "{items: {idd: x}}",
+        ],
+    )
+    assert (
+        bad.exit_code == 2
+        and "--columns: columns.items.idd: Extra inputs are not permitted" in bad.output
+    )
+
+
+def test_a_malformed_hub_id_names_the_experiment_file(tmp_path: Path) -> None:
+    with pytest.raises(
+        ConfigError, match=r"exp\.yaml: .*hf://no-owner: a Hub dataset is hf://OWNER/NAME"
+    ):
+        load_experiments_text(tmp_path, "dataset: hf://no-owner\n")
