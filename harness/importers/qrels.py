@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,9 +29,19 @@ def import_qrels(
     """One item per query of the candidate list (its documents as text-only candidates,
     the docno as title), its relevance from the qrels; the query text from `queries`
     (`QID<TAB>TEXT`), else "query QID". The folder is loaded back to validate it."""
-    judged = read_qrels(qrels)
-    listed = read_candidates(candidates)
     texts = read_queries(queries) if queries is not None else None
+    return write_dataset(read_qrels(qrels), read_candidates(candidates), out, candidates, texts)
+
+
+def write_dataset(
+    judged: Mapping[str, Mapping[str, float]],
+    listed: Mapping[str, Sequence[str]],
+    out: Path,
+    candidates: Path | str,
+    texts: Mapping[str, str] | None = None,
+) -> QrelsSummary:
+    """The dataset folder of qrels `judged` and the candidates `listed` (read from
+    `candidates`, which errors name)."""
     short = [qid for qid, docs in listed.items() if len(docs) < 2]
     if short:
         raise DatasetError(candidates, None, f"queries with fewer than 2 candidates: {short[:5]}")

@@ -113,3 +113,22 @@ def test_report_takes_a_run_file(tmp_path: Path) -> None:
     header, row = table[0].split(","), table[1].split(",")
     assert row[header.index("path")] == str(run)
     assert float(row[header.index("mrr_mean")]) == pytest.approx(0.75)
+
+
+def test_report_takes_run_files_with_qrels(tmp_path: Path) -> None:
+    run, qrels = write_trec(tmp_path)
+    other = tmp_path / "other.trec"
+    other.write_text(
+        "q1 Q0 d2 1 3 y\nq1 Q0 d1 2 2 y\nq1 Q0 d3 3 1 y\nq2 Q0 d4 1 2 y\nq2 Q0 d1 2 1 y\n"
+    )
+    args = ["report", str(run), str(other), "--qrels", str(qrels), "--out", str(tmp_path / "r")]
+    result = runner.invoke(app, [*args, "--no-html"])
+    assert result.exit_code == 0, result.output
+    table = (tmp_path / "r" / "comparison.csv").read_text().splitlines()
+    header = table[0].split(",")
+    mrr = {r.split(",")[0]: float(r.split(",")[header.index("mrr_mean")]) for r in table[1:]}
+    assert mrr == {"run": pytest.approx(0.75), "other": pytest.approx(1.0)}
+    data = load_dataset(tmp_path / "r" / "qrels_dataset", check_audio=False)
+    assert [i.candidates for i in data.items] == [("d1", "d2", "d3"), ("d4", "d1")]
+    both = runner.invoke(app, [*args, "--dataset", str(tmp_path)])
+    assert both.exit_code == 2 and "give --dataset or --qrels, not both" in both.output
