@@ -44,13 +44,16 @@ def parquet(
 ) -> None:
     """Records (one row per model call and run) and per-item metrics (one row per item and
     run) as typed Parquet tables; `harness.load_run` reads records.parquet back."""
+    from harness.dataset import Dataset
     from harness.interop.parquet import write_parquet
-    from harness.report.loading import load_runs
+    from harness.report.loading import load_run
     from harness.report.sources import discover
 
     found = discover(runs)
     folders = [s.path for s in found.sources if s.kind == "run"]
     if not folders:
         raise HarnessError(f"no finished run folders under {', '.join(map(str, runs))}")
-    written = write_parquet(load_runs(folders, dataset=dataset), out)
+    datasets: dict[Path, Dataset] = {}  # each dataset loaded once
+    loaded = [load_run(folder, dataset=dataset, datasets=datasets) for folder in folders]
+    written = write_parquet(loaded, out)
     console.print(f"wrote {', '.join(p.name for p in written)} to {out}/", highlight=False)

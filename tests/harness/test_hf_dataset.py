@@ -77,6 +77,7 @@ def metrics(folder: Path) -> dict[str, Any]:
     return dict(json.loads((folder / "metrics.json").read_text())["metrics"])
 
 
+@pytest.mark.slow  # two runs through the fake API (~8 s)
 def test_a_saved_dataset_with_audio_runs_like_the_dataset_folder(
     tmp_path: Path, tiny_dataset: Path, server: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

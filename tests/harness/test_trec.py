@@ -101,6 +101,7 @@ def test_import_qrels_builds_a_dataset(tmp_path: Path) -> None:
     assert data.clips["d4"].title == "d4"
 
 
+@pytest.mark.slow  # the report's figures (~15 s)
 def test_report_takes_a_run_file(tmp_path: Path) -> None:
     run, qrels = write_trec(tmp_path)
     runner.invoke(
@@ -115,6 +116,7 @@ def test_report_takes_a_run_file(tmp_path: Path) -> None:
     assert float(row[header.index("mrr_mean")]) == pytest.approx(0.75)
 
 
+@pytest.mark.slow
 def test_report_takes_run_files_with_qrels(tmp_path: Path) -> None:
     run, qrels = write_trec(tmp_path)
     other = tmp_path / "other.trec"

@@ -74,7 +74,8 @@ def check_against_trec_eval(run_dir: Path, out: Path) -> dict[str, Any]:
 def check_read_back(run_dir: Path, out: Path, dataset: Path) -> None:
     metrics = json.loads((run_dir / "metrics.json").read_text())
     args = ["evaluate", "--dataset", str(dataset), "--predictions", str(out / "run.trec")]
-    result = runner.invoke(app, [*args, "--at", "1,5,10,20", "--out", str(out / "m.json")])
+    options = ["--at", "1,5,10,20", "--n-bootstrap", "50", "--out", str(out / "m.json")]
+    result = runner.invoke(app, [*args, *options])
     assert result.exit_code == 0, result.output
     read_back = json.loads((out / "m.json").read_text())
     assert read_back["metrics"] == metrics["metrics"]
