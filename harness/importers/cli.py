@@ -72,7 +72,9 @@ def qrels(
     """One item per query of --candidates: its documents as text-only candidates, its
     relevance from the qrels (binary gains as `relevant`, graded ones as `relevance`)."""
     from harness.importers.qrels import import_qrels
+    from harness.locking import make_folder
 
+    make_folder(out, "--out")
     summary = import_qrels(source, candidates, out, queries=queries)
     console.print(
         f"[bold]qrels[/] -> {out}: {summary.n_items} items, {summary.n_clips} documents, "

@@ -9,6 +9,7 @@ import typer
 
 from harness.cli_support import console, user_errors
 from harness.errors import HarnessError
+from harness.locking import make_folder
 
 app = typer.Typer(
     help="Write runs in other tools' formats (TREC run + qrels, Parquet).",
@@ -31,6 +32,7 @@ def trec(
     from harness.interop.trec_export import export_trec
     from harness.report.loading import load_run
 
+    make_folder(out, "--out")
     written = export_trec(load_run(run, dataset=dataset), out)
     console.print(f"wrote {', '.join(p.name for p in written)} to {out}/", highlight=False)
 
@@ -53,6 +55,7 @@ def parquet(
     folders = [s.path for s in found.sources if s.kind == "run"]
     if not folders:
         raise HarnessError(f"no finished run folders under {', '.join(map(str, runs))}")
+    make_folder(out, "--out")
     datasets: dict[Path, Dataset] = {}  # each dataset loaded once
     loaded = [load_run(folder, dataset=dataset, datasets=datasets) for folder in folders]
     written = write_parquet(loaded, out)

@@ -36,7 +36,11 @@ def qrels_items(qrels: Path, run: Path) -> list[Item]:
     """Items from qrels, with the documents each query's run ranks as its candidates."""
     if not is_trec_run(run):
         raise HarnessError(f"--qrels goes with a TREC run file; {run} is not one")
-    rows, _, _ = items_from_qrels(read_qrels(qrels), read_candidates(run))
+    listed = read_candidates(run)
+    short = [qid for qid, docs in listed.items() if len(docs) < 2]
+    if short:
+        raise HarnessError(f"{run}: queries ranking fewer than 2 documents: {short[:5]}")
+    rows, _, _ = items_from_qrels(read_qrels(qrels), listed)
     try:
         return [Item.model_validate(row) for row in rows]
     except ValidationError as exc:

@@ -134,3 +134,34 @@ def test_report_takes_run_files_with_qrels(tmp_path: Path) -> None:
     assert [i.candidates for i in data.items] == [("d1", "d2", "d3"), ("d4", "d1")]
     both = runner.invoke(app, [*args, "--dataset", str(tmp_path)])
     assert both.exit_code == 2 and "give --dataset or --qrels, not both" in both.output
+
+
+def test_bad_exports_and_imports_are_one_line(tmp_path: Path) -> None:
+    run, qrels = write_trec(tmp_path)
+    (tmp_path / "a_file").write_text("x")
+    for args, message in [
+        (["export", "trec", str(tmp_path / "nowhere"), "--out", "o"], "no config.yaml"),
+        (["export", "parquet", str(tmp_path / "nowhere"), "--out", "o"], "no finished run"),
+        (
+            [
+                "import",
+                "qrels",
+                str(qrels),
+                "--candidates",
+                str(run),
+                "--out",
+                str(tmp_path / "a_file"),
+            ],
+            "is a file, not a folder",
+        ),
+        (
+            ["import", "qrels", str(tmp_path / "none"), "--candidates", str(run), "--out", "o"],
+            "qrels file not found",
+        ),
+    ]:
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2 and message in result.output, (args, result.output)
+        assert len(result.output.strip().splitlines()) == 1
+    run.write_text("q1 Q0 d1 1 3 x\n")
+    one = runner.invoke(app, ["evaluate", "--qrels", str(qrels), "--predictions", str(run)])
+    assert one.exit_code == 2 and "queries ranking fewer than 2 documents: ['q1']" in one.output
