@@ -318,8 +318,9 @@ def materialize(source: HFSource, out: Path | None = None) -> Path:
     _write_jsonl(out / "clips.jsonl", clips)
     try:
         load_dataset(out)
-    except DatasetError as exc:
-        raise HarnessError(f"{source.uri} (written to {out}): {exc.reason}") from None
+    except DatasetError as exc:  # line N of items.jsonl is row N - 1 of its table (from 0)
+        where = f"{Path(exc.path).stem} row {exc.line - 1}" if exc.line else Path(exc.path).name
+        raise HarnessError(f"{source.uri}: {where}: {exc.reason} (written to {out})") from None
     marker.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return out
 

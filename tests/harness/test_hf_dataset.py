@@ -248,3 +248,25 @@ def test_a_malformed_hub_id_names_the_experiment_file(tmp_path: Path) -> None:
         ConfigError, match=r"exp\.yaml: .*hf://no-owner: a Hub dataset is hf://OWNER/NAME"
     ):
         load_experiments_text(tmp_path, "dataset: hf://no-owner\n")
+
+
+def test_bad_rows_and_audio_name_the_row(tmp_path: Path) -> None:
+    rows = {"id": ["a", "b"], "query": ["rain", "sun"], "candidates": [["x", "y"], ["x"]]}
+    datasets.Dataset.from_dict(rows).to_parquet(str(tmp_path / "items.parquet"))
+    source = HFSource.model_validate({"uri": str(tmp_path / "items.parquet")})
+    with pytest.raises(
+        HarnessError, match=r"items\.parquet: items row 1: candidates: .*at least 2"
+    ):
+        materialize(source)
+    clips = {"id": ["x", "y"], "audio": [{"bytes": b"not audio", "path": "x.wav"}] * 2}
+    table = datasets.DatasetDict(
+        {
+            "items": datasets.Dataset.from_dict({k: v[:1] for k, v in rows.items()}),
+            "clips": datasets.Dataset.from_dict(clips),
+        }
+    )
+    table.save_to_disk(str(tmp_path / "saved"))
+    columns = {"items": {"split": "items"}, "clips": {"split": "clips"}}
+    source = HFSource.model_validate({"uri": str(tmp_path / "saved"), "columns": columns})
+    with pytest.raises(HarnessError, match=r"clips row 0 \(audio\): audio soundfile cannot read"):
+        materialize(source)
