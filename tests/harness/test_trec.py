@@ -85,22 +85,6 @@ def test_evaluate_takes_a_run_file_with_qrels(tmp_path: Path) -> None:
     assert both.exit_code == 2 and "give --dataset DIR or --qrels FILE" in both.output
 
 
-def test_import_qrels_builds_a_dataset(tmp_path: Path) -> None:
-    run, qrels = write_trec(tmp_path)
-    queries = tmp_path / "queries.tsv"
-    queries.write_text("q1\tsongs for rain\nq2\tsongs for sun\n")
-    args = ["import", "qrels", str(qrels), "--candidates", str(run), "--out", str(tmp_path / "d")]
-    result = runner.invoke(app, [*args, "--queries", str(queries)])
-    assert result.exit_code == 0, result.output
-    assert "1 judged relevant documents are not among their query's candidates" in result.output
-    data = load_dataset(tmp_path / "d", check_audio=False)
-    assert [(i.id, i.query, i.candidates, i.relevant) for i in data.items] == [
-        ("q1", "songs for rain", ("d1", "d2", "d3"), ("d2",)),
-        ("q2", "songs for sun", ("d4", "d1"), ("d4",)),
-    ]
-    assert data.clips["d4"].title == "d4"
-
-
 @pytest.mark.slow  # the report's figures (~15 s)
 def test_report_takes_a_run_file(tmp_path: Path) -> None:
     run, qrels = write_trec(tmp_path)
