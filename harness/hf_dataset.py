@@ -156,6 +156,8 @@ def load_table(uri: str, table: _Table) -> tuple[datasets.Dataset, dict[str, Any
             loaded = datasets.load_from_disk(uri)
         else:
             loaded = datasets.load_dataset(uri, name=table.config)
+        if not uri.startswith(HF_PREFIX):
+            origin["path"] = str(Path(uri).resolve())
     except HarnessError:
         raise
     except (FileNotFoundError, ValueError, ConnectionError, OSError) as exc:

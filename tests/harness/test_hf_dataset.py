@@ -103,6 +103,7 @@ def test_a_saved_dataset_with_audio_runs_like_the_dataset_folder(
     )  # content-addressed, the bytes unchanged
     provenance = json.loads((from_hf / "run.json").read_text())["provenance"]
     assert provenance["dataset"]["uri"] == str(tmp_path / "saved")
+    assert provenance["dataset"]["path"] == str((tmp_path / "saved").resolve())
     assert provenance["dataset"]["fingerprint"]
 
 
