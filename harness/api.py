@@ -107,23 +107,24 @@ def evaluate(
 
 
 def load_run(folder: str | Path) -> pd.DataFrame:
-    """A run's records.jsonl as a pandas DataFrame, one row per model call (item_id,
-    candidates, repeat, raw, scores, error, parse_error, cache_hit, latency_s, tokens,
-    extra); `.attrs` holds the run's metrics.json and config.yaml."""
-    try:
-        import pandas as pd
-    except ImportError as exc:
-        raise ImportError("load_run needs pandas: pip install 'bgm-judge[report]'") from exc
+    """A run's records.jsonl as a pandas DataFrame, one row per model call, in the schema of
+    `harness export parquet`'s records.parquet (run, item_id, repeat, candidates, raw,
+    attempts, scores, error, parse_error, cache_hit, latency_s, input_tokens, output_tokens,
+    extra); `.attrs` holds the run's metrics.json and config.yaml. A records.parquet file
+    is read as well (every run it holds)."""
     import json
 
     import yaml
 
+    from harness.interop.parquet import read_records_parquet, records_frame, records_table
+
     folder = Path(folder)
+    if folder.is_file() and folder.suffix == ".parquet":
+        return read_records_parquet(folder)
     path = folder / "records.jsonl"
     if not path.is_file():
         raise HarnessError(f"{folder}: no records.jsonl (is this a finished run folder?)")
-    rows = [record.model_dump() for record in read_records(path)]
-    frame = pd.DataFrame(rows)
+    frame = records_frame(records_table(read_records(path), folder.name))
     metrics, config = folder / "metrics.json", folder / "config.yaml"
     if metrics.is_file():
         frame.attrs["metrics"] = json.loads(metrics.read_text(encoding="utf-8"))

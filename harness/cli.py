@@ -25,6 +25,7 @@ from harness.cli_support import (
 from harness.construct.cli import app as construct_app
 from harness.errors import HarnessError
 from harness.importers.cli import app as import_app
+from harness.interop.cli import app as export_app
 from harness.locking import make_folder
 from harness.results_cli import report, runs, view
 
@@ -38,6 +39,7 @@ app = typer.Typer(
 )
 app.add_typer(construct_app, name="construct")
 app.add_typer(import_app, name="import")
+app.add_typer(export_app, name="export")
 # The group's name before 0.2; kept for one release.
 app.add_typer(construct_app, name="build", hidden=True)
 app.command()(annotate)
@@ -196,11 +198,34 @@ def failure_summary(results: list[RunResult]) -> list[str]:
 @app.command()
 @user_errors
 def evaluate(
-    dataset: Annotated[Path, typer.Option(help="Dataset folder (items.jsonl, clips.jsonl).")],
     predictions: Annotated[
         Path,
-        typer.Option(help="Predictions JSONL: {item_id, scores or ranking, [repeat]} per line."),
+        typer.Option(
+            help="Predictions JSONL ({item_id, scores or ranking, [repeat]} per line) or a TREC "
+            "run file (QID Q0 DOCNO RANK SCORE TAG)."
+        ),
     ],
+    dataset: Annotated[
+        str | None,
+        typer.Option(
+            help="Dataset folder (items.jsonl, clips.jsonl), or a Hugging Face dataset: "
+            "hf://OWNER/NAME[@REVISION], a save_to_disk folder, Parquet files (see --columns)."
+        ),
+    ] = None,
+    columns: Annotated[
+        str | None,
+        typer.Option(
+            help="Column mapping of a Hugging Face dataset, as in an experiment file's "
+            "columns: block, in YAML: '{items: {id: name, relevant: gold}}'."
+        ),
+    ] = None,
+    qrels: Annotated[
+        Path | None,
+        typer.Option(
+            help="TREC qrels instead of --dataset: each query of the run is an item, the "
+            "documents it ranks are the candidates."
+        ),
+    ] = None,
     missing: Annotated[str, typer.Option(help="Missing-score policy: worst or exclude.")] = "worst",
     out: Annotated[Path | None, typer.Option(help="Write the metrics JSON here.")] = None,
     n_bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for the CIs.")] = 1000,
@@ -218,6 +243,7 @@ def evaluate(
     dataset's relevance; per item group too when the items carry groups."""
     from harness.config import MAX_BOOTSTRAP
     from harness.dataset import load_dataset
+    from harness.interop.inputs import dataset_folder, qrels_items
     from harness.records import read_predictions
     from harness.report.formatting import rich_table
     from harness.scoring.evaluation import evaluate_predictions
@@ -229,10 +255,17 @@ def evaluate(
     check_range("--seed", seed, 0)
     if out is not None and out.is_dir():
         raise HarnessError(f"--out {out} is a folder: give the path of the metrics file")
-    data = load_dataset(dataset, check_audio=check_audio)
-    preds = read_predictions(predictions, list(data.items))
+    if (dataset is None) == (qrels is None):
+        raise HarnessError("give --dataset DIR or --qrels FILE (with a TREC run file)")
+    if qrels is not None:
+        items = qrels_items(qrels, predictions)
+    else:
+        assert dataset is not None
+        folder = dataset_folder(dataset, columns)
+        items = list(load_dataset(folder, check_audio=check_audio).items)
+    preds = read_predictions(predictions, items)
     evaluation = evaluate_predictions(
-        data.items,
+        items,
         preds,
         missing=missing,  # type: ignore[arg-type]
         n_bootstrap=n_bootstrap,

@@ -24,10 +24,12 @@ from pydantic import (
     model_validator,
 )
 
-from harness.errors import ConfigError
+from harness.errors import ConfigError, HarnessError
+from harness.hf_dataset import HFSource, folder_for, is_hf_source, parse_hub_id
 from harness.overrides import apply_overrides
 from harness.prompting.context_audio import ContextAudioBudget
 from harness.scoring.metrics import MissingPolicy
+from harness.tracking import TrackingOptions
 from harness.types import BASE_FIELDS, ProviderConfig
 from harness.yaml_files import load_yaml
 from providers import REGISTRY, ProviderBlock, provider_options
@@ -107,6 +109,12 @@ class _Common(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$", max_length=MAX_NAME)
     dataset: Path
+    # Set from `dataset: hf://...` (or a save_to_disk / Parquet path) and `columns:`; `dataset`
+    # is then the folder the Hugging Face dataset is written to (harness.hf_dataset).
+    hf_source: HFSource | None = None
+    tracking: TrackingOptions | None = Field(
+        default=None, description="log each run to W&B and/or MLflow (harness.tracking)"
+    )
     prompt_options: dict[str, Any] = Field(default_factory=dict)
     repeats: int = Field(default=1, ge=1)
     missing: MissingPolicy = "worst"
@@ -128,6 +136,29 @@ class _Common(BaseModel):
     retriever: ProviderBlock | None = Field(
         default=None, description="scorer that ranks by a description (prompt: describe)"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _hugging_face_dataset(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        columns = data.get("columns")
+        spec = data.get("dataset")
+        if data.get("hf_source") is None and isinstance(spec, str | Path) and is_hf_source(spec):
+            if str(spec).startswith("hf://"):
+                try:
+                    parse_hub_id(str(spec))
+                except HarnessError as exc:
+                    raise ValueError(str(exc)) from None
+            source = HFSource.model_validate({"uri": str(spec), "columns": columns or {}})
+            rest = {k: v for k, v in data.items() if k != "columns"}
+            return rest | {"hf_source": source, "dataset": folder_for(source)}
+        if columns is not None:
+            raise ValueError(
+                "columns: maps the columns of a Hugging Face dataset (dataset: hf://OWNER/NAME, "
+                "a save_to_disk folder or Parquet files), not of a dataset folder"
+            )
+        return data
 
     @field_validator("rerank")
     @classmethod

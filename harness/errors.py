@@ -10,7 +10,7 @@ class HarnessError(Exception):
 
 
 class DatasetError(HarnessError):
-    def __init__(self, path: Path, line: int | None, reason: str) -> None:
+    def __init__(self, path: Path | str, line: int | None, reason: str) -> None:
         self.path, self.line, self.reason = path, line, reason
         where = f"{path}:{line}" if line is not None else str(path)
         super().__init__(f"{where}: {reason}")

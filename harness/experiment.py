@@ -19,7 +19,9 @@ from harness.report.run_report import human_rows, write_comparison
 from harness.report.sources import SWEEP_FILE
 from harness.run_folder import check_run_folder
 from harness.runner import Runner, RunResult
+from harness.secrets import scrub_value
 from harness.sync import run_coroutine
+from harness.tracking import open_trackers
 
 
 def run_all(
@@ -36,14 +38,9 @@ def run_all(
         check_run_folder(results_dir / config.results_subdir, config, overwrite=overwrite)
     results = []
     for config in configs:
-        runner = Runner(
-            config,
-            cache=cache,
-            results_dir=results_dir,
-            show_progress=show_progress,
-            overwrite=overwrite,
+        results.append(
+            _tracked(config, cache, results_dir, show_progress=show_progress, overwrite=overwrite)
         )
-        results.append(run_coroutine(runner.run()))
     scored = [r for r in results if r.no_scores is None]
     rows: list[tuple[str, Any]] = [(_marked(r), r.metrics_json()) for r in scored]
     failed = [(r.config.name, r.no_scores or "") for r in results if r.no_scores is not None]
@@ -93,6 +90,41 @@ def run_all(
     where = results_dir / sweep if sweep else results[0].out_dir
     console.print(f"[dim]results in {where}/ (records.jsonl, metrics.json, report.md per run)[/]")
     return results
+
+
+def _tracked(
+    config: ExperimentConfig,
+    cache: ResponseCache,
+    results_dir: Path,
+    *,
+    show_progress: bool,
+    overwrite: bool,
+) -> RunResult:
+    """One run, logged to the trackers of its `tracking:` block (a failed or interrupted
+    run is marked so there before the exception goes on)."""
+    trackers = open_trackers(config.tracking, scrub_value(config.model_dump(mode="json")))
+    try:
+        runner = Runner(
+            config,
+            cache=cache,
+            results_dir=results_dir,
+            show_progress=show_progress,
+            overwrite=overwrite,
+        )
+        result = run_coroutine(runner.run())
+    except KeyboardInterrupt:
+        for tracker in trackers:
+            tracker.finish("interrupted")
+        raise
+    except BaseException as exc:
+        for tracker in trackers:
+            tracker.finish("failed", f"{type(exc).__name__}: {exc}")
+        raise
+    complete = result.complete and result.no_scores is None
+    for tracker in trackers:
+        tracker.log(result.out_dir)
+        tracker.finish("finished" if complete else "incomplete")
+    return result
 
 
 def _marked(result: RunResult) -> str:

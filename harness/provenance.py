@@ -40,6 +40,7 @@ KEY_PACKAGES = (
     "transformers",
     "sentence-transformers",
     "matplotlib",
+    "datasets",
 )
 
 
@@ -145,11 +146,16 @@ def environment(root: Path = ROOT) -> dict[str, Any]:
 
 
 def provenance(
-    *, started_at: str, endpoints: Mapping[str, Mapping[str, Any] | None]
+    *,
+    started_at: str,
+    endpoints: Mapping[str, Mapping[str, Any] | None],
+    dataset: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The block run.json stores under `provenance`; `endpoints` maps a role (`provider`,
-    `summarizer`) to that provider's `endpoint()` (None for in-process models, left out)."""
-    return {
+    `summarizer`) to that provider's `endpoint()` (None for in-process models, left out);
+    `dataset` is where a Hugging Face dataset came from (its uri, the revision asked for and
+    the commit it resolved to, its fingerprint), left out for a dataset folder."""
+    block = {
         "harness_version": __version__,
         "git": git_commit(),
         "python": platform.python_version(),
@@ -160,6 +166,9 @@ def provenance(
         "finished_at": now(),
         "endpoints": {role: dict(e) for role, e in endpoints.items() if e is not None},
     }
+    if dataset is not None:
+        block["dataset"] = dict(dataset)
+    return block
 
 
 def unofficial_endpoints(run_json: Mapping[str, Any]) -> list[str]:

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from harness.dataset import Item, jsonl_lines, pydantic_reason
 from harness.errors import DatasetError, StorageError
+from harness.trec import is_trec_run, read_run
 
 
 class Record(BaseModel):
@@ -141,7 +142,10 @@ class PredictionLine(BaseModel):
 def read_predictions(path: Path, items: Sequence[Item]) -> Predictions:
     """A predictions JSONL, one line per item: `{"item_id", "scores": {candidate: score or
     null}}` or `{"item_id", "ranking": [candidate, ...]}` (see `scores_from_ranking`), with an
-    optional `repeat`; errors name the file, line and reason."""
+    optional `repeat`; errors name the file, line and reason. A TREC run file
+    (`QID Q0 DOCNO RANK SCORE TAG`, harness.trec) is read as repeat 0."""
+    if is_trec_run(path):
+        return read_run(path, items)
     candidates = {item.id: item.candidates for item in items}
     predictions: Predictions = defaultdict(dict)
     for line_no, line in jsonl_lines(path, missing="predictions file not found"):

@@ -56,6 +56,13 @@ def report(
             "need it unless a run folder names the dataset)."
         ),
     ] = None,
+    qrels: Annotated[
+        Path | None,
+        typer.Option(
+            help="TREC qrels instead of --dataset, for TREC run files: each query is an item, "
+            "the documents the runs rank its candidates (written to OUT/qrels_dataset)."
+        ),
+    ] = None,
     html: Annotated[bool, typer.Option(help="Write the HTML report (report.html).")] = True,
     embed_audio: Annotated[
         bool,
@@ -101,6 +108,10 @@ def report(
         out = runs[0].parent if runs[0].is_file() else runs[0]
     found = discover([*runs, *([baseline] if baseline is not None else [])])
     _warn(found.warnings)
+    if qrels is not None:
+        if dataset is not None:
+            raise HarnessError("give --dataset or --qrels, not both")
+        dataset = _qrels_dataset(qrels, [s.path for s in found.sources], out / "qrels_dataset")
     loaded, warnings = load_sources(found.sources, dataset=dataset, score=score)  # type: ignore[arg-type]
     _warn(warnings)
     if not loaded:
@@ -137,6 +148,23 @@ def report(
     if analysis.paired:
         console.print(paired_rich_table(analysis))
     console.print(f"[dim]wrote {', '.join(p.name for p in written)} to {out}/[/]")
+
+
+def _qrels_dataset(qrels: Path, sources: Sequence[Path], out: Path) -> Path:
+    """A dataset folder from the qrels, with the documents the TREC run files rank."""
+    from harness.importers.qrels import write_dataset
+    from harness.trec import is_trec_run, read_candidates, read_qrels
+
+    runs = [path for path in sources if path.is_file() and is_trec_run(path)]
+    if not runs:
+        raise HarnessError("--qrels goes with TREC run files; none among the runs given")
+    listed: dict[str, list[str]] = {}
+    for path in runs:
+        for qid, docs in read_candidates(path).items():
+            known = listed.setdefault(qid, [])
+            known += [d for d in docs if d not in known]
+    write_dataset(read_qrels(qrels), listed, out, runs[0])
+    return out
 
 
 def _mean(metrics: Mapping[str, Any], name: str) -> str:

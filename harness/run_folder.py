@@ -37,8 +37,12 @@ def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def config_differences(previous: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
-    """`key: old -> new` for every setting that differs and changes the results."""
+    """`key: old -> new` for every setting that differs and changes the results (where a
+    run is logged, `tracking:`, does not)."""
     old, new = _flatten(previous), _flatten(current)
+    for flat in (old, new):
+        for key in [k for k in flat if k == "tracking" or k.startswith("tracking.")]:
+            del flat[key]
     return [
         f"{key}: {old.get(key)!r} -> {new.get(key)!r}"
         for key in sorted(old.keys() | new.keys())

@@ -22,6 +22,7 @@ from harness.config import ExperimentConfig
 from harness.console import terminal
 from harness.dataset import Dataset, Item, load_dataset
 from harness.errors import DatasetError, StorageError
+from harness.hf_dataset import materialize, read_source
 from harness.locking import RunFolderLock
 from harness.pricing import run_cost
 from harness.prompting.joint import position_top1_rates
@@ -105,6 +106,8 @@ class Runner:
 
     # ---------------------------------------------------------------- preparing calls
     def dataset(self) -> Dataset:
+        if self.config.hf_source is not None:  # written once, then read as a folder
+            materialize(self.config.hf_source, self.config.dataset)
         dataset = load_dataset(self.config.dataset)
         if self.config.limit:
             dataset = dataset.subset([i.id for i in dataset.items[: self.config.limit]])
@@ -373,6 +376,7 @@ class Runner:
         stats["provenance"] = provenance(
             started_at=self.started_at,
             endpoints={"provider": self.provider.endpoint(), "summarizer": summaries.endpoint},
+            dataset=read_source(self.config.dataset),
         )
         return stats
 

@@ -20,7 +20,11 @@ app = typer.Typer(
 @user_errors
 def musicrs(
     source: Annotated[
-        Path, typer.Argument(help="The MusiCRS JSONL (musicrs_100_candidates.jsonl).")
+        str,
+        typer.Argument(
+            help="The MusiCRS JSONL (musicrs_100_candidates.jsonl), or the release as a Hugging "
+            "Face dataset: hf://rohan2810/MusiCRS[@REVISION], a save_to_disk folder or Parquet."
+        ),
     ],
     out: Annotated[Path, typer.Option(help="Dataset folder to write.")],
     audio: Annotated[
@@ -30,12 +34,16 @@ def musicrs(
     only_with_audio: Annotated[
         bool, typer.Option(help="Keep only the threads that have audio under --audio.")
     ] = False,
+    split: Annotated[
+        str | None,
+        typer.Option(help="Split of a Hugging Face dataset [default: its only split, or train]."),
+    ] = None,
 ) -> None:
     """One item per Reddit thread: the query, the thread text, the subreddit as group, the
     candidate song titles as text-only clips and the gold titles as `relevant`."""
     from harness.importers.musicrs import import_musicrs
 
-    summary = import_musicrs(source, out, audio=audio, only_with_audio=only_with_audio)
+    summary = import_musicrs(source, out, audio=audio, only_with_audio=only_with_audio, split=split)
     console.print(
         f"[bold]MusiCRS[/] -> {out}: {summary.n_items} items, {summary.n_clips} clips, "
         f"{summary.n_candidates} candidates, {summary.n_relevant} gold "
@@ -46,3 +54,33 @@ def musicrs(
     )
     groups = ", ".join(f"{name} {n}" for name, n in summary.groups.most_common())
     console.print(f"  groups: {groups}", highlight=False, soft_wrap=True)
+
+
+@app.command()
+@user_errors
+def qrels(
+    source: Annotated[Path, typer.Argument(help="TREC qrels (QID ITER DOCNO GAIN per line).")],
+    candidates: Annotated[
+        Path,
+        typer.Option(help="The candidates of each query: QID DOCNO lines, or a TREC run file."),
+    ],
+    out: Annotated[Path, typer.Option(help="Dataset folder to write.")],
+    queries: Annotated[
+        Path | None, typer.Option(help="Query texts, QID<TAB>TEXT per line.")
+    ] = None,
+) -> None:
+    """One item per query of --candidates: its documents as text-only candidates, its
+    relevance from the qrels (binary gains as `relevant`, graded ones as `relevance`)."""
+    from harness.importers.qrels import import_qrels
+    from harness.locking import make_folder
+
+    make_folder(out, "--out")
+    summary = import_qrels(source, candidates, out, queries=queries)
+    console.print(
+        f"[bold]qrels[/] -> {out}: {summary.n_items} items, {summary.n_clips} documents, "
+        f"{summary.n_relevant} relevant; {summary.n_left_out} judged relevant documents are "
+        f"not among their query's candidates (left out); {summary.n_without_candidates} "
+        "judged queries have no candidates",
+        highlight=False,
+        soft_wrap=True,
+    )

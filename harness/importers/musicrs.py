@@ -22,7 +22,7 @@ import hashlib
 import json
 import os
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.dataset import load_dataset, read_jsonl
 from harness.errors import DatasetError, HarnessError
+from harness.hf_dataset import HF_PREFIX, ItemColumns, is_hf_source, load_table
 
 AUDIO_SUFFIXES = frozenset({".wav", ".flac", ".ogg", ".mp3", ".aiff", ".aif"})
 SOURCE = "MusiCRS (Surana et al. 2025, https://github.com/rohan2810/MusiCRS), CC BY 4.0"
@@ -87,7 +88,7 @@ def _thread_audio(audio_root: Path, name: str, out: Path) -> list[str]:
 
 
 def _item(
-    thread: Thread, line: int, source: Path, titles: dict[str, str], summary: ImportSummary
+    thread: Thread, line: int, source: Path | str, titles: dict[str, str], summary: ImportSummary
 ) -> dict[str, Any]:
     candidates: list[str] = []
     by_key: dict[str, list[str]] = {}
@@ -117,11 +118,28 @@ def _item(
     return item
 
 
+def _rows(source: Path | str, split: str | None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line or row number, thread) from the release JSONL or a Hugging Face dataset
+    (`hf://rohan2810/MusiCRS[@REVISION]`, a save_to_disk folder, Parquet files)."""
+    if not is_hf_source(source):
+        yield from read_jsonl(Path(source))
+        return
+    table, _ = load_table(str(source), ItemColumns(split=split))
+    for index, row in enumerate(table, start=1):
+        yield index, dict(row)
+
+
 def import_musicrs(
-    source: Path, out: Path, *, audio: Path | None = None, only_with_audio: bool = False
+    source: Path | str,
+    out: Path,
+    *,
+    audio: Path | None = None,
+    only_with_audio: bool = False,
+    split: str | None = None,
 ) -> ImportSummary:
     """Write `out/items.jsonl`, `out/clips.jsonl` and `out/README.md` from the MusiCRS
-    JSONL at `source`, then load the folder back to validate it."""
+    JSONL at `source` (or the release as a Hugging Face dataset, its `split`), then load the
+    folder back to validate it."""
     if audio is not None and not audio.is_dir():
         raise HarnessError(f"--audio {audio}: folder not found")
     if only_with_audio and audio is None:
@@ -131,7 +149,7 @@ def import_musicrs(
     items: list[dict[str, Any]] = []
     seen: set[str] = set()
     out.mkdir(parents=True, exist_ok=True)
-    for line, row in read_jsonl(source):
+    for line, row in _rows(source, split):
         try:
             thread = Thread.model_validate(row)
         except ValidationError as exc:
@@ -175,10 +193,11 @@ def _write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
     os.replace(tmp, path)
 
 
-def _readme(source: Path, summary: ImportSummary) -> str:
+def _readme(source: Path | str, summary: ImportSummary) -> str:
+    name = source if str(source).startswith(HF_PREFIX) else Path(source).name
     return (
         "# MusiCRS, imported\n\n"
-        f"Imported by `harness import musicrs` from `{source.name}`.\n"
+        f"Imported by `harness import musicrs` from `{name}`.\n"
         f"Source: {SOURCE}. Redistribution must keep this attribution.\n\n"
         f"{summary.n_items} threads, {summary.n_clips} distinct song titles, "
         f"{summary.n_candidates} candidates and {summary.n_relevant} gold titles in all; "

@@ -14,6 +14,7 @@ from typing import Literal
 from harness.dataset import Dataset
 from harness.errors import HarnessError
 from harness.report.loading import RunData, assign_labels, load_predictions, load_run
+from harness.trec import is_trec_run
 
 SWEEP_FILE = "sweep.json"  # written by harness.experiment: the sweep's runs in order
 PREDICTIONS = "predictions.jsonl"
@@ -84,11 +85,12 @@ def discover(paths: Sequence[Path]) -> Found:
     seen: set[Path] = set()
     for path in paths:
         if path.is_file():
-            if path.suffix == ".jsonl":
+            if path.suffix == ".jsonl" or is_trec_run(path):
                 listed = [Source("predictions", path)]
             else:
                 found.warnings.append(
-                    f"{path}: skipped, not a run folder, a sweep folder or a predictions JSONL file"
+                    f"{path}: skipped, not a run folder, a sweep folder, a predictions JSONL file "
+                    "or a TREC run file"
                 )
                 continue
         elif _is_run(path):

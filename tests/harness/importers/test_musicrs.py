@@ -173,3 +173,32 @@ def test_the_real_release_imports(tmp_path: Path) -> None:
         gold = {normalise_title(g) for g in row["limited_gt"]}
         assert {normalise_title(titles[c]) for c in item.relevant or ()} == gold
         assert sum(normalise_title(t) in gold for t in titles.values()) == len(item.relevant or ())
+
+
+def test_the_release_as_a_hugging_face_dataset_imports_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    rows = [
+        thread("t3_a", ["So What", "Blue in Green", "Naima"], ["\u201cNaima\u201d"]),
+        thread("t3_b", ["Naima", "Giant Steps"], [], subreddit="metal"),
+    ]
+    source = write(tmp_path / "src.jsonl", rows)
+    datasets.DatasetDict({"train": datasets.Dataset.from_list(rows)}).save_to_disk(
+        str(tmp_path / "saved")
+    )
+    import_musicrs(source, tmp_path / "from-jsonl")
+    result = CliRunner().invoke(
+        app, ["import", "musicrs", str(tmp_path / "saved"), "--out", str(tmp_path / "from-hf")]
+    )
+    assert result.exit_code == 0, result.output
+    for name in ("items.jsonl", "clips.jsonl"):
+        assert (tmp_path / "from-hf" / name).read_text() == (
+            tmp_path / "from-jsonl" / name
+        ).read_text()
+    assert "from `saved`" in (tmp_path / "from-hf" / "README.md").read_text()
+    bad = CliRunner().invoke(
+        app, ["import", "musicrs", str(tmp_path / "saved"), "--split", "test", "--out", "x"]
+    )
+    assert bad.exit_code == 2 and "no split 'test' (splits: train)" in bad.output

@@ -1,0 +1,1 @@
+"""Other tools' formats: TREC run and qrels files, Parquet tables (`harness export`)."""

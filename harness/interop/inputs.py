@@ -1,0 +1,47 @@
+"""What `harness evaluate` is given besides predictions: a dataset folder or a Hugging Face
+dataset (written as one), or TREC qrels whose items take their candidates from the run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from harness.dataset import Item, pydantic_reason
+from harness.errors import HarnessError
+from harness.hf_dataset import HFSource, is_hf_source, materialize, parse_hub_id
+from harness.trec import is_trec_run, items_from_qrels, read_candidates, read_qrels
+
+
+def dataset_folder(dataset: str, columns: str | None) -> Path:
+    """The dataset folder, a Hugging Face dataset written as one first."""
+    if not is_hf_source(dataset):
+        if columns is not None:
+            raise HarnessError("--columns maps the columns of a Hugging Face dataset")
+        return Path(dataset)
+    if dataset.startswith("hf://"):
+        parse_hub_id(dataset)
+    try:
+        mapping = yaml.safe_load(columns or "{}") or {}
+        source = HFSource.model_validate({"uri": dataset, "columns": mapping})
+    except yaml.YAMLError as exc:
+        raise HarnessError(f"--columns: not YAML ({exc.__class__.__name__})") from None
+    except ValidationError as exc:
+        raise HarnessError(f"--columns: {pydantic_reason(exc)}") from None
+    return materialize(source)
+
+
+def qrels_items(qrels: Path, run: Path) -> list[Item]:
+    """Items from qrels, with the documents each query's run ranks as its candidates."""
+    if not is_trec_run(run):
+        raise HarnessError(f"--qrels goes with a TREC run file; {run} is not one")
+    listed = read_candidates(run)
+    short = [qid for qid, docs in listed.items() if len(docs) < 2]
+    if short:
+        raise HarnessError(f"{run}: queries ranking fewer than 2 documents: {short[:5]}")
+    rows, _, _ = items_from_qrels(read_qrels(qrels), listed)
+    try:
+        return [Item.model_validate(row) for row in rows]
+    except ValidationError as exc:
+        raise HarnessError(f"{run}: {pydantic_reason(exc)}") from None

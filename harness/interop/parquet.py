@@ -1,0 +1,146 @@
+"""Runs as typed Parquet tables (`harness export parquet`), and back (`harness.load_run`).
+
+`records.parquet`: one row per record (model call) and run (`run`: the run folder's name),
+with the columns of `records_schema()`; `scores` is a map from candidate id to score (null where the answer gave none), `extra` the
+record's `extra` (and any other field) as JSON text. `items.parquet`: one row per item and
+run: the run, the item, its group, its number of candidates and relevant candidates, then one
+float64 column per metric (the item's value, averaged over repeats; null where the run's
+missing-score policy excluded the item or the run has no such metric).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from harness.errors import HarnessError
+from harness.records import Record
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+
+    from harness.report.loading import RunData
+
+RECORDS_FILE = "records.parquet"
+ITEMS_FILE = "items.parquet"
+
+
+def _pa() -> Any:
+    try:
+        import pyarrow
+    except ImportError:
+        raise HarnessError(
+            "Parquet needs the parquet extra: pip install 'bgm-judge[parquet]'"
+        ) from None
+    return pyarrow
+
+
+def records_schema() -> pa.Schema:
+    pa = _pa()
+    return pa.schema(
+        [
+            ("run", pa.string()),
+            ("item_id", pa.string()),
+            ("repeat", pa.int32()),
+            ("candidates", pa.list_(pa.string())),
+            ("raw", pa.string()),
+            ("attempts", pa.list_(pa.string())),
+            ("scores", pa.map_(pa.string(), pa.float64())),
+            ("error", pa.string()),
+            ("parse_error", pa.string()),
+            ("cache_hit", pa.bool_()),
+            ("latency_s", pa.float64()),
+            ("input_tokens", pa.int64()),
+            ("output_tokens", pa.int64()),
+            ("extra", pa.string()),
+        ]
+    )
+
+
+def records_table(records: Iterable[Record], run: str) -> pa.Table:
+    rows = []
+    for record in records:
+        row = record.model_dump(exclude={"extra"})
+        for key in record.model_extra or {}:
+            row.pop(key, None)
+        extra = {**record.extra, **(record.model_extra or {})}
+        row["scores"] = list(record.scores.items())
+        rows.append({"run": run, **row, "extra": json.dumps(extra, sort_keys=True)})
+    return _pa().Table.from_pylist(rows, schema=records_schema())
+
+
+def records_frame(table: pa.Table) -> pd.DataFrame:
+    """The frame `harness.load_run` returns: `scores` and `extra` as dicts again."""
+    frame: pd.DataFrame = table.to_pandas(maps_as_pydicts="strict")
+    frame["extra"] = [json.loads(text) if text else {} for text in frame["extra"]]
+    frame["candidates"] = [list(c) for c in frame["candidates"]]
+    frame["attempts"] = [list(a) for a in frame["attempts"]]
+    return frame
+
+
+def items_table(runs: Sequence[RunData]) -> pa.Table:
+    pa = _pa()
+    names: list[str] = []
+    for run in runs:
+        names += [n for n in run.aggregate.per_item if n not in names]
+    columns: dict[str, list[Any]] = {
+        k: [] for k in ("run", "item_id", "group", "n_candidates", "n_relevant")
+    }
+    values: dict[str, list[float | None]] = {name: [] for name in names}
+    for run in runs:
+        position = {item_id: i for i, item_id in enumerate(run.aggregate.item_ids)}
+        for item in run.dataset.items:
+            if item.id not in position:
+                continue
+            columns["run"].append(run.path.name)
+            columns["item_id"].append(item.id)
+            columns["group"].append(item.group)
+            columns["n_candidates"].append(len(item.candidates))
+            relevant = None if item.relevance_form is None else int(np.count_nonzero(item.gains))
+            columns["n_relevant"].append(relevant)
+            for name in names:
+                per_item = run.aggregate.per_item.get(name)
+                value = None if per_item is None else float(per_item[position[item.id]])
+                values[name].append(None if value is None or np.isnan(value) else value)
+    fields = [
+        ("run", pa.string()),
+        ("item_id", pa.string()),
+        ("group", pa.string()),
+        ("n_candidates", pa.int32()),
+        ("n_relevant", pa.int32()),
+    ] + [(name, pa.float64()) for name in names]
+    return pa.Table.from_pydict({**columns, **values}, schema=pa.schema(fields))
+
+
+def write_parquet(runs: Sequence[RunData], out: Path) -> list[Path]:
+    """records.parquet and items.parquet of `runs` in `out`; the files written."""
+    pa = _pa()
+    import pyarrow.parquet as pq
+
+    out.mkdir(parents=True, exist_ok=True)
+    records = pa.concat_tables([records_table(run.records, run.path.name) for run in runs])
+    written = [out / RECORDS_FILE, out / ITEMS_FILE]
+    pq.write_table(records, written[0])
+    pq.write_table(items_table(runs), written[1])
+    return written
+
+
+def read_records_parquet(path: Path) -> pd.DataFrame:
+    _pa()
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except (OSError, ValueError) as exc:
+        raise HarnessError(f"{path}: not a readable Parquet file ({exc})") from None
+    missing = [n for n in records_schema().names if n not in table.column_names]
+    if missing:
+        raise HarnessError(
+            f"{path}: not a records table of `harness export parquet` (no {missing})"
+        )
+    return records_frame(table.select(records_schema().names))

@@ -1,0 +1,56 @@
+"""`harness export trec`: a run as TREC run file(s) and the qrels of its dataset."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from harness.records import predictions_from_records
+from harness.report.loading import RunData
+from harness.trec import qrels_lines, run_lines
+
+RUN_FILE = "run.trec"
+QRELS_FILE = "qrels.txt"
+
+CAVEAT = """\
+# TREC files of {label}
+
+`{run_files}` (one per repeat) and `{qrels}` from `harness export trec`.
+
+- Order: score descending; equal scores in the item's candidate order (first listed first);
+  candidates without a score last. SCORE is N - RANK + 1, so that no two documents of a query
+  share a score and every tool (trec_eval, pytrec_eval, ranx, ir-measures) reads this order.
+- The harness's metrics are tie-aware: for tied scores they are the expectation over every
+  order of the tied candidates. These files hold one of those orders, so the tools' figures
+  equal the harness's only where the run has no ties (this run's tie rate: {tie_rate}).
+- The qrels list every candidate of an item with its gain (0 for the others), so that an item
+  without relevant candidates is a query scoring 0, as in the harness's means.
+"""
+
+
+def export_trec(run: RunData, out: Path) -> list[Path]:
+    """Write the run file(s), qrels.txt and README.md to `out`; the files written."""
+    out.mkdir(parents=True, exist_ok=True)
+    predictions = predictions_from_records(run.records)
+    items = run.dataset.items
+    tag = re.sub(r"\s+", "_", run.label) or "harness"
+    written = []
+    for repeat in sorted(predictions):
+        name = RUN_FILE if len(predictions) == 1 else f"run.repeat-{repeat}.trec"
+        path = out / name
+        path.write_text("".join(run_lines(items, predictions[repeat], tag)), encoding="utf-8")
+        written.append(path)
+    qrels = out / QRELS_FILE
+    qrels.write_text("".join(qrels_lines(items)), encoding="utf-8")
+    tie_rate = run.aggregate.tie_rate
+    readme = out / "README.md"
+    readme.write_text(
+        CAVEAT.format(
+            label=run.label,
+            run_files=", ".join(p.name for p in written),
+            qrels=QRELS_FILE,
+            tie_rate="n/a" if tie_rate is None else f"{tie_rate:.4f}",
+        ),
+        encoding="utf-8",
+    )
+    return [*written, qrels, readme]
