@@ -75,14 +75,14 @@ AUDIO_CACHE_SIZE = 128
 C = TypeVar("C")
 
 
-def env_key(names: tuple[str, ...]) -> str | None:
-    """The key in the first of these variables that is set; from now on it is scrubbed from
-    everything the harness writes, whatever the variable's name."""
+def env_key_named(names: tuple[str, ...]) -> tuple[str, str] | None:
+    """(variable, key) of the first of these variables that is set; from now on the key is
+    scrubbed from everything the harness writes, whatever the variable's name."""
     for name in names:
         value = os.environ.get(name, "").strip()
         if value:
             register(value)
-            return value
+            return name, value
     return None
 
 
@@ -106,14 +106,18 @@ def base_urls(config: ApiOptions, env_var: str) -> list[str]:
 
 
 def api_endpoint(
-    config: ApiOptions, urls: list[str], env_var: str, official: str | None
+    config: ApiOptions,
+    urls: list[str],
+    env_var: str,
+    official: str | None,
+    effective: list[str],
 ) -> dict[str, Any]:
-    """The effective endpoint for run.json: the base URLs requests go to (the SDK's default
-    is the official one), where they were set (`provider.base_url`, the environment variable,
-    or the default), and whether every one of them is the provider's official service (None
-    for a provider that has none, such as a self-hosted OpenAI-compatible server)."""
+    """The effective endpoint for run.json: the base URLs the clients send to (`effective`:
+    the configured `urls`, else the official one), where they were set (`provider.base_url`,
+    the environment variable, or the default), and whether every one of them is the
+    provider's official service (None for a provider that has none, such as a self-hosted
+    OpenAI-compatible server)."""
     source = "provider.base_url" if config.base_url is not None else env_var if urls else "default"
-    effective = urls or ([official] if official else [])
     same_host = official is not None and all(_host(url) == _host(official) for url in effective)
     return {
         "base_urls": effective,

@@ -57,6 +57,7 @@ def fit_window(samples: NDArray[np.float32], window: int) -> NDArray[np.float32]
 
 class EmbeddingScorer(Scorer):
     sampling_rate: ClassVar[int]
+    unit_vectors: ClassVar[bool] = False  # True: the family's embeddings have length 1 already
     Options: ClassVar[type[ProviderConfig]] = LocalOptions
     non_identity = LOCAL_NON_IDENTITY
     config: LocalOptions
@@ -129,7 +130,7 @@ class EmbeddingScorer(Scorer):
         new_texts = [t for t in dict.fromkeys(texts) if t not in self._text]
         if new_texts:
             vectors, counts = self.embed_texts(loaded, new_texts)
-            self._text.update(zip(new_texts, _unit(vectors), strict=True))
+            self._text.update(zip(new_texts, self._unit(vectors), strict=True))
             self._tokens.update(zip(new_texts, counts, strict=True))
         clips: dict[str, AudioRef] = {}
         for request in requests:
@@ -146,7 +147,7 @@ class EmbeddingScorer(Scorer):
         new_clips = [ref for sha, ref in clips.items() if sha not in self._audio]
         if new_clips:
             decoded = [read_mono(ref.path, self.sampling_rate) for ref in new_clips]
-            vectors = _unit(self.embed_audio(loaded, decoded))
+            vectors = self._unit(self.embed_audio(loaded, decoded))
             self._audio.update(zip([ref.sha256 for ref in new_clips], vectors, strict=True))
         answers = []
         for request in requests:
@@ -159,8 +160,15 @@ class EmbeddingScorer(Scorer):
                     assert candidate.audio is not None
                     other = self._audio[candidate.audio.sha256]
                 values.append(round(float(np.dot(query, other)), 6))
-            answers.append(Scores(values, {"query_tokens": self._tokens[request.query]}))
+            answers.append(Scores(values, self.query_extra(request.query)))
         return answers
+
+    def query_extra(self, query: str) -> dict[str, Any]:
+        """What a record says about its query (`extra`): its token count."""
+        return {"query_tokens": self._tokens[query]}
+
+    def _unit(self, vectors: Vectors) -> Vectors:
+        return vectors.astype(np.float32) if self.unit_vectors else _unit(vectors)
 
 
 def _unit(vectors: Vectors) -> Vectors:

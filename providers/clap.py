@@ -23,23 +23,11 @@ from numpy.typing import NDArray
 from pydantic import Field
 
 from harness.audio import read_mono
-from harness.types import AudioRef, ProviderConfig, ScoreRequest, Scores
-from providers._local_settings import (
-    LOCAL_NON_IDENTITY,
-    LocalOptions,
-    LocalSettings,
-    as_provider_error,
-    free_memory,
-    hf,
-    load_model,
-    local_identity,
-    require_local_stack,
-)
-from providers._microbatch import MicroBatcher
-from providers.base import Scorer
+from harness.types import AudioRef, ProviderConfig
+from providers._embedding_scorer import EmbeddingScorer, Vectors
+from providers._local_settings import LocalOptions, hf, load_model
 
 log = logging.getLogger(__name__)
-Vector = NDArray[np.float32]
 
 
 @dataclass
@@ -56,35 +44,20 @@ class ClapOptions(LocalOptions):
     )
 
 
-class ClapScorer(Scorer):
+class ClapScorer(EmbeddingScorer):
     default_model = "laion/clap-htsat-unfused"
     sampling_rate = 48000
+    unit_vectors = True  # ClapModel's features are normalised already
     Options = ClapOptions
-    non_identity = LOCAL_NON_IDENTITY
     config: ClapOptions
 
     def __init__(self, config: ProviderConfig) -> None:
         super().__init__(config)
-        require_local_stack()
-        self.settings = LocalSettings.from_options(self.config, self.model)
         self._max_text_tokens = self.config.max_text_tokens
-        self._loaded: _Loaded | None = None
-        self._audio: dict[str, Vector] = {}  # by the clip's sha256
-        self._text: dict[str, Vector] = {}
         self.truncated_queries = 0
-        self.batcher: MicroBatcher[ScoreRequest, Scores] = MicroBatcher(
-            self._run_batch, self.settings.batch_size, self.settings.batch_wait_s
-        )
-
-    @property
-    def deterministic(self) -> bool:
-        return True
 
     def identity(self) -> dict[str, Any]:
-        identity = local_identity(super().identity(), self.settings)
-        for generation_only in ("max_new_tokens", "expected_score", "temperature", "prompt_format"):
-            identity.pop(generation_only, None)
-        return {**identity, "max_text_tokens": self._max_text_tokens}
+        return {**super().identity(), "max_text_tokens": self._max_text_tokens}
 
     def load(self) -> _Loaded:
         if self._loaded is None:
@@ -99,13 +72,10 @@ class ClapScorer(Scorer):
             if self._max_text_tokens is not None:
                 limit = min(limit, int(self._max_text_tokens))
             self._loaded = _Loaded(model, tokenizer, extractor, limit)
-        return self._loaded
-
-    async def score(self, request: ScoreRequest) -> Scores:
-        return await self.batcher.submit(request)
+        loaded: _Loaded = self._loaded
+        return loaded
 
     async def aclose(self) -> None:
-        await self.batcher.aclose()
         if self.truncated_queries:
             limit = self._loaded.max_text_tokens if self._loaded else self._max_text_tokens
             log.warning(
@@ -113,60 +83,26 @@ class ClapScorer(Scorer):
                 self.truncated_queries,
                 limit,
             )
-        self._loaded = None
-        self._audio.clear()
-        self._text.clear()
-        free_memory()
+        await super().aclose()
 
-    # ----------------------------------------------------------------- one batch
-    def _run_batch(self, requests: list[ScoreRequest]) -> list[Scores]:
-        try:
-            return self.score_batch(requests)
-        except Exception as exc:
-            raise as_provider_error(exc, f"clap ({self.model})") from exc
+    def query_extra(self, query: str) -> dict[str, Any]:
+        """The query's token count, and whether it was cut to `max_text_tokens`."""
+        length = self._tokens[query]
+        truncated = length > self.load().max_text_tokens
+        self.truncated_queries += truncated
+        return {"query_tokens": length, "query_truncated": truncated}
 
-    def score_batch(self, requests: list[ScoreRequest]) -> list[Scores]:
-        loaded = self.load()
-        texts = [r.query for r in requests]
-        texts += [c.caption for r in requests if r.music == "caption" for c in r.candidates]
-        self._embed_texts(loaded, [t for t in dict.fromkeys(texts) if t not in self._text])
-        clips = {
-            c.audio.sha256: c.audio
-            for r in requests
-            if r.music == "audio"
-            for c in r.candidates
-            if c.audio is not None
-        }
-        self._embed_audio(loaded, [a for sha, a in clips.items() if sha not in self._audio])
-        answers = []
-        for request in requests:
-            query = self._text[request.query]
-            values = []
-            for candidate in request.candidates:
-                if request.music == "caption":
-                    other = self._text[candidate.caption]
-                elif candidate.audio is not None:
-                    other = self._audio[candidate.audio.sha256]
-                else:
-                    raise ValueError(f"clip {candidate.clip_id} has no audio")
-                values.append(round(float(np.dot(query, other)), 6))
-            length = self._token_count(loaded, request.query)
-            truncated = length > loaded.max_text_tokens
-            self.truncated_queries += truncated
-            answers.append(Scores(values, {"query_tokens": length, "query_truncated": truncated}))
-        return answers
-
-    def _token_count(self, loaded: _Loaded, text: str) -> int:
-        return len(loaded.tokenizer(text, truncation=False, verbose=False)["input_ids"])
-
-    def _embed_texts(self, loaded: _Loaded, texts: list[str]) -> None:
+    def embed_texts(self, loaded: _Loaded, texts: list[str]) -> tuple[Vectors, list[int]]:
         import torch
 
+        counts = [
+            len(loaded.tokenizer(t, truncation=False, verbose=False)["input_ids"]) for t in texts
+        ]
         step = max(self.settings.batch_size, 1)
+        vectors = []
         for start in range(0, len(texts), step):
-            chunk = texts[start : start + step]
             tokens = loaded.tokenizer(
-                chunk,
+                texts[start : start + step],
                 padding=True,
                 truncation=True,
                 max_length=loaded.max_text_tokens,
@@ -174,24 +110,28 @@ class ClapScorer(Scorer):
             ).to(loaded.model.device)
             with torch.inference_mode():
                 out = loaded.model.get_text_features(**tokens).pooler_output
-            self._text.update(zip(chunk, out.float().cpu().numpy(), strict=True))
+            vectors.append(out.float().cpu().numpy())
+        return np.concatenate(vectors), counts
 
-    def central_window(self, loaded: _Loaded, clip: AudioRef) -> Vector:
-        samples = read_mono(clip.path, self.sampling_rate)
+    def window(self, loaded: _Loaded, samples: NDArray[np.float32]) -> NDArray[np.float32]:
+        """At most the extractor's window: a longer clip's central window."""
         window = int(loaded.extractor.nb_max_samples)
         if len(samples) <= window:
             return samples
         start = (len(samples) - window) // 2
         return samples[start : start + window]
 
-    def _embed_audio(self, loaded: _Loaded, clips: list[AudioRef]) -> None:
+    def central_window(self, loaded: _Loaded, clip: AudioRef) -> NDArray[np.float32]:
+        return self.window(loaded, read_mono(clip.path, self.sampling_rate))
+
+    def embed_audio(self, loaded: _Loaded, clips: list[NDArray[np.float32]]) -> Vectors:
         import torch
 
         step = max(self.settings.batch_size, 1)
+        vectors = []
         for start in range(0, len(clips), step):
-            chunk = clips[start : start + step]
             features = loaded.extractor(
-                [self.central_window(loaded, c) for c in chunk],
+                [self.window(loaded, c) for c in clips[start : start + step]],
                 sampling_rate=self.sampling_rate,
                 return_tensors="pt",
             )
@@ -204,6 +144,5 @@ class ClapScorer(Scorer):
                 inputs["is_longer"] = features["is_longer"].to(loaded.model.device)
             with torch.inference_mode():
                 out = loaded.model.get_audio_features(**inputs).pooler_output
-            self._audio.update(
-                zip([c.sha256 for c in chunk], out.float().cpu().numpy(), strict=True)
-            )
+            vectors.append(out.float().cpu().numpy())
+        return np.concatenate(vectors)

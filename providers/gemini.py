@@ -24,29 +24,12 @@ from google.genai import Client, errors, types
 from pydantic import Field
 
 from harness.audio import encode_wav
-from harness.pricing import price_for
 from harness.types import AudioRef, ChatRequest, ChatResponse, ProviderConfig, ProviderError
-from providers._api import (
-    MALFORMED_ANSWER_ERRORS,
-    NON_ANSWER_KEYS,
-    ApiOptions,
-    ClientPool,
-    answer_identity,
-    api_endpoint,
-    base_urls,
-    batch_settings,
-    env_key,
-    malformed_answer,
-    parse_retry_after,
-    status_error,
-    transport_error,
-)
+from providers._api import ApiOptions, parse_retry_after
 from providers._expected_score import TokenChoice, api_expected_score
-from providers.base import Judge
+from providers.api_judge import ApiJudge
 from providers.batch import BatchApi
 
-KEY_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
-BASE_URL_ENV = "GEMINI_BASE_URL"
 OFFICIAL_BASE_URL = "https://generativelanguage.googleapis.com"
 _RETRY_DELAY = re.compile(r"^(\d+(?:\.\d+)?)s$")
 
@@ -59,27 +42,25 @@ class GeminiOptions(ApiOptions):
     )
 
 
-class GeminiJudge(Judge):
+class GeminiJudge(ApiJudge[Client]):
+    label = "Gemini"
+    official_base_url = OFFICIAL_BASE_URL
+    url_variable = "GEMINI_BASE_URL"
+    key_variables = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    keyless_placeholder = "unused"
     default_model = "gemini-2.5-flash"
     audio_tokens_per_second: ClassVar[float] = 32.0
     Options = GeminiOptions
-    non_identity = NON_ANSWER_KEYS
     config: GeminiOptions
 
     def __init__(self, config: ProviderConfig) -> None:
         super().__init__(config)
-        price_for(self.config, self.model)  # a malformed `prices` fails before any call
-        self.urls = base_urls(self.config, BASE_URL_ENV)
-        self.sample_rate = self.config.sample_rate
         self.json_mode = self.config.json_mode
         self.thinking_budget = self.config.thinking_budget
         has_aiohttp = importlib.util.find_spec("aiohttp") is not None
         self.http_client = self.config.http_client or ("aiohttp" if has_aiohttp else "httpx")
         self.timeouts, self.connection_errors = _transport_errors(self.http_client)
-        self._pool: ClientPool[tuple[Client, httpx.AsyncClient | None, str | None]] = ClientPool(
-            self.urls, self._client
-        )
-        self._batch_settings = batch_settings(self.config, self.urls)
+        self._http: dict[int, httpx.AsyncClient] = {}  # the httpx client of each SDK client
 
     def batch_api(self) -> BatchApi | None:
         if self._batch_settings is None:
@@ -88,38 +69,10 @@ class GeminiJudge(Judge):
 
         return GeminiBatchApi(self, self._batch_settings)
 
-    def batch_client(self) -> tuple[Client, str | None]:
-        """The client batch jobs go through (the one base URL, or the official service)."""
-        client, _, url = self._pool.clients[0]
-        return client, url
+    def identity_settings(self) -> dict[str, Any]:
+        return {"sample_rate": self.sample_rate, "json_mode": self.json_mode}
 
-    def identity(self) -> dict[str, Any]:
-        return answer_identity(
-            super().identity(),
-            self.config,
-            self.urls,
-            sample_rate=self.sample_rate,
-            json_mode=self.json_mode,
-        )
-
-    def missing_key(self) -> str | None:
-        if self.urls or env_key(KEY_ENV) is not None:  # a stand-in server needs none
-            return None
-        return "GEMINI_API_KEY (or GOOGLE_API_KEY)"
-
-    def endpoint(self) -> dict[str, Any]:
-        return api_endpoint(self.config, self.urls, BASE_URL_ENV, OFFICIAL_BASE_URL)
-
-    def _client(self, url: str | None) -> tuple[Client, httpx.AsyncClient | None, str | None]:
-        key = env_key(KEY_ENV)
-        if key is None:
-            if url is None:
-                raise ProviderError(
-                    "no Gemini API key: set GEMINI_API_KEY (or GOOGLE_API_KEY) in the environment",
-                    transient=False,
-                    kind="auth",
-                )
-            key = "unused"  # a local stand-in server needs none
+    def make_client(self, base_url: str | None, key: str) -> Client:
         http = None
         if self.http_client == "httpx":
             limit = self.config.max_concurrency
@@ -130,13 +83,21 @@ class GeminiJudge(Judge):
         # The SDK's own retries are off (attempts=1), including its silent retry of dropped
         # connections: the runner retries, with its backoff and limits.
         options = types.HttpOptions(
-            base_url=url,
+            base_url=base_url,
             timeout=int(self.config.timeout_s * 1000),
             retry_options=types.HttpRetryOptions(attempts=1),
             httpx_async_client=http,
         )
         client = Client(vertexai=False, api_key=key, http_options=options)
-        return client, http, url
+        if http is not None:
+            self._http[id(client)] = http
+        return client
+
+    async def close_client(self, client: Client) -> None:
+        await client.aio.aclose()
+        http = self._http.pop(id(client), None)
+        if http is not None:
+            await http.aclose()
 
     def contents(self, request: ChatRequest) -> list[types.Content]:
         parts = [
@@ -177,23 +138,19 @@ class GeminiJudge(Judge):
             )
         return types.GenerateContentConfig(**settings)
 
-    async def generate(self, request: ChatRequest) -> ChatResponse:
-        contents = self.contents(request)
-        config = self.generation_config(request)
-        with self._pool.lease() as (client, _, url):
-            try:
-                response = await client.aio.models.generate_content(
-                    model=self.model, contents=contents, config=config
-                )
-                return self.read_response(response)
-            except errors.APIError as exc:
-                raise self.api_error(exc, url) from None
-            except self.timeouts as exc:
-                raise transport_error("Gemini", exc, url, timeout=True) from None
-            except self.connection_errors as exc:
-                raise transport_error("Gemini", exc, url, timeout=False) from None
-            except MALFORMED_ANSWER_ERRORS as exc:
-                raise malformed_answer("Gemini", exc, url) from None
+    def build_request(
+        self, request: ChatRequest
+    ) -> tuple[list[types.Content], types.GenerateContentConfig]:
+        return self.contents(request), self.generation_config(request)
+
+    async def send(
+        self, client: Client, built: tuple[list[types.Content], types.GenerateContentConfig]
+    ) -> ChatResponse:
+        contents, config = built
+        response = await client.aio.models.generate_content(
+            model=self.model, contents=contents, config=config
+        )
+        return self.read_response(response)
 
     def read_response(self, response: types.GenerateContentResponse) -> ChatResponse:
         """The answer in a response (online, or one of a batch job's inline responses)."""
@@ -202,25 +159,33 @@ class GeminiJudge(Judge):
             answer.extra.update(_expected_score(response))
         return answer
 
-    def api_error(self, exc: errors.APIError, url: str | None) -> ProviderError:
-        headers = getattr(exc.response, "headers", None) or {}
-        retry_after = parse_retry_after(headers.get("retry-after")) or _retry_info(exc.details)
-        return status_error(
-            exc.code or 0,
-            f"{exc.status or ''} {exc.message or ''}",
-            provider="Gemini",
-            model=self.model,
-            key_env="GEMINI_API_KEY",
-            url=url,
-            retry_after=retry_after,
-            key_refused=_key_refused(exc.details),
-        )
+    def status_code(self, exc: BaseException) -> int | None:
+        return (exc.code or 0) if isinstance(exc, errors.APIError) else None
 
-    async def aclose(self) -> None:
-        for client, http, _ in self._pool.built():
-            await client.aio.aclose()
-            if http is not None:
-                await http.aclose()
+    def error_message(self, exc: BaseException) -> str:
+        assert isinstance(exc, errors.APIError)
+        return f"{exc.status or ''} {exc.message or ''}"
+
+    def retry_after(self, exc: BaseException) -> float | None:
+        assert isinstance(exc, errors.APIError)
+        headers = getattr(exc.response, "headers", None) or {}
+        return parse_retry_after(headers.get("retry-after")) or _retry_info(exc.details)
+
+    def is_auth_failure(self, exc: BaseException) -> bool:
+        """Gemini answers a key it does not accept with 400 (reason API_KEY_INVALID)."""
+        return isinstance(exc, errors.APIError) and _key_refused(exc.details)
+
+    def is_timeout(self, exc: BaseException) -> bool:
+        return isinstance(exc, self.timeouts)
+
+    def is_connection_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, self.connection_errors)
+
+    def api_error(self, exc: errors.APIError, url: str | None) -> ProviderError:
+        """The ProviderError of an error answer (the batch adapter's jobs)."""
+        error = self.provider_error(exc, url, self.label)
+        assert error is not None
+        return error
 
 
 def _transport_errors(

@@ -27,7 +27,8 @@ class ChatCompletionsJudge(Protocol):
     @property
     def model(self) -> str: ...
 
-    key_env: str
+    @property
+    def key_env(self) -> str: ...
 
     def request_body(self, request: ChatRequest) -> dict[str, Any]: ...
 

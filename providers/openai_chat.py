@@ -29,29 +29,12 @@ from openai.types.chat import ChatCompletion
 from pydantic import Field
 
 from harness.errors import ConfigError
-from harness.pricing import price_for
 from harness.types import AudioRef, ChatRequest, ChatResponse, ProviderConfig, ProviderError
-from providers._api import (
-    MALFORMED_ANSWER_ERRORS,
-    NON_ANSWER_KEYS,
-    ApiOptions,
-    ClientPool,
-    answer_identity,
-    api_endpoint,
-    base_urls,
-    batch_settings,
-    env_key,
-    malformed_answer,
-    parse_retry_after,
-    status_error,
-    transport_error,
-    wav_base64,
-)
+from providers._api import MALFORMED_ANSWER_ERRORS, ApiOptions, parse_retry_after, wav_base64
 from providers._expected_score import TokenChoice, api_expected_score
-from providers.base import Judge
+from providers.api_judge import ApiJudge
 from providers.batch import BatchApi
 
-BASE_URL_ENV = "OPENAI_BASE_URL"
 JsonMode = Literal["prompt", "schema", "object"]
 
 
@@ -68,31 +51,29 @@ class OpenAIOptions(ApiOptions):
     )
 
 
-class _ChatCompletionsJudge(Judge):
+class ChatCompletionsJudge(ApiJudge[openai.AsyncOpenAI]):
+    """The public base of the judges behind a chat-completions API (OpenAI's, or any
+    OpenAI-compatible service). A new service is a subclass that sets `label`,
+    `official_base_url`, `url_variable` and `key_variables` (and `default_model`); the
+    client is built with the URL and key those name, and run.json records the same."""
+
     label: ClassVar[str] = "OpenAI"
     official_base_url: ClassVar[str | None] = "https://api.openai.com/v1"
+    url_variable: ClassVar[str] = "OPENAI_BASE_URL"
+    key_variables: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
     default_json_mode: ClassVar[JsonMode] = "prompt"
-    needs_key: ClassVar[bool] = True
     audio_tokens_per_second: ClassVar[float] = 10.0
     # OpenAI's tokenizers keep "10" as one token; most open models' (Qwen's) split digits.
     splits_digits: ClassVar[bool] = False
+    malformed_errors = (openai.APIResponseValidationError, *MALFORMED_ANSWER_ERRORS)
     Options = OpenAIOptions
-    non_identity = NON_ANSWER_KEYS
     config: OpenAIOptions
 
     def __init__(self, config: ProviderConfig) -> None:
         super().__init__(config)
-        price_for(self.config, self.model)  # a malformed `prices` fails before any call
-        self.urls = base_urls(self.config, BASE_URL_ENV)
-        self.key_env = self.config.api_key_env or "OPENAI_API_KEY"
-        self.sample_rate = self.config.sample_rate
         self.json_mode: JsonMode = self.config.json_mode or self.default_json_mode
         self.audio_format = self.config.audio_format
         self.extra_body: dict[str, Any] = dict(self.config.extra_body)
-        self._pool: ClientPool[tuple[openai.AsyncOpenAI, str | None]] = ClientPool(
-            self.urls, self._client
-        )
-        self._batch_settings = batch_settings(self.config, self.urls)
         if self._batch_settings is not None and self.batch_refusal:
             raise ConfigError("experiment file", "provider.batch", self.batch_refusal)
 
@@ -106,38 +87,17 @@ class _ChatCompletionsJudge(Judge):
 
         return OpenAIBatchApi(self, self._batch_settings)
 
-    def identity(self) -> dict[str, Any]:
-        return answer_identity(
-            super().identity(),
-            self.config,
-            self.urls,
-            sample_rate=self.sample_rate,
-            json_mode=self.json_mode,
-            audio_format=self.audio_format,
+    def identity_settings(self) -> dict[str, Any]:
+        return {
+            "sample_rate": self.sample_rate,
+            "json_mode": self.json_mode,
+            "audio_format": self.audio_format,
+        }
+
+    def make_client(self, base_url: str | None, key: str) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(
+            api_key=key, base_url=base_url, max_retries=0, timeout=self.config.timeout_s
         )
-
-    def missing_key(self) -> str | None:
-        if not self.needs_key or self.urls or env_key((self.key_env,)) is not None:
-            return None
-        return self.key_env
-
-    def endpoint(self) -> dict[str, Any]:
-        return api_endpoint(self.config, self.urls, BASE_URL_ENV, self.official_base_url)
-
-    def _client(self, url: str | None) -> tuple[openai.AsyncOpenAI, str | None]:
-        key = env_key((self.key_env,))
-        if key is None:
-            if self.needs_key and url is None:
-                raise ProviderError(
-                    f"no OpenAI API key: set {self.key_env} in the environment",
-                    transient=False,
-                    kind="auth",
-                )
-            key = "EMPTY"  # local servers (vLLM without --api-key, the fake) need none
-        client = openai.AsyncOpenAI(
-            api_key=key, base_url=url, max_retries=0, timeout=self.config.timeout_s
-        )
-        return client, url
 
     def _max_tokens_field(self) -> str:
         return "max_completion_tokens"
@@ -195,41 +155,36 @@ class _ChatCompletionsJudge(Judge):
             response.extra.update(_expected_score(completion, self.splits_digits))
         return response
 
-    async def generate(self, request: ChatRequest) -> ChatResponse:
-        body = self.request_body(request)
-        with self._pool.lease() as (client, url):
-            try:
-                completion = await client.chat.completions.create(**body)
-                return self.read_completion(completion)
-            except openai.APIStatusError as exc:
-                raise self.status_error(exc, url) from None
-            except openai.APITimeoutError as exc:
-                raise transport_error(self.label, exc, url, timeout=True) from None
-            except openai.APIConnectionError as exc:
-                raise transport_error(self.label, exc, url, timeout=False) from None
-            except (openai.APIResponseValidationError, *MALFORMED_ANSWER_ERRORS) as exc:
-                raise malformed_answer(self.label, exc, url) from None
+    def build_request(self, request: ChatRequest) -> dict[str, Any]:
+        return self.request_body(request)
 
-    def batch_client(self) -> tuple[openai.AsyncOpenAI, str | None]:
-        """The client batches go through (the one base URL, or the official service)."""
-        return self._pool.clients[0]
+    async def send(self, client: openai.AsyncOpenAI, built: dict[str, Any]) -> ChatResponse:
+        return self.read_completion(await client.chat.completions.create(**built))
 
-    def status_error(self, exc: openai.APIStatusError, url: str | None) -> ProviderError:
+    def status_code(self, exc: BaseException) -> int | None:
+        return exc.status_code if isinstance(exc, openai.APIStatusError) else None
+
+    def error_message(self, exc: BaseException) -> str:
+        assert isinstance(exc, openai.APIStatusError)
         body = exc.body
         message = body.get("message") if isinstance(body, dict) else None
-        return status_error(
-            exc.status_code,
-            str(message or exc.message),
-            provider=self.label,
-            model=self.model,
-            key_env=self.key_env,
-            url=url,
-            retry_after=parse_retry_after(exc.response.headers.get("retry-after")),
-        )
+        return str(message or exc.message)
 
-    async def aclose(self) -> None:
-        for client, _ in self._pool.built():
-            await client.close()
+    def retry_after(self, exc: BaseException) -> float | None:
+        assert isinstance(exc, openai.APIStatusError)
+        return parse_retry_after(exc.response.headers.get("retry-after"))
+
+    def is_timeout(self, exc: BaseException) -> bool:
+        return isinstance(exc, openai.APITimeoutError)
+
+    def is_connection_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, openai.APIConnectionError)
+
+    def status_error(self, exc: openai.APIStatusError, url: str | None) -> ProviderError:
+        """The ProviderError of an error answer (the batch adapter's files and batches)."""
+        error = self.provider_error(exc, url, self.label)
+        assert error is not None
+        return error
 
 
 def _chat_response(completion: ChatCompletion) -> ChatResponse:
@@ -273,7 +228,7 @@ def _expected_score(completion: ChatCompletion, splits_digits: bool) -> dict[str
     return api_expected_score(tokens, splits_digits=splits_digits) or {"expected_score": None}
 
 
-class OpenAIAudioJudge(_ChatCompletionsJudge):
+class OpenAIAudioJudge(ChatCompletionsJudge):
     """GPT-4o-audio / gpt-audio on the OpenAI API (JSON asked for in the prompt)."""
 
     default_model = "gpt-4o-audio-preview"
@@ -287,7 +242,7 @@ class OpenAIAudioJudge(_ChatCompletionsJudge):
         return {**super().request_body(request), "modalities": ["text"]}
 
 
-class OpenAIJudge(_ChatCompletionsJudge):
+class OpenAIJudge(ChatCompletionsJudge):
     """Any chat model on the OpenAI API (GPT-5-mini, GPT-4o, ...), with the variant's JSON
     schema as `response_format`. GPT-5-family models reason before answering, take only the
     default temperature (set `temperature: 1.0`) and return no log-probabilities."""
@@ -296,7 +251,7 @@ class OpenAIJudge(_ChatCompletionsJudge):
     default_json_mode = "schema"
 
 
-class OpenAICompatibleJudge(_ChatCompletionsJudge):
+class OpenAICompatibleJudge(ChatCompletionsJudge):
     """Any OpenAI-compatible server (vLLM, SGLang, ...): needs a base URL and a model name."""
 
     label = "OpenAI-compatible server"
@@ -312,7 +267,7 @@ class OpenAICompatibleJudge(_ChatCompletionsJudge):
             raise ConfigError(
                 "experiment file",
                 "provider.base_url",
-                f"openai-compatible needs the server's URL: set provider.base_url or {BASE_URL_ENV}",
+                f"openai-compatible needs the server's URL: set provider.base_url or {self.url_variable}",
             )
         if not self.config.model:
             raise ConfigError(

@@ -1,8 +1,9 @@
 """The documentation a user reads (README.md, docs/, the datasets' READMEs) stays true to the
 code: every relative link and anchor resolves inside the repository, nothing points at a
 file the user does not have, and the reference pages name every provider option, every
-experiment-file key, every metric and every extra the code defines (the lists come from the
-code, so a new option or metric without its documentation fails here)."""
+experiment-file key, every prompt variant, every metric and every extra the code defines
+(the lists come from the code, so a new option or metric without its documentation fails
+here)."""
 
 from __future__ import annotations
 
@@ -194,6 +195,39 @@ def test_every_provider_and_option_is_in_providers_md() -> None:
         options = entry.load(name).Options
         missing += [f"{name}: option {o}" for o in _mentioned("providers.md", options.model_fields)]
     assert missing == []
+
+
+def _table_names(text: str, heading: str) -> list[str]:
+    """The backquoted names that start the rows of the first table under `heading`."""
+    section = text.split(heading, 1)[1]
+    rows = [line for line in section.split("\n## ", 1)[0].splitlines() if line.startswith("|")]
+    return [m.group(1) for row in rows if (m := re.match(r"\| `([\w-]+)` \|", row))]
+
+
+def test_every_prompt_variant_is_in_the_readme_table() -> None:
+    """README's table of `prompt:` values lists every variant of the registry, once."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    names = _table_names(readme, "## Prompt variants")
+    assert sorted(names) == sorted(VARIANTS)
+
+
+def test_every_judge_variant_is_in_one_mode_row_of_rank_md() -> None:
+    """docs/protocols/rank.md's table of modes names every variant that scores candidates in
+    exactly one row (`describe` has a page of its own), the pointwise row exactly the
+    variants whose mode is pointwise."""
+    text = (DOCS / "protocols" / "rank.md").read_text(encoding="utf-8")
+    rows = {
+        line.split("|")[1].strip(): re.findall(r"`([\w-]+)`", line.split("|")[2])
+        for line in text.split("## ", 1)[0].splitlines()
+        if line.startswith("| ") and not line.startswith(("| mode", "| scorer"))
+    }
+    listed = [name for names in rows.values() for name in names]
+    assert sorted(listed) == sorted(n for n, v in VARIANTS.items() if v.mode != "describe")
+    assert sorted(rows["pointwise"]) == sorted(
+        n for n, v in VARIANTS.items() if v.mode == "pointwise"
+    )
+    assert [n for n, v in VARIANTS.items() if v.mode == "describe"] == ["describe"]
+    assert "[`prompt: describe`](describe.md)" in text
 
 
 def _models(model: type[BaseModel]) -> Iterator[type[BaseModel]]:

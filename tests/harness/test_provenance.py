@@ -56,6 +56,7 @@ def test_run_json_records_provenance_and_the_endpoint_from_the_environment(
             "source": "GEMINI_BASE_URL",
             "official_base_url": "https://generativelanguage.googleapis.com",
             "official": False,
+            "api_key_env": "GEMINI_API_KEY",  # the variable the request's key came from
         }
     }
     assert provenance["harness_version"] == harness.__version__
@@ -105,6 +106,7 @@ def test_official_and_self_hosted_endpoints_are_not_marked(monkeypatch: pytest.M
         "source": "default",
         "official_base_url": "https://generativelanguage.googleapis.com",
         "official": True,
+        "api_key_env": "GEMINI_API_KEY",
     }
     explicit = create_provider(
         provider_config("openai-audio", base_url="https://api.openai.com/v1/")

@@ -117,3 +117,13 @@ def test_a_run_records_scores_and_truncation(checkpoint: Path, tmp_path: Path) -
     assert all(r["extra"]["query_truncated"] for r in records)
     assert all(len(r["scores"]) == 4 and None not in r["scores"].values() for r in records)
     assert json.loads((result.out_dir / "metrics.json").read_text())["coverage"] == 1.0
+
+
+def test_the_weights_load_in_ready_before_the_first_call_is_timed(checkpoint: Path) -> None:
+    """Like ms-clap and paraclap: the call path awaits `ready()` before a call's timeout
+    starts, so the first call is not charged the loading."""
+    provider = scorer(checkpoint)
+    assert provider._loaded is None
+    asyncio.run(provider.ready())
+    loaded = provider._loaded
+    assert loaded is not None and provider.load() is loaded  # loaded once
