@@ -101,6 +101,32 @@ def _calls_by_item(run: RunData) -> dict[str, int]:
 
 
 @dataclass
+class ValuesSource:
+    """Per-item values known up front (synthetic data, or values computed elsewhere through
+    `per_item_metric`); visiting an item costs nothing."""
+
+    a_values: dict[str, float]
+    b_values: dict[str, float]
+    labels: tuple[str, str] = ("A", "B")
+    item_ids: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.item_ids = _shared(list(self.a_values), list(self.b_values))
+
+    def values(self, asked: Sequence[str]) -> tuple[dict[str, float], dict[str, float]]:
+        return (
+            {i: self.a_values[i] for i in asked},
+            {i: self.b_values[i] for i in asked},
+        )
+
+    def spent(self) -> tuple[int | None, float | None]:
+        return None, None
+
+    def full(self, visited: int) -> tuple[int | None, float | None]:
+        return None, None
+
+
+@dataclass
 class FinishedSource:
     """Two finished runs (run folders) or predictions files: every value is known, and a
     visited item "costs" the calls its runs made for it (none for predictions)."""

@@ -117,13 +117,24 @@ class BettingCS:
         if self.population is not None:
             low = np.maximum(low, sums / self.population)
             high = np.minimum(high, (sums + self.population - t) / self.population)
-        lows, highs = np.empty(x.size), np.empty(x.size)
-        for j in range(x.size):  # running intersection
-            self.lower, self.upper = max(self.lower, low[j]), min(self.upper, high[j])
-            if self.lower > self.upper:  # only on the <= alpha event of missing the mean
-                self.lower = self.upper = (self.lower + self.upper) / 2
-            lows[j], highs[j] = self.lower, self.upper
+        lows = np.maximum.accumulate(np.concatenate([[self.lower], low]))[1:]
+        highs = np.minimum.accumulate(np.concatenate([[self.upper], high]))[1:]
+        if np.any(lows > highs):  # only on the <= alpha event of missing the mean
+            lows, highs = self._crossed(low, high)
+        self.lower, self.upper = float(lows[-1]), float(highs[-1])
         self.t += x.size
+        return lows, highs
+
+    def _crossed(self, low: FloatArray, high: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """The running intersection step by step, kept non-empty: where it would be empty
+        it becomes the point between the crossed bounds."""
+        lows, highs = np.empty(low.size), np.empty(low.size)
+        lower, upper = self.lower, self.upper
+        for j in range(low.size):
+            lower, upper = max(lower, low[j]), min(upper, high[j])
+            if lower > upper:
+                lower = upper = (lower + upper) / 2
+            lows[j], highs[j] = lower, upper
         return lows, highs
 
     def _lower_bounds(self, rejected: NDArray[np.bool_]) -> FloatArray:

@@ -16,11 +16,27 @@ rng = np.random.default_rng(2024)
 population = rng.beta(2, 5, size=300)
 cases = [
     {"name": "beta_iid", "alpha": 0.05, "N": None, "x": rng.beta(3, 2, size=200)},
-    {"name": "three_point", "alpha": 0.05, "N": None, "x": rng.choice([0, 0.5, 1], 300, p=[0.1, 0.6, 0.3])},
+    {
+        "name": "three_point",
+        "alpha": 0.05,
+        "N": None,
+        "x": rng.choice([0, 0.5, 1], 300, p=[0.1, 0.6, 0.3]),
+    },
     {"name": "without_replacement", "alpha": 0.1, "N": 300, "x": rng.permutation(population)},
 ]
 out = []
 for case in cases:
-    low, high = hedged_cs(case["x"], alpha=case["alpha"], N=case["N"], breaks=1000, running_intersection=True)
+    low, high = hedged_cs(
+        case["x"], alpha=case["alpha"], N=case["N"], breaks=1000, running_intersection=True
+    )
     out.append({**case, "x": case["x"].tolist(), "lower": low.tolist(), "upper": high.tolist()})
-print(json.dumps({"package": "confseq 0.0.11", "function": "confseq.betting.hedged_cs", "breaks": 1000, "cases": out}))
+print(
+    json.dumps(
+        {
+            "package": "confseq 0.0.11",
+            "function": "confseq.betting.hedged_cs",
+            "breaks": 1000,
+            "cases": out,
+        }
+    )
+)

@@ -1,0 +1,224 @@
+"""The sequential comparison: visit items in a seeded random order, batch by batch, update
+an anytime-valid confidence sequence for mean(B - A) of a per-item metric after each batch
+(`harness.scoring.sequential`), and stop as soon as it excludes 0 (decided), lies inside
++-margin (equivalent), or the items or the budget run out (undecided)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from harness.compare.sources import PairSource, metric_spec
+from harness.scoring.sequential import DifferenceCS
+from harness.scoring.stats import paired_difference
+
+Decision = Literal["A better", "B better", "equivalent", "undecided"]
+
+
+def decide(low: float, high: float, margin: float | None) -> Decision | None:
+    """What a confidence sequence [low, high] for mean(B - A) says, if anything yet."""
+    if low > 0:
+        return "B better"
+    if high < 0:
+        return "A better"
+    if margin is not None and -margin < low and high < margin:
+        return "equivalent"
+    return None
+
+
+@dataclass
+class Step:
+    n: int
+    mean: float
+    lo: float
+    hi: float
+    calls: int | None
+    usd: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "mean": round(self.mean, 6),
+            "lo": round(self.lo, 6),
+            "hi": round(self.hi, 6),
+            "calls": self.calls,
+            "usd": None if self.usd is None else round(self.usd, 6),
+        }
+
+
+@dataclass
+class Comparison:
+    labels: tuple[str, str]
+    decision: Decision
+    reason: str  # why it stopped
+    metric: str
+    alpha: float
+    margin: float | None
+    finite: bool
+    seed: int
+    n_items_total: int
+    items: list[str]  # visited, in order
+    mean_a: float
+    mean_b: float
+    path: list[Step] = field(default_factory=list)
+    calls: int | None = None
+    calls_full: int | None = None
+    usd: float | None = None
+    usd_full: float | None = None
+    bootstrap: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_items(self) -> int:
+        return len(self.items)
+
+    @property
+    def cs(self) -> tuple[float, float]:
+        last = self.path[-1] if self.path else None
+        return (last.lo, last.hi) if last else (float("nan"), float("nan"))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "decision": self.decision,
+            "reason": self.reason,
+            "a": self.labels[0],
+            "b": self.labels[1],
+            "metric": self.metric,
+            "alpha": self.alpha,
+            "margin": self.margin,
+            "target": "mean over these items (finite population)"
+            if self.finite
+            else "mean over items like these (i.i.d. items)",
+            "seed": self.seed,
+            "n_items": self.n_items,
+            "n_items_total": self.n_items_total,
+            "calls": self.calls,
+            "calls_full": self.calls_full,
+            "usd": None if self.usd is None else round(self.usd, 6),
+            "usd_full": self.usd_full,
+            "mean_a": round(self.mean_a, 6),
+            "mean_b": round(self.mean_b, 6),
+            "difference": round(self.mean_b - self.mean_a, 6),
+            "cs": [round(v, 6) for v in self.cs],
+            "path": [step.to_json() for step in self.path],
+            "bootstrap_reference": self.bootstrap,
+            "items": self.items,
+        }
+
+    def line(self) -> str:
+        """The one terminal line."""
+        lo, hi = self.cs
+        calls = ""
+        if self.calls is not None and self.calls_full:
+            calls = f", {self.calls} model calls of {self.calls_full} for two full runs"
+        margin = "" if self.margin is None else f", margin ±{self.margin:g}"
+        return (
+            f"{self.decision}: {self.metric} B - A = {self.mean_b - self.mean_a:+.3f}, "
+            f"{100 * (1 - self.alpha):g}% confidence sequence [{lo:+.3f}, {hi:+.3f}] after "
+            f"{self.n_items} of {self.n_items_total} items{margin}{calls} ({self.reason})"
+        )
+
+
+def sequential_compare(
+    source: PairSource,
+    *,
+    metric: str = "hit@1",
+    alpha: float = 0.05,
+    margin: float | None = None,
+    batch_size: int = 50,
+    max_items: int | None = None,
+    budget_usd: float | None = None,
+    finite: bool = False,
+    seed: int = 0,
+    grid: int = 1000,
+) -> Comparison:
+    """Compare B with A on `source` sequentially (see the module docstring). `finite`: the
+    sequence covers the mean over the source's items (sampling without replacement);
+    otherwise the mean over items drawn like them (i.i.d.)."""
+    _, width = metric_spec(metric)
+    ids = source.item_ids
+    order = [ids[i] for i in np.random.default_rng(seed).permutation(len(ids))]
+    if max_items is not None:
+        order = order[:max_items]
+    cs = DifferenceCS(width, alpha, population=len(ids) if finite else None, grid=grid)
+    visited: list[str] = []
+    a_all: dict[str, float] = {}
+    b_all: dict[str, float] = {}
+    path: list[Step] = []
+    decision: Decision | None = None
+    reason = "all items visited" if max_items is None else "--max-items reached"
+    for start in range(0, len(order), batch_size):
+        batch = order[start : start + batch_size]
+        _, usd = source.spent()
+        if _over_budget(budget_usd, usd, len(visited), len(batch)):
+            reason = f"the next batch would pass the budget of ${budget_usd:g}"
+            break
+        a, b = source.values(visited + batch)
+        # an item scored on one side only (`missing: exclude`) cannot be paired
+        paired = [i for i in batch if i in a and i in b]
+        visited += batch
+        if not paired:
+            continue
+        a_all.update({i: a[i] for i in paired})
+        b_all.update({i: b[i] for i in paired})
+        cs.update([b[i] - a[i] for i in paired])
+        low, high = cs.bounds
+        calls, usd = source.spent()
+        mean = float(np.mean([b_all[i] - a_all[i] for i in a_all]))
+        path.append(Step(len(a_all), mean, low, high, calls, usd))
+        decision = decide(low, high, margin)
+        if decision is not None:
+            reason = "the sequence excludes 0" if decision != "equivalent" else "inside the margin"
+            break
+    pairs = list(a_all)
+    a_values = np.array([a_all[i] for i in pairs])
+    b_values = np.array([b_all[i] for i in pairs])
+    reference = paired_difference(b_values, a_values, n_permutations=1000, seed=seed)
+    calls, usd = source.spent()
+    calls_full, usd_full = source.full(len(visited))
+    return Comparison(
+        labels=source.labels,
+        decision=decision or "undecided",
+        reason=reason,
+        metric=metric,
+        alpha=alpha,
+        margin=margin,
+        finite=finite,
+        seed=seed,
+        n_items_total=len(ids),
+        items=visited,
+        mean_a=float(a_values.mean()) if pairs else float("nan"),
+        mean_b=float(b_values.mean()) if pairs else float("nan"),
+        path=path,
+        calls=calls,
+        calls_full=calls_full,
+        usd=usd,
+        usd_full=usd_full,
+        bootstrap={
+            "note": "fixed-sample 95% paired bootstrap on the visited items; NOT valid "
+            "after optional stopping, for reference only",
+            "ci95": [round(v, 6) for v in reference.ci95],
+            "mdd80": None if np.isnan(reference.mdd80) else round(reference.mdd80, 6),
+        },
+    )
+
+
+def _over_budget(budget: float | None, spent: float | None, visited: int, batch: int) -> bool:
+    """Would the next batch, at the price per item so far, take the spend past the budget?"""
+    if budget is None or spent is None or not visited:
+        return False
+    return spent + spent / visited * batch > budget
+
+
+def write_comparison(comparison: Comparison, out: Path) -> list[Path]:
+    """compare.json and compare.png in `out`."""
+    from harness.compare.figure import plot_sequence
+
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "compare.json"
+    path.write_text(json.dumps(comparison.to_json(), indent=2) + "\n")
+    figure = plot_sequence(comparison, out / "compare.png")
+    return [path, figure]
