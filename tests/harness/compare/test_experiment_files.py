@@ -63,7 +63,9 @@ def _setup(tmp_path: Path, server: FakeServer) -> tuple[Path, Path]:
     best: dict[str, tuple[float, str]] = {}
     for record in read_records(result.out_dir / "records.jsonl"):
         for clip, score in record.scores.items():
-            if score is not None and (record.item_id not in best or score > best[record.item_id][0]):
+            if score is not None and (
+                record.item_id not in best or score > best[record.item_id][0]
+            ):
                 best[record.item_id] = (score, clip)
     items_path = dataset / "items.jsonl"
     items = [json.loads(line) for line in items_path.read_text().splitlines()]

@@ -17,7 +17,9 @@ from harness.scoring.sequential import BettingCS, DifferenceCS, confidence_seque
 REFERENCE = Path(__file__).parent / "data" / "confseq_reference.json"
 
 
-@pytest.mark.parametrize("case", json.loads(REFERENCE.read_text())["cases"], ids=lambda c: c["name"])
+@pytest.mark.parametrize(
+    "case", json.loads(REFERENCE.read_text())["cases"], ids=lambda c: c["name"]
+)
 def test_equals_confseq_hedged_cs(case: dict[str, object]) -> None:
     x = np.array(case["x"])
     low, high = confidence_sequence(x, alpha=float(case["alpha"]), population=case["N"])  # type: ignore[arg-type]
