@@ -49,7 +49,7 @@ def test_batches_equal_one_at_a_time(values: list[float], sizes: list[int], fini
     np.testing.assert_allclose(np.concatenate(highs), one_high, atol=1e-12)
     # nested intervals inside [0, 1]
     assert np.all(np.diff(one_low) >= 0) and np.all(np.diff(one_high) <= 0)
-    assert np.all((0 <= one_low) & (one_low <= one_high) & (one_high <= 1))
+    assert np.all((one_low >= 0) & (one_low <= one_high) & (one_high <= 1))
 
 
 def _miss_rate(runs: int, draw: object, truth: float, *, population: int | None = None) -> float:
