@@ -4,10 +4,8 @@ over the items visited, with the running mean, 0 and the margin."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from harness.compare.engine import Comparison
+from harness.compare.result import Comparison
 
 
 def plot_sequence(comparison: Comparison, path: Path) -> Path:
