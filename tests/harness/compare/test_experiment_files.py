@@ -20,8 +20,8 @@ from harness.cache import ResponseCache
 from harness.cli import app
 from harness.config import load_experiments
 from harness.records import read_records
-from harness.runner import run_experiment
 from harness.testing.fake_api import FakeServer
+from tests.conftest import run_experiment
 from tests.reliability.conftest import (
     fast_settings,
     harness_command,
