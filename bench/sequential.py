@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from bench.common import BenchResult, Size
-from harness.compare.engine import Comparison, sequential_compare
+from harness.compare.engine import sequential_compare
+from harness.compare.result import Comparison
 from harness.compare.sources import ValuesSource, per_item_metric
 from harness.dataset import Item, Turn
 from harness.records import Record
@@ -125,3 +126,16 @@ def run(size: Size, work: Path) -> BenchResult:
         goal=">= 95% 'B better' on <= 30% of items (median); <= 5% decided when equal",
         met=met,
     )
+
+
+def example_figure(path: Path, seed: int = 0) -> Path:
+    """docs/sequential.png: one seed of the +0.15 simulation, as compare.png draws it."""
+    from harness.compare.figure import plot_sequence
+
+    return plot_sequence(one_comparison(seed, EFFECT), path)
+
+
+if __name__ == "__main__":  # python -m bench.sequential docs/sequential.png
+    import sys
+
+    print(example_figure(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/sequential.png")))

@@ -15,18 +15,22 @@ def plot_sequence(comparison: Comparison, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     steps = comparison.path
-    n = [s.n for s in steps]
+    # the interval reached after n items is drawn over the batch that ended at n
+    n = [0, *(s.n for s in steps)]
     fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=120)
     if steps:
+        first = steps[0]
         ax.fill_between(
             n,
-            [s.lo for s in steps],
-            [s.hi for s in steps],
-            step="post",
+            [first.lo, *(s.lo for s in steps)],
+            [first.hi, *(s.hi for s in steps)],
+            step="pre",
             alpha=0.3,
             label=f"{100 * (1 - comparison.alpha):g}% confidence sequence",
         )
-        ax.step(n, [s.mean for s in steps], where="post", color="C0", label="running mean")
+        means = [first.mean, *(s.mean for s in steps)]
+        ax.step(n, means, where="pre", color="C0", label="running mean")
+        ax.axvline(steps[-1].n, color="C0", linestyle=":", linewidth=0.8)
     ax.axhline(0.0, color="black", linewidth=0.8)
     if comparison.margin is not None:
         for sign in (-1, 1):
@@ -34,7 +38,12 @@ def plot_sequence(comparison: Comparison, path: Path) -> Path:
     a, b = comparison.labels
     ax.set_xlabel("items visited")
     ax.set_ylabel(f"{comparison.metric}: B - A")
-    ax.set_title(f"B = {b} vs A = {a}: {comparison.decision}", fontsize=9)
+    names = "" if (a, b) == ("A", "B") else f"B = {b} vs A = {a}: "
+    ax.set_title(
+        f"{names}{comparison.decision} after {steps[-1].n if steps else 0:,} of "
+        f"{comparison.n_items_total:,} items",
+        fontsize=9,
+    )
     ax.set_xlim(0, max(comparison.n_items_total, 1))
     ax.legend(loc="upper right", fontsize=8)
     fig.tight_layout()

@@ -36,6 +36,8 @@ def test_a_few_seeds_decide_b_better_early_and_equal_runs_rarely_decide() -> Non
     better = [one_comparison(seed, EFFECT, items=items) for seed in range(3)]
     assert all(r.decision == "B better" for r in better)
     assert sorted(r.n_items for r in better)[1] <= 0.3 * 2000  # the median
+    # the terminal line docs/sequential.md shows is seed 0's
+    assert better[0].line() in DOCS.read_text()
     equal = [one_comparison(seed, 0.0, items=items) for seed in range(1)]
     assert all(r.decision == "undecided" and r.n_items == 2000 for r in equal)
 
