@@ -143,3 +143,25 @@ def test_sigkill_mid_comparison_then_resume(tmp_path: Path) -> None:
         clean = _compare(a2, b2, tmp_path / "clean-out", tmp_path / "clean-cache")
     for key in ("decision", "n_items", "cs", "items"):
         assert report[key] == clean[key]
+
+
+@pytest.mark.slow
+def test_budget_stops_before_the_batch_that_would_pass_it(tmp_path: Path) -> None:
+    with FakeServer(fast_settings()) as server:
+        a, b = _setup(tmp_path, server)
+        for path in (a, b):  # priced, per million tokens
+            config = yaml.safe_load(path.read_text())
+            config["provider"]["prices"] = {"input": 1.0, "output": 4.0}
+            path.write_text(yaml.safe_dump(config))
+        out = tmp_path / "out"
+        result = CliRunner().invoke(
+            app,
+            ["compare", str(a), str(b), "--sequential", "--batch-size", "8", "--out", str(out),
+             "--cache-dir", str(tmp_path / "cache"), "--budget-usd", "0.0000001"],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert result.output.startswith("undecided:")
+        report = json.loads((out / "compare.json").read_text())
+        assert report["n_items"] == 8 and report["reason"].startswith("the next batch would pass")
+        assert 0 < report["usd"] < report["usd_full"]
+        assert _answered(server) == 2 * 8 * 4
