@@ -20,6 +20,7 @@ from harness.cache import ResponseCache
 from harness.cli import app
 from harness.config import load_experiments
 from harness.records import read_records
+from harness.report.loading import load_run
 from harness.testing.fake_api import FakeServer
 from tests.conftest import run_experiment
 from tests.reliability.conftest import (
@@ -112,6 +113,9 @@ def test_fewer_calls_than_two_full_runs_and_resume_pays_nothing_twice(tmp_path: 
         # the runs hold exactly the visited items, and `harness report` reads them as such
         config = yaml.safe_load((out / "runs" / "B" / "judge_b" / "config.yaml").read_text())
         assert sorted(config["items"]) == sorted(report["items"])  # type: ignore[arg-type]
+        run = load_run(out / "runs" / "B" / "judge_b")
+        assert run.aggregate.n_items == n
+        assert run.aggregate.metrics["hit@1"].mean == report["mean_b"]
         assert (out / "compare.png").stat().st_size > 0
 
 
