@@ -146,3 +146,23 @@ def test_plan_prints_fixed_and_sequential_items(
     assert "sequential: expected items" in output
     code, output = _invoke("plan", str(a), str(b), "--dataset", str(data), "--effect", "5")
     assert code == 2 and "outside the pilot's paired differences" in output
+
+
+def test_finished_runs_count_the_calls_of_the_visited_items(tmp_path: Path) -> None:
+    from tests.conftest import write_tiny_dataset
+    from tests.harness.report._runs import pointwise_records, tiny_scores, write_run
+
+    data = write_tiny_dataset(tmp_path / "data", n_items=12, seconds=0.1)
+    good = write_run(tmp_path / "good", data, pointwise_records(tiny_scores(12)))
+    bad = write_run(tmp_path / "bad", data, pointwise_records(tiny_scores(12, reverse=True)))
+    out = tmp_path / "out"
+    code, output = _invoke(
+        "compare", str(bad), str(good), "--sequential", "--batch-size", "5", "--out", str(out)
+    )
+    assert code == 0, output
+    report = json.loads((out / "compare.json").read_text())
+    # B wins every item: the bet against "no difference" grows at most 1.5x per item and
+    # (halved by the hedge) passes 1/alpha = 20 at the 10th: 0.5 * 1.5**10 = 28.8
+    assert report["decision"] == "B better" and report["n_items"] == 10
+    assert report["difference"] == 1.0
+    assert report["calls"] == 2 * 10 * 4 and report["calls_full"] == 2 * 12 * 4
