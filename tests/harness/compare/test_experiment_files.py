@@ -104,6 +104,10 @@ def test_fewer_calls_than_two_full_runs_and_resume_pays_nothing_twice(tmp_path: 
         paid_first = _answered(server)
         assert paid_first == 2 * 16 * 4  # 16 items x 4 candidates, A and B
         report = _compare(a, b, out, cache)
+        print(  # the figures of the closing note
+            f"decided {report['decision']!r} after {report['n_items']} of {N_ITEMS} items: "
+            f"{report['calls']} + {paid_first} model calls, {report['calls_full']} for two full runs"
+        )
         assert paid_twice(server) == 0  # the first 16 items came from the cache
         assert report["decision"] == "B better"
         assert report["calls_full"] == 2 * N_ITEMS * 4
