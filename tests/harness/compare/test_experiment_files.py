@@ -94,26 +94,26 @@ def test_fewer_calls_than_two_full_runs_and_resume_pays_nothing_twice(tmp_path: 
     with FakeServer(fast_settings()) as server:
         a, b = _setup(tmp_path, server)
         cache, out = tmp_path / "cache", tmp_path / "out"
-        # cut short after two batches, as a kill between batches would
+        # cut short after one batch, as a kill between batches would
         first = CliRunner().invoke(
             app,
             ["compare", str(a), str(b), "--sequential", "--batch-size", "8", "--out", str(out),
-             "--cache-dir", str(cache), "--max-items", "16"],
+             "--cache-dir", str(cache), "--max-items", "8"],
         )  # fmt: skip
         assert first.exit_code == 0, first.output
         paid_first = _answered(server)
-        assert paid_first == 2 * 16 * 4  # 16 items x 4 candidates, A and B
+        assert paid_first == 2 * 8 * 4  # 8 items x 4 candidates, A and B
         report = _compare(a, b, out, cache)
         print(  # the figures of the closing note
             f"decided {report['decision']!r} after {report['n_items']} of {N_ITEMS} items: "
             f"{report['calls']} + {paid_first} model calls, {report['calls_full']} for two full runs"
         )
-        assert paid_twice(server) == 0  # the first 16 items came from the cache
+        assert paid_twice(server) == 0  # the first 8 items came from the cache
         assert report["decision"] == "B better"
         assert report["calls_full"] == 2 * N_ITEMS * 4
         n = report["n_items"]
-        assert isinstance(n, int) and 16 <= n < N_ITEMS
-        assert report["calls"] == _answered(server) - paid_first == 2 * (n - 16) * 4
+        assert isinstance(n, int) and 8 < n < N_ITEMS
+        assert report["calls"] == _answered(server) - paid_first == 2 * (n - 8) * 4
         # the runs hold exactly the visited items, and `harness report` reads them as such
         config = yaml.safe_load((out / "runs" / "B" / "judge_b" / "config.yaml").read_text())
         assert sorted(config["items"]) == sorted(report["items"])  # type: ignore[arg-type]
