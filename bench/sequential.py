@@ -121,7 +121,10 @@ def run(size: Size, work: Path) -> BenchResult:
             f"median {better.median_fraction:.1%} of the items (max {better.max_fraction:.1%}); "
             f"equal Hit@1 -> decided in {equal.decided:.0%}"
         ),
-        figures={"effect_0.15": better.to_json(), "equal": equal.to_json()},
+        figures={
+            **{f"effect_0.15_{k}": v for k, v in better.to_json().items()},
+            **{f"equal_{k}": v for k, v in equal.to_json().items()},
+        },
         notes=docs_rows(better, equal),
         goal=">= 95% 'B better' on <= 30% of items (median); <= 5% decided when equal",
         met=met,
