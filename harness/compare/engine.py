@@ -12,6 +12,7 @@ import numpy as np
 
 from harness.compare.result import Comparison, Decision, Step
 from harness.compare.sources import PairSource, metric_spec
+from harness.errors import HarnessError
 from harness.scoring.sequential import DifferenceCS
 from harness.scoring.stats import paired_difference
 
@@ -64,6 +65,12 @@ def sequential_compare(
         a, b = source.values(visited + batch)
         # an item scored on one side only (`missing: exclude`) cannot be paired
         paired = [i for i in batch if i in a and i in b]
+        if finite and len(paired) < len(batch):
+            raise HarnessError(
+                f"--finite needs a value on both sides for every item, and "
+                f"{len(batch) - len(paired)} item(s) of this batch have none (missing: "
+                "exclude?): compare without --finite"
+            )
         visited += batch
         if not paired:
             continue

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -47,6 +48,19 @@ def test_items_scored_on_one_side_only_are_skipped() -> None:
     del b["i3"]
     result = sequential_compare(ValuesSource(a, b), batch_size=10)
     assert "i3" not in result.items and result.n_items_total == 99
+
+
+def test_finite_refuses_items_without_a_value() -> None:
+    class Partial(ValuesSource):
+        def values(self, asked: Sequence[str]) -> tuple[dict[str, float], dict[str, float]]:
+            a, b = super().values(asked)
+            b.pop("i0", None)  # as `missing: exclude` drops an item after the run
+            return a, b
+
+    source = Partial(_values(0.5, 1, 100), _values(0.5, 2, 100))
+    assert sequential_compare(source, batch_size=100).n_items == 100
+    with pytest.raises(HarnessError, match="--finite needs a value on both sides"):
+        sequential_compare(source, batch_size=100, finite=True)
 
 
 def test_metric_spec() -> None:
