@@ -33,6 +33,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "bench.batch_cost",
         "(8) cost of 1,200 items x 4 online, with prefix caching and in batches; batch round trip",
     ),
+    "sequential": (
+        "bench.sequential",
+        "(9) sequential comparison, 2,000 synthetic items, 100 seeds: power and false decisions",
+    ),
 }
 
 

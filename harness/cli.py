@@ -22,6 +22,7 @@ from harness.cli_support import (
     user_errors,
     version_text,
 )
+from harness.compare.cli import compare, plan
 from harness.construct.cli import app as construct_app
 from harness.errors import HarnessError
 from harness.importers.cli import app as import_app
@@ -46,6 +47,8 @@ app.command()(annotate)
 app.command()(report)
 app.command()(runs)
 app.command()(view)
+app.command()(compare)
+app.command()(plan)
 
 
 def _print_version(value: bool) -> None:

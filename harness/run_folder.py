@@ -24,6 +24,9 @@ from providers.batch import BATCH_KEYS
 # Settings that change how a run goes or how it is shown, never its records or metrics: those
 # kept out of the cache key, except `reask` (it decides how many answers stay unparsable).
 NOT_RESULTS = (NON_IDENTITY_FIELDS - {"reask"}) | BATCH_KEYS
+# ... and `items`, the items a sequential comparison has asked so far: it grows batch by batch
+# (`harness compare --sequential`), and more items of one configuration extend its run.
+NOT_RESULTS |= {"items"}
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -86,13 +89,17 @@ def write_run_folder(
     metrics: Mapping[str, Any],
     stats: Mapping[str, Any],
     human: Mapping[str, Any] | None = None,
+    subset: Sequence[str] | None = None,
 ) -> None:
     """Write an evaluated run's files beside its records.jsonl: predictions.jsonl,
     metrics.json, run.json (counts, cost, provenance), config.yaml and report.md. run.json
-    and config.yaml are scrubbed (a key in a base URL)."""
+    and config.yaml are scrubbed (a key in a base URL). `subset`: the items of a run on part
+    of its dataset (a sequential comparison's), listed in config.yaml as `items`."""
     write_predictions(out_dir / "predictions.jsonl", predictions, items)
     (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     (out_dir / "run.json").write_text(scrub(json.dumps(stats, indent=2)) + "\n")
     saved = scrub_value(config.model_dump(mode="json"))
+    if subset is not None:
+        saved["items"] = list(subset)
     (out_dir / "config.yaml").write_text(yaml.safe_dump(saved, sort_keys=False))
     write_run_report(out_dir / "report.md", config, metrics, stats, human=human)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,8 +87,12 @@ class Runner:
         console: Console | None = None,
         show_progress: bool = True,
         overwrite: bool = False,
+        items: Sequence[str] | None = None,
     ) -> None:
         self.config = config
+        # Only these items of the dataset, in dataset order (a sequential comparison asks
+        # batch by batch); config.yaml then lists them as `items`.
+        self.items = None if items is None else set(items)
         self.overwrite = overwrite
         self.cache = cache
         self.out_dir = results_dir / config.results_subdir
@@ -111,6 +115,8 @@ class Runner:
         dataset = load_dataset(self.config.dataset)
         if self.config.limit:
             dataset = dataset.subset([i.id for i in dataset.items[: self.config.limit]])
+        if self.items is not None:
+            dataset = dataset.subset([i.id for i in dataset.items if i.id in self.items])
         return dataset
 
     def summary_of(self, item: Item) -> str | None:
@@ -322,6 +328,7 @@ class Runner:
             metrics=metrics,
             stats=stats,
             human=human.to_json() if human is not None else None,
+            subset=None if self.items is None else [item.id for item in dataset.items],
         )
         result = RunResult(
             self.config,

@@ -144,6 +144,8 @@ def load_run(
     data = _dataset(root, datasets)
     if config.get("limit"):
         data = data.subset([item.id for item in data.items[: int(config["limit"])]])
+    if isinstance(config.get("items"), list):  # the items a sequential comparison asked
+        data = data.subset([str(item_id) for item_id in config["items"]])
     evaluated = records
     used: Literal["greedy", "expected"] = "greedy"
     if score == "expected":

@@ -250,6 +250,7 @@ PAIRED_HEADER = [
     "95% CI",
     "p",
     "p adj.",
+    "MDD 80%",
 ]
 
 
@@ -274,6 +275,7 @@ def paired_rows(analysis: Analysis) -> list[list[str]]:
                     "n/a" if empty else f"[{diff.ci95[0]:+.3f}, {diff.ci95[1]:+.3f}]",
                     _p_text(diff),
                     f"{analysis.adjusted_p[label][name]:.4f}",
+                    "n/a" if diff.n_items < 2 else f"{diff.mdd80:.3f}",
                 ]
             )
     return rows
@@ -292,7 +294,8 @@ def paired_note(analysis: Analysis) -> str:
         "Difference = run - baseline on the items both runs scored; 95% paired-bootstrap "
         "CI; two-sided sign-flip permutation p (exact, or Monte Carlo where marked MC); "
         + adjusted
-        + "."
+        + "; MDD 80%: the smallest true difference this many items detect with 80% power "
+        "at alpha 0.05, from the spread of the paired differences."
     )
 
 

@@ -15,6 +15,7 @@ from harness.dataset import Item
 from harness.prompting.joint import position_top1_rates
 from harness.records import Record
 from harness.scoring.metrics import FloatArray, kendall_tau_b
+from harness.scoring.power import minimum_detectable_difference
 
 # Below this many items every sign pattern is enumerated (2**n <= this), so p is exact.
 EXACT_SIGN_FLIP_LIMIT = 1 << 16
@@ -22,8 +23,10 @@ EXACT_SIGN_FLIP_LIMIT = 1 << 16
 
 @dataclass(frozen=True)
 class PairedDifference:
-    """Mean of (run - baseline) over shared items, its 95% paired-bootstrap CI, and the
-    two-sided sign-flip permutation p-value of the null "no difference"."""
+    """Mean of (run - baseline) over shared items, its 95% paired-bootstrap CI, the
+    two-sided sign-flip permutation p-value of the null "no difference", and the minimum
+    difference detectable at 80% power (alpha 0.05) on these items with this spread
+    (`harness.scoring.power`)."""
 
     n_items: int
     run_mean: float
@@ -32,6 +35,7 @@ class PairedDifference:
     ci95: tuple[float, float]
     p_value: float
     exact: bool
+    mdd80: float = float("nan")
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -43,6 +47,7 @@ class PairedDifference:
             "ci_high": round(self.ci95[1], 6),
             "p_value": self.p_value,
             "exact": self.exact,
+            "mdd80": None if np.isnan(self.mdd80) else round(self.mdd80, 6),
         }
 
 
@@ -117,6 +122,7 @@ def paired_difference(
         ci95=paired_bootstrap_ci(d, n_bootstrap=n_bootstrap, seed=seed),
         p_value=p,
         exact=exact,
+        mdd80=minimum_detectable_difference(d),
     )
 
 

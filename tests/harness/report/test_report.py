@@ -85,6 +85,11 @@ def test_report_command_writes_tables_plots_and_html(dataset: Path, tmp_path: Pa
     assert all(row["run"] == "good" and row["baseline"] == "bad" for row in paired.values())
     assert float(paired["hit@1"]["difference"]) == 1.0
     assert float(paired["hit@1"]["p_value"]) == pytest.approx(2 / 2**12)  # exact, 12 items
+    # every paired difference is 1: no spread, so any difference is detectable
+    assert float(paired["hit@1"]["mdd80"]) == 0.0
+    tau_mdd = float(paired["kendall_tau_b"]["mdd80"])
+    assert tau_mdd > 0  # (z(0.975) + z(0.8)) sd / sqrt(12) of the tau differences
+    assert "MDD 80%" in result.output and "MDD 80%" in (sweep / "report.html").read_text()
 
     agreement = {row[""]: row for row in _csv(sweep / "agreement.csv")}
     assert float(agreement["human"]["good"]) == 1.0

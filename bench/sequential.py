@@ -1,0 +1,144 @@
+"""(9) The sequential comparison on synthetic items (`harness compare --sequential`'s engine):
+2,000 items of 4 candidates with one gold each; per seed, A puts the gold first on each item
+with probability 0.30 and B with 0.45 (independently: the hardest case, no shared easy
+items), or both with 0.30. Hit@1 per item comes from the one evaluation path, the comparison
+from `harness.compare.engine.sequential_compare` with its defaults (alpha 0.05, batches of
+50, items as i.i.d. draws). Goal: with the 0.15 difference, "B better" in >= 95% of seeds
+using <= 30% of the items (median); with none, a decision in <= 5% of seeds.
+
+Seeded, so the figures do not depend on the machine; docs/sequential.md shows them and
+tests/bench/test_sequential.py checks them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.common import BenchResult, Size
+from harness.compare.engine import sequential_compare
+from harness.compare.result import Comparison
+from harness.compare.sources import ValuesSource, per_item_metric
+from harness.dataset import Item, Turn
+from harness.records import Record
+
+N_ITEMS, CANDIDATES, BASE_HIT, EFFECT = 2000, 4, 0.30, 0.15
+GOAL_POWER, GOAL_FRACTION, GOAL_FALSE = 0.95, 0.30, 0.05
+SEEDS = {"tiny": 2, "full": 100}
+_TURN = (Turn(speaker="A", text="play something"),)
+
+
+def synthetic_items(n: int = N_ITEMS) -> list[Item]:
+    candidates = tuple(f"c{j}" for j in range(CANDIDATES))
+    return [
+        Item(id=f"i{i:05d}", dialogue=_TURN, candidates=candidates, relevant=("c0",))
+        for i in range(n)
+    ]
+
+
+def synthetic_records(items: list[Item], hit_rate: float, rng: np.random.Generator) -> list[Record]:
+    """One answer per item: the gold scored highest with probability `hit_rate`, else one
+    of the other candidates (no ties, so Hit@1 is 0 or 1)."""
+    records = []
+    for item in items:
+        scores = rng.permutation(len(item.candidates)).astype(float)  # distinct 0..3
+        top = int(np.argmax(scores))
+        gold = 0
+        if rng.random() < hit_rate:
+            scores[[gold, top]] = scores[[top, gold]]
+        elif top == gold:
+            other = int(rng.integers(1, len(item.candidates)))
+            scores[[gold, other]] = scores[[other, gold]]
+        records.append(
+            Record(
+                item_id=item.id,
+                candidates=list(item.candidates),
+                scores=dict(zip(item.candidates, scores.tolist(), strict=True)),
+            )
+        )
+    return records
+
+
+def one_comparison(
+    seed: int, effect: float, *, items: list[Item] | None = None, **options: Any
+) -> Comparison:
+    items = items if items is not None else synthetic_items()
+    rng = np.random.default_rng([seed, round(effect * 1000)])
+    a = per_item_metric(items, synthetic_records(items, BASE_HIT, rng), "hit@1", repeats=1)
+    b = per_item_metric(items, synthetic_records(items, BASE_HIT + effect, rng), "hit@1", repeats=1)
+    return sequential_compare(ValuesSource(a, b), seed=seed, **options)
+
+
+@dataclass(frozen=True)
+class Summary:
+    seeds: int
+    b_better: float  # share of seeds deciding "B better"
+    decided: float  # share deciding anything
+    median_fraction: float  # median share of the items visited
+    max_fraction: float
+
+    def to_json(self) -> dict[str, float]:
+        return {k: round(float(v), 4) for k, v in self.__dict__.items()}
+
+
+def simulate(seeds: int, effect: float, **options: Any) -> Summary:
+    items = synthetic_items()
+    runs = [one_comparison(seed, effect, items=items, **options) for seed in range(seeds)]
+    fractions = np.array([r.n_items / r.n_items_total for r in runs])
+    return Summary(
+        seeds=seeds,
+        b_better=float(np.mean([r.decision == "B better" for r in runs])),
+        decided=float(np.mean([r.decision != "undecided" for r in runs])),
+        median_fraction=float(np.median(fractions)),
+        max_fraction=float(fractions.max()),
+    )
+
+
+def docs_rows(better: Summary, equal: Summary) -> list[str]:
+    """The rows of docs/sequential.md's table (tests/bench/test_sequential.py checks them)."""
+    return [
+        f"| {label} | {s.seeds:.0f} | {s.b_better:.0%} | {s.decided:.0%} | "
+        f"{s.median_fraction:.1%} | {s.max_fraction:.1%} |"
+        for label, s in (("B's Hit@1 0.15 above A's", better), ("equal Hit@1", equal))
+    ]
+
+
+def run(size: Size, work: Path) -> BenchResult:
+    seeds = SEEDS.get(size, SEEDS["full"])
+    better = simulate(seeds, EFFECT)
+    equal = simulate(seeds, 0.0)
+    met = (
+        better.b_better >= GOAL_POWER
+        and better.median_fraction <= GOAL_FRACTION
+        and equal.decided <= GOAL_FALSE
+    )
+    return BenchResult(
+        name="sequential",
+        summary=(
+            f"{seeds} seeds, 2,000 items: Hit@1 +0.15 -> 'B better' in {better.b_better:.0%}, "
+            f"median {better.median_fraction:.1%} of the items (max {better.max_fraction:.1%}); "
+            f"equal Hit@1 -> decided in {equal.decided:.0%}"
+        ),
+        figures={
+            **{f"effect_0.15_{k}": v for k, v in better.to_json().items()},
+            **{f"equal_{k}": v for k, v in equal.to_json().items()},
+        },
+        notes=docs_rows(better, equal),
+        goal=">= 95% 'B better' on <= 30% of items (median); <= 5% decided when equal",
+        met=met,
+    )
+
+
+def example_figure(path: Path, seed: int = 0) -> Path:
+    """docs/sequential.png: one seed of the +0.15 simulation, as compare.png draws it."""
+    from harness.compare.figure import plot_sequence
+
+    return plot_sequence(one_comparison(seed, EFFECT), path)
+
+
+if __name__ == "__main__":  # python -m bench.sequential docs/sequential.png
+    import sys
+
+    print(example_figure(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/sequential.png")))

@@ -1,0 +1,51 @@
+"""The sequential comparison's simulation (bench/sequential.py): a few seeds in the default
+run; the 100 seeds whose figures docs/sequential.md shows, recomputed and compared, as slow."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.sequential import (
+    EFFECT,
+    docs_rows,
+    one_comparison,
+    simulate,
+    synthetic_items,
+    synthetic_records,
+)
+from harness.compare.sources import per_item_metric
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "sequential.md"
+
+
+def test_synthetic_hit_rates_are_as_designed() -> None:
+    import numpy as np
+
+    items = synthetic_items(2000)
+    values = per_item_metric(
+        items, synthetic_records(items, 0.45, np.random.default_rng(1)), "hit@1", repeats=1
+    )
+    assert set(values.values()) <= {0.0, 1.0}
+    assert abs(sum(values.values()) / 2000 - 0.45) < 0.035
+
+
+def test_a_few_seeds_decide_b_better_early_and_equal_runs_rarely_decide() -> None:
+    items = synthetic_items()
+    better = [one_comparison(seed, EFFECT, items=items) for seed in range(3)]
+    assert all(r.decision == "B better" for r in better)
+    assert sorted(r.n_items for r in better)[1] <= 0.3 * 2000  # the median
+    # the terminal line docs/sequential.md shows is seed 0's
+    assert better[0].line() in DOCS.read_text()
+    equal = [one_comparison(seed, 0.0, items=items) for seed in range(1)]
+    assert all(r.decision == "undecided" and r.n_items == 2000 for r in equal)
+
+
+@pytest.mark.slow
+def test_the_docs_figures_are_the_100_seed_simulation() -> None:
+    better, equal = simulate(100, EFFECT), simulate(100, 0.0)
+    page = DOCS.read_text()
+    for row in docs_rows(better, equal):
+        assert row in page, row
+    assert better.b_better >= 0.95 and better.median_fraction <= 0.30 and equal.decided <= 0.05
