@@ -123,13 +123,22 @@ def run(
             "(otherwise refused).",
         ),
     ] = False,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            help="Run only shard I of N (0-based, e.g. 0/4 .. 3/4: items by a hash of their id) "
+            "into NAME.shard-I-of-N/; `harness merge` joins the shards into the run.",
+        ),
+    ] = None,
 ) -> None:
     """Run an experiment: call the model (or the cache) for every item, then write
     records.jsonl, metrics.json, report.md and the resolved config to results/NAME/."""
     from harness.cache import ResponseCache
     from harness.config import load_experiments
     from harness.experiment import run_all
+    from harness.sharding import Shard
 
+    part = Shard.parse(shard) if shard is not None else None
     configs = load_experiments(experiment, overrides=set_ or ())
     if limit is not None:
         check_range("--limit", limit, 1)
@@ -147,6 +156,7 @@ def run(
                 results_dir=results_dir,
                 console=console,
                 output_tokens=output_tokens,
+                shard=part,
             )
         finally:
             cache.close()
@@ -159,6 +169,7 @@ def run(
                 results_dir=results_dir,
                 show_progress=progress,
                 overwrite=overwrite,
+                shard=part,
             )
     except KeyboardInterrupt:
         received = interrupted_by()  # Ctrl-C, or SIGTERM/SIGHUP handled the same way

@@ -188,6 +188,9 @@ class Dataset(BaseModel):
     root: Path
     items: tuple[Item, ...]
     clips: dict[str, Clip]
+    # The items a scorer fits on (`Scorer.fit`) when they are not `items`: a shard's dataset
+    # (`harness.sharding`) keeps the whole dataset's, so its scores are the unsharded run's.
+    population: tuple[Item, ...] | None = None
 
     @cached_property
     def n_candidates(self) -> int:

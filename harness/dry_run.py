@@ -35,6 +35,7 @@ from harness.pricing import PRICES_AS_OF, Price, price_for
 from harness.protocols.plans import Call
 from harness.protocols.summaries import cached_summary, summarizer_for, summary_request
 from harness.runner import Runner
+from harness.sharding import Shard
 from harness.sync import run_coroutine
 from harness.types import AudioRef, ChatRequest, ProviderConfig
 
@@ -236,12 +237,15 @@ def dry_run(
     results_dir: Path,
     console: Console,
     output_tokens: int | None = None,
+    shard: Shard | None = None,
 ) -> list[Estimate]:
-    """Estimate every run of an experiment file and print one table; calls nothing. API keys
-    the runs would need and that are not set are printed first."""
+    """Estimate every run of an experiment file (or its shard) and print one table; calls
+    nothing. API keys the runs would need and that are not set are printed first."""
     estimates = []
     for config in configs:
-        runner = Runner(config, cache=cache, results_dir=results_dir, show_progress=False)
+        runner = Runner(
+            config, cache=cache, results_dir=results_dir, show_progress=False, shard=shard
+        )
         estimates.append(estimate_run(runner, output_tokens))
     for line in missing_key_lines(estimates):
         console.print(line, highlight=False)

@@ -18,8 +18,9 @@ from harness.report.formatting import rich_table
 from harness.report.run_report import human_rows, write_comparison
 from harness.report.sources import SWEEP_FILE
 from harness.run_folder import check_run_folder
-from harness.runner import Runner, RunResult
+from harness.runner import Runner, RunResult, run_folder
 from harness.secrets import scrub_value
+from harness.sharding import Shard
 from harness.sync import run_coroutine
 from harness.tracking import open_trackers
 
@@ -32,14 +33,22 @@ def run_all(
     show_progress: bool = True,
     console: Console | None = None,
     overwrite: bool = False,
+    shard: Shard | None = None,
 ) -> list[RunResult]:
     console = console or terminal()
     for config in configs:  # before anything runs, not halfway through a sweep
-        check_run_folder(results_dir / config.results_subdir, config, overwrite=overwrite)
+        check_run_folder(run_folder(results_dir, config, shard), config, overwrite=overwrite)
     results = []
     for config in configs:
         results.append(
-            _tracked(config, cache, results_dir, show_progress=show_progress, overwrite=overwrite)
+            _tracked(
+                config,
+                cache,
+                results_dir,
+                show_progress=show_progress,
+                overwrite=overwrite,
+                shard=shard,
+            )
         )
     scored = [r for r in results if r.no_scores is None]
     rows: list[tuple[str, Any]] = [(_marked(r), r.metrics_json()) for r in scored]
@@ -69,7 +78,7 @@ def run_all(
             "reported",
             highlight=False,
         )
-    if sweep:
+    if sweep and shard is None:  # a shard's metrics are a part's: its merge makes the run's
         folder = results_dir / sweep
         write_comparison(folder / "comparison.md", sweep, rows, human, failed=failed)
         order = {"sweep": sweep, "runs": [c.name for c in configs]}
@@ -99,6 +108,7 @@ def _tracked(
     *,
     show_progress: bool,
     overwrite: bool,
+    shard: Shard | None = None,
 ) -> RunResult:
     """One run, logged to the trackers of its `tracking:` block (a failed or interrupted
     run is marked so there before the exception goes on)."""
@@ -110,6 +120,7 @@ def _tracked(
             results_dir=results_dir,
             show_progress=show_progress,
             overwrite=overwrite,
+            shard=shard,
         )
         result = run_coroutine(runner.run())
     except KeyboardInterrupt:

@@ -41,6 +41,7 @@ from harness.scoring.evaluation import (
 )
 from harness.scoring.human_ceiling import human_ceiling
 from harness.scoring.metrics import Aggregate
+from harness.sharding import Shard
 from providers import Judge, Provider, create_provider
 
 PROTOCOL_BLOCKS = ("turns", "turn_gain", "description")
@@ -88,6 +89,7 @@ class Runner:
         show_progress: bool = True,
         overwrite: bool = False,
         items: Sequence[str] | None = None,
+        shard: Shard | None = None,
     ) -> None:
         self.config = config
         # Only these items of the dataset, in dataset order (a sequential comparison asks
@@ -95,7 +97,8 @@ class Runner:
         self.items = None if items is None else set(items)
         self.overwrite = overwrite
         self.cache = cache
-        self.out_dir = results_dir / config.results_subdir
+        self.shard = shard  # `--shard I/N`: only the items of that shard, in its own folder
+        self.out_dir = run_folder(results_dir, config, shard)
         self.provider = provider or create_provider(config.provider)
         self.console = console or terminal(stderr=True)
         self.show_progress = show_progress
@@ -109,7 +112,8 @@ class Runner:
         self.summaries = Summaries(self.out_dir / "summaries.jsonl")
 
     # ---------------------------------------------------------------- preparing calls
-    def dataset(self) -> Dataset:
+    def whole_dataset(self) -> Dataset:
+        """The run's items before sharding (`limit` and `items` applied)."""
         if self.config.hf_source is not None:  # written once, then read as a folder
             materialize(self.config.hf_source, self.config.dataset)
         dataset = load_dataset(self.config.dataset)
@@ -118,6 +122,11 @@ class Runner:
         if self.items is not None:
             dataset = dataset.subset([i.id for i in dataset.items if i.id in self.items])
         return dataset
+
+    def dataset(self) -> Dataset:
+        """The items this run evaluates: the whole dataset's, or its shard's."""
+        whole = self.whole_dataset()
+        return whole if self.shard is None else self.shard.select(whole)
 
     def summary_of(self, item: Item) -> str | None:
         """The item's summary, or the one generated for it by `prepare_summaries`."""
@@ -159,13 +168,16 @@ class Runner:
         started = time.perf_counter()
         self.started_at = now()
         check_run_folder(self.out_dir, self.config, overwrite=self.overwrite)
-        dataset = self.dataset()
+        whole = self.whole_dataset()
+        dataset = whole if self.shard is None else self.shard.select(whole)
         check_inputs(self.config, dataset, self.provider.kind)
         self.check_metrics_step(dataset)
         # One process per run folder: a second one is refused (naming the first).
         lock = RunFolderLock(self.out_dir).acquire()
         finished = False
         try:
+            if self.shard is not None:
+                self.shard.write_marker(self.out_dir, whole, dataset)
             result = await self._run_locked(dataset, started)
             finished = True
             return result
@@ -386,6 +398,13 @@ class Runner:
             dataset=read_source(self.config.dataset),
         )
         return stats
+
+
+def run_folder(results_dir: Path, config: ExperimentConfig, shard: Shard | None = None) -> Path:
+    """Where a run (or one shard of it) writes its records, metrics and report."""
+    if shard is None:
+        return results_dir / config.results_subdir
+    return shard.folder(results_dir, config.results_subdir)
 
 
 async def _cancel_all(futures: list[asyncio.Future[None]]) -> None:

@@ -277,7 +277,8 @@ class ScorerCalls(CallPlan):
     def fit(self, dataset: Dataset) -> None:
         """Let the scorer learn what it needs from the run's items (see `Scorer.fit`)."""
         provider = self.provider
-        self._fitted = provider.fit(dataset.items) if isinstance(provider, Scorer) else None
+        items = dataset.items if dataset.population is None else dataset.population
+        self._fitted = provider.fit(items) if isinstance(provider, Scorer) else None
 
     def calls(self, dataset: Dataset, summary_of: SummaryOf) -> Iterator[Call]:
         self.fit(dataset)
