@@ -47,6 +47,7 @@ class RunStats:
     resumed_records: int = 0  # complete records an interrupted run of this experiment left
     torn_lines: int = 0  # half-written lines it left (a kill mid-write)
     cache_repaired: int = 0  # damaged cache entries found, so asked again
+    seeded: int = 0  # answers a seed cache gave (copied into the run's cache); shown if any
     error_kinds: Counter[str] = field(default_factory=Counter)
     first_errors: dict[str, str] = field(default_factory=dict)  # kind -> first message
     batch: dict[str, int] | None = None  # batch mode's counts (`harness.batch.jobs`)
@@ -60,6 +61,7 @@ class RunStats:
 
     def to_json(self) -> dict[str, Any]:
         left_out = {"error_kinds"} | ({"batch"} if self.batch is None else set())
+        left_out |= {"seeded"} if not self.seeded else set()
         return {
             **{k: v for k, v in self.__dict__.items() if k not in left_out},
             "error_kinds": dict(self.error_kinds),

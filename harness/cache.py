@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import diskcache
 from diskcache.core import MODE_PICKLE, MODE_RAW, MODE_TEXT, UNKNOWN
@@ -220,10 +220,24 @@ def _numpy_to_json(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} cannot be stored in the response cache")
 
 
+class Seed(Protocol):
+    """A second cache read only (`cache: {seed: PATH}`): `harness.cache_transfer`."""
+
+    def get(self, key: str) -> dict[str, Any] | None: ...
+
+    def close(self) -> None: ...
+
+
 class ResponseCache:
-    def __init__(self, directory: str | Path | None = None) -> None:
+    def __init__(self, directory: str | Path | None = None, *, seed: Seed | None = None) -> None:
         self.directory = Path(directory) if directory is not None else default_cache_dir()
         self.damaged: set[str] = set()  # keys whose stored value could not be read
+        # A read-only cache asked on a miss; what it answers is copied in (`seeded` counts).
+        self.seed = seed
+        self.seeded = 0
+        # Keys answered from or stored in this cache since `used` was last reset: the
+        # answers a run used (`harness cache export --run`).
+        self.used: set[str] = set()
         if self.directory.exists() and not self.directory.is_dir():
             raise StorageError(f"cache folder {self.directory} is a file, not a folder")
         with self._guard():
@@ -268,19 +282,47 @@ class ResponseCache:
         except DamagedEntry:
             value = False
         if value is None:
-            return None
+            return self._from_seed(key)
         if not isinstance(value, dict):
             self.damaged.add(key)
+            return self._from_seed(key)
+        self.used.add(key)
+        return value
+
+    def _from_seed(self, key: str) -> dict[str, Any] | None:
+        """The seed's answer, copied into this cache (so a later run needs no seed)."""
+        if self.seed is None:
             return None
+        value = self.seed.get(key)
+        if value is None:
+            return None
+        self.set(key, value)
+        self.seeded += 1
         return value
 
     def set(self, key: str, value: dict[str, Any]) -> None:
         with self._guard():
             self._store.set(key, value)
+        self.used.add(key)
+
+    def add(self, key: str, value: dict[str, Any]) -> bool:
+        """Store `value` unless `key` holds an answer already; whether it was stored."""
+        with self._guard():
+            return bool(self._store.add(key, value))
+
+    def keys(self) -> Iterator[str]:
+        """Every key of the cache (claims not included)."""
+        with self._guard():
+            for key in self._store.iterkeys():
+                if isinstance(key, str):
+                    yield key
 
     def __contains__(self, key: str) -> bool:
+        """Whether the cache (or its seed) answers `key`."""
         with self._guard():
-            return key in self._store
+            if key in self._store:
+                return True
+        return self.seed is not None and self.seed.get(key) is not None
 
     def __len__(self) -> int:
         with self._guard():
@@ -329,6 +371,8 @@ class ResponseCache:
     def close(self) -> None:
         self._store.close()
         self._claims.close()
+        if self.seed is not None:
+            self.seed.close()
 
 
 def _disk_full(exc: BaseException) -> bool:

@@ -12,6 +12,7 @@ import typer
 from rich.markup import escape
 
 from harness.annotate.cli import annotate
+from harness.cache_cli import app as cache_app
 from harness.cli_support import (
     EXIT_INCOMPLETE,
     check_range,
@@ -41,6 +42,7 @@ app = typer.Typer(
 app.add_typer(construct_app, name="construct")
 app.add_typer(import_app, name="import")
 app.add_typer(export_app, name="export")
+app.add_typer(cache_app, name="cache")
 # The group's name before 0.2; kept for one release.
 app.add_typer(construct_app, name="build", hidden=True)
 app.command()(annotate)
@@ -86,6 +88,14 @@ def run(
         Path | None,
         typer.Option(
             help="Response cache directory [default: $BGM_JUDGE_CACHE or .cache/responses]."
+        ),
+    ] = None,
+    seed_cache: Annotated[
+        Path | None,
+        typer.Option(
+            help="A second response cache (a cache folder or a `harness cache export` file) "
+            "read only on a miss; what it answers is copied into --cache-dir [default: the "
+            "experiment file's cache.seed].",
         ),
     ] = None,
     limit: Annotated[
@@ -134,6 +144,7 @@ def run(
     """Run an experiment: call the model (or the cache) for every item, then write
     records.jsonl, metrics.json, report.md and the resolved config to results/NAME/."""
     from harness.cache import ResponseCache
+    from harness.cache_transfer import open_seed
     from harness.config import load_experiments
     from harness.experiment import run_all
     from harness.sharding import Shard
@@ -145,7 +156,8 @@ def run(
         configs = [c.model_copy(update={"limit": limit}) for c in configs]
     if results_dir.exists() and not results_dir.is_dir():
         raise HarnessError(f"--results-dir {results_dir} is a file, not a folder")
-    cache = ResponseCache(cache_dir)
+    seed = seed_cache if seed_cache is not None else configs[0].cache.seed
+    cache = ResponseCache(cache_dir, seed=open_seed(seed) if seed is not None else None)
     if dry_run:
         from harness.dry_run import dry_run as estimate
 

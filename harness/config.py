@@ -105,6 +105,15 @@ class RefineOptions(BaseModel):
     )
 
 
+class CacheOptions(BaseModel):
+    """`cache:` block: `seed`, a second response cache (a cache folder or a file of
+    `harness cache export`) read only on a miss; what it answers is copied into the run's
+    cache. It changes where answers come from, never what they are."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    seed: Path | None = None
+
+
 class _Common(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$", max_length=MAX_NAME)
@@ -121,6 +130,7 @@ class _Common(BaseModel):
     seed: int = Field(default=0, ge=0)
     limit: int | None = Field(default=None, gt=0, description="evaluate only the first N items")
     n_bootstrap: int = Field(default=1000, ge=10, le=MAX_BOOTSTRAP)
+    cache: CacheOptions = CacheOptions()
     summarizer: ProviderBlock | None = Field(
         default=None,
         description="judge that writes missing summaries (default: the run's provider)",

@@ -91,6 +91,7 @@ def run_all(
             f"[dim]{result.config.name}: {stats.calls} calls ({stats.model_calls} to the model, "
             f"{stats.cache_hits} cached"
             + (f", {earlier} from batch jobs sent earlier" if earlier else "")
+            + (f", {stats.seeded} of them from the seed cache" if stats.seeded else "")
             + f"), {stats.errors} failed, {stats.parse_failures} "
             f"unparsable, {stats.wall_s:.1f} s"
             + (f"; {repaired} damaged cache entries were asked again" if repaired else "")

@@ -25,8 +25,9 @@ from providers.batch import BATCH_KEYS
 # kept out of the cache key, except `reask` (it decides how many answers stay unparsable).
 NOT_RESULTS = (NON_IDENTITY_FIELDS - {"reask"}) | BATCH_KEYS
 # ... and `items`, the items a sequential comparison has asked so far: it grows batch by batch
-# (`harness compare --sequential`), and more items of one configuration extend its run.
-NOT_RESULTS |= {"items"}
+# (`harness compare --sequential`), and more items of one configuration extend its run; and
+# `cache` (a seed cache), which changes where answers come from, not what they are.
+NOT_RESULTS |= {"items", "cache"}
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:

@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from harness.answering import Answerer, RunStats
 from harness.batch.ledger import LEDGER_NAME
 from harness.cache import ResponseCache
+from harness.cache_transfer import write_run_keys
 from harness.config import ExperimentConfig
 from harness.console import terminal
 from harness.dataset import Dataset, Item, load_dataset
@@ -113,14 +114,12 @@ class Runner:
 
     # ---------------------------------------------------------------- preparing calls
     def whole_dataset(self) -> Dataset:
-        """The run's items before sharding (`limit` and `items` applied)."""
+        """The run's items before sharding (`limit` applied)."""
         if self.config.hf_source is not None:  # written once, then read as a folder
             materialize(self.config.hf_source, self.config.dataset)
         dataset = load_dataset(self.config.dataset)
         if self.config.limit:
             dataset = dataset.subset([i.id for i in dataset.items[: self.config.limit]])
-        if self.items is not None:
-            dataset = dataset.subset([i.id for i in dataset.items if i.id in self.items])
         return dataset
 
     def dataset(self) -> Dataset:
@@ -207,7 +206,8 @@ class Runner:
             ) from None
 
     async def _run_locked(self, dataset: Dataset, started: float) -> RunResult:
-        damaged_before = len(self.cache.damaged)
+        damaged_before, seeded_before = len(self.cache.damaged), self.cache.seeded
+        self.cache.used = set()  # the answers this run uses: cache_keys.txt
         await self.prepare_summaries(dataset)
         await self.plan.prepare(dataset, self.cache, self.summary_of)
         calls = self.iter_calls(dataset)
@@ -250,8 +250,10 @@ class Runner:
             await self.plan.aclose()
             await self.provider.aclose()
         self.stats.cache_repaired = len(self.cache.damaged) - damaged_before
+        self.stats.seeded = self.cache.seeded - seeded_before
         item_order = [item.id for item in dataset.items]
         try:
+            write_run_keys(self.out_dir, self.cache.used)
             write_sorted(records_path, records, item_order)
             partial.unlink()
             return self._finish(dataset, records, started)

@@ -1,0 +1,99 @@
+"""`harness cache export` and `harness cache import`: answers carried between machines as one
+portable file (`harness.cache_transfer`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harness.cache import ResponseCache
+from harness.cache_transfer import KEYS_FILE, export_cache, import_cache, run_keys
+from harness.cli_support import console, user_errors
+from harness.errors import HarnessError
+from harness.locking import make_folder
+
+app = typer.Typer(
+    help="Carry cached answers between machines: export them to one portable file, import "
+    "that file into another cache.",
+    no_args_is_help=True,
+    rich_markup_mode="markdown",
+)
+
+CACHE_DIR_HELP = "Response cache directory [default: $BGM_JUDGE_CACHE or .cache/responses]."
+
+
+@app.command("export")
+@user_errors
+def export(
+    out: Annotated[Path, typer.Argument(help="The file to write (e.g. answers.jsonl.gz).")],
+    run: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="A finished run folder (or a sweep folder: every run under it) whose answers "
+            "to export; repeatable.",
+        ),
+    ] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Export every answer of the cache.")] = False,
+    cache_dir: Annotated[Path | None, typer.Option(help=CACHE_DIR_HELP)] = None,
+) -> None:
+    """Write the answers a run used (`--run`) or the whole cache (`--all`) to one portable
+    file (gzip JSON lines, docs/formats.md) that `harness cache import` reads on another
+    machine."""
+    if bool(run) == all_:
+        raise HarnessError("give --run RUN (repeatable) or --all, not both or neither")
+    if out.is_dir():
+        raise HarnessError(f"{out} is a folder: give the path of the file to write")
+    keys = None if all_ else sorted({key for folder in run or [] for key in _keys_under(folder)})
+    _existing(cache_dir)
+    make_folder(out.parent, "OUT")
+    cache = ResponseCache(cache_dir)
+    try:
+        done = export_cache(cache, out, keys)
+    finally:
+        cache.close()
+    console.print(f"exported {done.written} answer(s) to {out}", highlight=False)
+    if done.missing:
+        console.print(
+            f"[yellow]{done.missing} answer(s) the run(s) used are not in {cache.directory}[/] "
+            "(another cache answered them, or it was moved): run again to fetch them",
+            highlight=False,
+        )
+
+
+def _keys_under(folder: Path) -> list[str]:
+    if not folder.is_dir():
+        raise HarnessError(f"--run {folder}: no such folder")
+    if (folder / KEYS_FILE).is_file() or (folder / "config.yaml").is_file():
+        return run_keys(folder)
+    found = sorted(folder.rglob(KEYS_FILE))
+    if not found:
+        raise HarnessError(f"--run {folder}: no finished run in it (no {KEYS_FILE})")
+    return [key for path in found for key in run_keys(path.parent)]
+
+
+def _existing(cache_dir: Path | None) -> None:
+    """An export reads a cache: a misspelt --cache-dir is an error, not a new empty cache."""
+    if cache_dir is not None and not (cache_dir / "cache.db").is_file():
+        raise HarnessError(f"--cache-dir {cache_dir}: not a response cache (no cache.db)")
+
+
+@app.command("import")
+@user_errors
+def import_(
+    file: Annotated[Path, typer.Argument(help="A file written by `harness cache export`.")],
+    cache_dir: Annotated[Path | None, typer.Option(help=CACHE_DIR_HELP)] = None,
+) -> None:
+    """Add a portable file's answers to the cache; an answer the cache holds already is kept
+    as it is (never replaced). The file is checked whole first: a damaged one adds nothing."""
+    cache = ResponseCache(cache_dir)
+    try:
+        done = import_cache(cache, file)
+    finally:
+        cache.close()
+    console.print(
+        f"imported {done.added} new answer(s) into {cache.directory}; "
+        f"{done.kept} were there already (kept)",
+        highlight=False,
+    )
