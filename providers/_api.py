@@ -178,14 +178,32 @@ def batch_settings(config: ApiOptions, urls: list[str]) -> BatchSettings | None:
 
 class ClientPool(Generic[C]):
     """One SDK client per base URL, built on first use inside the running event loop; each
-    request goes to the client with the fewest requests in flight."""
+    request goes to the client with the fewest requests in flight (so a slow server, whose
+    requests stay in flight longer, gets fewer), among the servers not resting.
 
-    def __init__(self, urls: list[str], factory: Callable[[str | None], C]) -> None:
+    A server whose connection failed (refused, reset: it died or restarts) rests for
+    `DOWN_FIRST_S`, doubling with each further failure up to `DOWN_MAX_S`: the retries of
+    its requests go to the others, and after its rest one request probes it again. Its
+    first answer ends the rest. When every server rests, the one back soonest is asked."""
+
+    DOWN_FIRST_S = 0.5
+    DOWN_MAX_S = 8.0
+
+    def __init__(
+        self,
+        urls: list[str],
+        factory: Callable[[str | None], C],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._urls: list[str | None] = list(urls) or [None]
         self._factory = factory
         self._clients: list[C] | None = None
         self._in_flight = [0] * len(self._urls)
         self._turn = 0
+        self._clock = clock
+        self._down_until = [0.0] * len(self._urls)
+        self._failures = [0] * len(self._urls)
+        self.answered = [0] * len(self._urls)  # answers per server (tests, benchmarks)
 
     @property
     def clients(self) -> list[C]:
@@ -193,15 +211,32 @@ class ClientPool(Generic[C]):
             self._clients = [self._factory(url) for url in self._urls]
         return self._clients
 
+    def _pick(self) -> int:
+        n = len(self._urls)
+        self._turn = (self._turn + 1) % n
+        now = self._clock()
+        up = [i for i in range(n) if self._down_until[i] <= now]
+        if not up:
+            return min(range(n), key=lambda i: self._down_until[i])
+        return min(up, key=lambda i: (self._in_flight[i], (i - self._turn) % n))
+
     @contextmanager
     def lease(self) -> Iterator[C]:
         clients = self.clients
-        n = len(clients)
-        self._turn = (self._turn + 1) % n
-        index = min(range(n), key=lambda i: (self._in_flight[i], (i - self._turn) % n))
+        index = self._pick()
         self._in_flight[index] += 1
         try:
             yield clients[index]
+        except ProviderError as exc:
+            if exc.kind == "connection":
+                self._failures[index] += 1
+                rest = self.DOWN_FIRST_S * 2 ** (self._failures[index] - 1)
+                self._down_until[index] = self._clock() + min(rest, self.DOWN_MAX_S)
+            raise
+        else:
+            self._failures[index] = 0
+            self._down_until[index] = 0.0
+            self.answered[index] += 1
         finally:
             self._in_flight[index] -= 1
 

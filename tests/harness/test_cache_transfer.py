@@ -102,7 +102,8 @@ def test_the_file_is_deterministic_and_documented(tmp_path: Path) -> None:
     export_cache(cache, tmp_path / "two.gz")
     cache.close()
     assert (tmp_path / "one.gz").read_bytes() == (tmp_path / "two.gz").read_bytes()
-    lines = [json.loads(line) for line in gzip.open(tmp_path / "one.gz")]
+    with gzip.open(tmp_path / "one.gz") as handle:
+        lines = [json.loads(line) for line in handle]
     assert lines[0] == {
         "format": "bgm-judge-cache",
         "version": 1,
@@ -216,7 +217,7 @@ def test_an_exported_file_as_the_experiments_seed(tmp_path: Path) -> None:
 
 
 def test_a_missing_seed_is_one_line(tmp_path: Path) -> None:
-    with pytest.raises(HarnessError, match="seed cache .* not found"):
+    with pytest.raises(HarnessError, match=r"seed cache .* not found"):
         open_seed(tmp_path / "nothing")
     (tmp_path / "empty").mkdir()
     with pytest.raises(HarnessError, match="not a response cache"):

@@ -15,6 +15,8 @@ closely enough for the real SDKs, answers a deterministic score derived from the
 - answer modes (`--answer`): score, malformed, out_of_range, fenced, prose, wrong_keys,
   blocked, empty, huge_number, deep_nesting (the last two: JSON past the parser's limits);
 - a fixed latency, and a requests-per-minute limit answered with 429 + Retry-After;
+- at most `max_concurrency` requests handled at once (`--max-concurrency`, a vLLM server's
+  `max_num_seqs`): the rest wait for a slot; `max_in_flight` in the stats shows the most;
 - model names: one containing `error-<status>` (e.g. `error-404`) is always answered with
   that status, one containing `answer-<mode>` (e.g. `fake-answer-malformed`) with that mode.
 

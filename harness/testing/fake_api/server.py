@@ -64,6 +64,18 @@ def error_response(api: str, reply: Reply) -> web.Response:
 
 def build_app(state: FakeState, book: BatchBook | None = None) -> web.Application:
     book = book if book is not None else BatchBook()
+    gates: dict[int, asyncio.Semaphore] = {}  # max_concurrency -> its semaphore
+
+    async def limited(request: web.Request) -> web.StreamResponse:
+        """A request waits for a free slot when `max_concurrency` is set."""
+        limit = state.settings.max_concurrency
+        if limit is None:
+            with state.handling():
+                return await chat(request)
+        gate = gates.setdefault(limit, asyncio.Semaphore(limit))
+        async with gate:
+            with state.handling():
+                return await chat(request)
 
     async def chat(request: web.Request) -> web.StreamResponse:
         path = request.path
@@ -149,7 +161,7 @@ def build_app(state: FakeState, book: BatchBook | None = None) -> web.Applicatio
     gemini_handlers = gemini_batch_handlers(state, book)
     add_openai_batch_routes(app, state, book, gemini_handlers)
     add_gemini_batch_routes(app, gemini_handlers)
-    app.router.add_post("/{tail:.*}", chat)
+    app.router.add_post("/{tail:.*}", limited)
     return app
 
 
@@ -330,6 +342,12 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, FakeS
     parser.add_argument("--answer", default="score", choices=ANSWER_MODES)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--max-concurrency",
+        type=int,
+        default=None,
+        help="handle at most N requests at once; the rest wait (a vLLM server's max_num_seqs)",
+    )
+    parser.add_argument(
         "--prefix-cache", action="store_true", help="report prompt-prefix cache hits"
     )
     parser.add_argument(
@@ -349,6 +367,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, FakeS
         seed=args.seed,
         prefix_cache=args.prefix_cache,
         batch_latency_s=args.batch_latency,
+        max_concurrency=args.max_concurrency,
     )
     return args, settings
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import hashlib
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +70,9 @@ class FakeSettings:
     batch_error_rate: float = 0.0  # share of requests given a 500 line (first time only)
     batch_unreadable_rate: float = 0.0  # share given a cut output line (first time only)
     prefix_cache: bool = False  # report prompt-prefix cache hits (cached input tokens)
+    # At most this many requests handled at once (a vLLM server's max_num_seqs); the rest
+    # wait their turn, their latency counted from when it comes. None: no limit.
+    max_concurrency: int | None = None
 
     def __post_init__(self) -> None:
         self.faults = expand_faults(self.faults)
@@ -75,6 +80,8 @@ class FakeSettings:
             raise ValueError(f"unknown answer mode {self.answer!r} (known: {ANSWER_MODES})")
         if not 0.0 <= self.fault_rate <= 1.0:
             raise ValueError("fault_rate must be in [0, 1]")
+        if self.max_concurrency is not None and self.max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1")
 
     def public(self) -> dict[str, Any]:
         values = dataclasses.asdict(self)
@@ -157,6 +164,8 @@ class FakeState:
         self._log: collections.deque[RequestLog] = collections.deque(maxlen=max_log)
         self._counts: collections.Counter[str] = collections.Counter()
         self._window: collections.deque[float] = collections.deque()
+        self.in_flight = 0
+        self.max_in_flight = 0  # the most requests handled at once (max_concurrency caps it)
 
     def arrive(self, body_sha: str) -> int:
         with self._lock:
@@ -187,6 +196,18 @@ class FakeState:
                     cached = end
                 self._prefixes.add(prefix)
         return cached
+
+    @contextlib.contextmanager
+    def handling(self) -> Iterator[None]:
+        """Count a request as handled while the block runs (`max_in_flight`)."""
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.in_flight -= 1
 
     def admit(self, now: float) -> float | None:
         """None if the request fits the rpm limit, else the seconds until it would."""
@@ -239,6 +260,7 @@ class FakeState:
             "distinct_bodies": len(arrivals),
             "repeated_bodies": sum(1 for n in arrivals if n > 1),
             "max_arrivals": max(arrivals, default=0),
+            "max_in_flight": self.max_in_flight,
             **{group: dict(values) for group, values in grouped.items()},
             "settings": self.settings.public(),
         }
