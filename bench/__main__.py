@@ -37,6 +37,11 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "bench.sequential",
         "(9) sequential comparison, 2,000 synthetic items, 100 seeds: power and false decisions",
     ),
+    "pool": (
+        "bench.pool",
+        "(10) a pool of 1-8 servers (at most 4 requests each, 500 ms) vs the ideal; the "
+        "coordinator's ceiling; a server killed mid-run; a slow server",
+    ),
 }
 
 

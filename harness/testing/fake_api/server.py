@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import threading
+import time
 from typing import Any
 
 from aiohttp import web
@@ -101,6 +102,7 @@ def build_app(state: FakeState, book: BatchBook | None = None) -> web.Applicatio
             arrival=state.arrive(body_sha),
             headers=headers,
             key_present=bool(key),
+            arrived_s=time.time(),
         )
         try:
             return await handle(request, state, api, raw, key, entry, book)
@@ -112,6 +114,7 @@ def build_app(state: FakeState, book: BatchBook | None = None) -> web.Applicatio
                 entry.outcome = f"error:{reply.status}"
             return error_response(api, reply)
         finally:
+            entry.done_s = time.time()
             log.debug(
                 "%s %s model=%s arrival=%d -> %d %s",
                 api,

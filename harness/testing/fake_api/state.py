@@ -116,6 +116,8 @@ class RequestLog:
     status: int = 200
     outcome: str = "answered"
     answer: str | None = None
+    arrived_s: float = 0.0  # wall clock (time.time()) when it arrived and when it was answered
+    done_s: float = 0.0
 
 
 @dataclass
