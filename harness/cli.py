@@ -201,6 +201,36 @@ def run(
         raise typer.Exit(EXIT_INCOMPLETE)
 
 
+@app.command()
+@user_errors
+def merge(
+    shards: Annotated[
+        list[Path],
+        typer.Argument(help="The shards' run folders (NAME.shard-I-of-N/), every I of 0..N-1."),
+    ],
+    out: Annotated[Path, typer.Option(help="The whole run's folder to write (e.g. results/NAME).")],
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite",
+            help="Replace a finished run of another configuration in --out (otherwise refused).",
+        ),
+    ] = False,
+) -> None:
+    """Join the shards of `harness run EXP --shard I/N` into one run folder: records.jsonl,
+    metrics.json and report.md as the unsharded run writes them, run.json with the shards'
+    counts added up. Refused, naming the folders, for shards of different configurations,
+    overlapping or missing shards, or a dataset changed since they ran."""
+    from harness.merge import merge_shards
+
+    merged = merge_shards(shards, out, overwrite=overwrite)
+    console.print(
+        f"merged {merged.shards} shard(s): {merged.records} records of {merged.items} items "
+        f"in {merged.out}/ (records.jsonl, metrics.json, report.md)",
+        highlight=False,
+    )
+
+
 def failure_summary(results: list[RunResult]) -> list[str]:
     """What failed in each incomplete run and why (first message per kind of failure)."""
     lines = []

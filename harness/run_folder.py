@@ -1,5 +1,6 @@
-"""A run's folder: what a finished run writes there (`write_run_folder`), and the check that
-it belongs to one configuration: re-running under the same name with settings that change
+"""A run's folder: what a finished run's records evaluate to (`evaluate_run`: metrics.json,
+for the runner and for `harness merge` alike), what it writes there (`write_run_folder`), and
+the check that it belongs to one configuration: re-running under the same name with settings that change
 the results is refused (unless the user asks to overwrite), so a finished run is never
 silently replaced by a different one."""
 
@@ -13,10 +14,14 @@ from typing import Any
 import yaml
 
 from harness.config import ExperimentConfig
-from harness.dataset import Item
+from harness.dataset import Dataset, Item
 from harness.errors import HarnessError
-from harness.records import Predictions, write_predictions
+from harness.prompting.joint import position_top1_rates
+from harness.prompting.variants import get_variant
+from harness.records import Predictions, Record, write_predictions
 from harness.report.run_report import write_run_report
+from harness.scoring.description_metrics import description_metrics
+from harness.scoring.evaluation import Evaluation, evaluate_records, expected_score_records
 from harness.secrets import scrub, scrub_value
 from harness.types import NON_IDENTITY_FIELDS
 from providers.batch import BATCH_KEYS
@@ -104,3 +109,50 @@ def write_run_folder(
         saved["items"] = list(subset)
     (out_dir / "config.yaml").write_text(yaml.safe_dump(saved, sort_keys=False))
     write_run_report(out_dir / "report.md", config, metrics, stats, human=human)
+
+
+def evaluate_items(
+    config: ExperimentConfig, items: Sequence[Item], records: Sequence[Record]
+) -> Evaluation:
+    """The records' metrics under the run's settings (repeats, missing scores, bootstrap)."""
+    return evaluate_records(
+        items,
+        list(records),
+        repeats=config.repeats,
+        missing=config.missing,
+        n_bootstrap=config.n_bootstrap,
+        seed=config.seed,
+        at=config.metrics.at,
+        merge_groups=config.metrics.merge_groups,
+    )
+
+
+def evaluate_run(
+    config: ExperimentConfig,
+    dataset: Dataset,
+    records: list[Record],
+    *,
+    parse_failures: int,
+    errors: int,
+) -> tuple[Evaluation, dict[str, Any]]:
+    """A run's evaluation and its metrics.json: the metrics, the failure counts, and the
+    blocks of the prompt variant (`position_top1`), the judge's expected scores and the
+    descriptions where they apply."""
+    evaluation = evaluate_items(config, dataset.items, records)
+    metrics = evaluation.to_json()
+    metrics["parse_failures"] = parse_failures
+    metrics["errors"] = errors
+    if config.kind == "judge" and get_variant(config.prompt).mode == "joint":
+        judged = [r for r in records if r.raw is not None]  # not a retriever's record
+        metrics["position_top1"] = position_top1_rates(judged, dataset.items)
+    expected = expected_score_records(records)
+    if expected is not None:
+        metrics["expected_score"] = evaluate_items(
+            config, dataset.items, expected
+        ).aggregate.to_json()
+    described = description_metrics(
+        dataset.items, dataset.clips, records, n_bootstrap=config.n_bootstrap, seed=config.seed
+    )
+    if described is not None:
+        metrics["description"] = described
+    return evaluation, metrics

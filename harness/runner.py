@@ -26,18 +26,19 @@ from harness.errors import DatasetError, StorageError
 from harness.hf_dataset import materialize, read_source
 from harness.locking import RunFolderLock
 from harness.pricing import run_cost
-from harness.prompting.joint import position_top1_rates
 from harness.protocols import call_plan
 from harness.protocols.plans import Call, CallPlan, check_inputs
 from harness.protocols.summaries import Summaries
 from harness.provenance import now, provenance, unofficial_endpoints
 from harness.records import Record, RecordWriter, scan_partial, write_sorted
-from harness.run_folder import check_run_folder, write_run_folder
-from harness.scoring.description_metrics import description_metrics
+from harness.run_folder import (
+    check_run_folder,
+    evaluate_items,
+    evaluate_run,
+    write_run_folder,
+)
 from harness.scoring.evaluation import (
     Evaluation,
-    evaluate_records,
-    expected_score_records,
     no_scores_reason,
 )
 from harness.scoring.human_ceiling import human_ceiling
@@ -115,12 +116,7 @@ class Runner:
     # ---------------------------------------------------------------- preparing calls
     def whole_dataset(self) -> Dataset:
         """The run's items before sharding (`limit` applied)."""
-        if self.config.hf_source is not None:  # written once, then read as a folder
-            materialize(self.config.hf_source, self.config.dataset)
-        dataset = load_dataset(self.config.dataset)
-        if self.config.limit:
-            dataset = dataset.subset([i.id for i in dataset.items[: self.config.limit]])
-        return dataset
+        return run_dataset(self.config)
 
     def dataset(self) -> Dataset:
         """The items this run evaluates: the whole dataset's, or its shard's."""
@@ -314,17 +310,7 @@ class Runner:
         )
 
     def _evaluate(self, dataset: Dataset, records: list[Record]) -> Evaluation:
-        config = self.config
-        return evaluate_records(
-            dataset.items,
-            records,
-            repeats=config.repeats,
-            missing=config.missing,
-            n_bootstrap=config.n_bootstrap,
-            seed=config.seed,
-            at=config.metrics.at,
-            merge_groups=config.metrics.merge_groups,
-        )
+        return evaluate_items(self.config, dataset.items, records)
 
     def _finish(self, dataset: Dataset, records: list[Record], started: float) -> RunResult:
         """Evaluate the run, then write its folder."""
@@ -359,30 +345,14 @@ class Runner:
     def evaluate(
         self, dataset: Dataset, records: list[Record]
     ) -> tuple[Evaluation, dict[str, Any]]:
-        """The run's evaluation and its metrics.json: the metrics, the failure counts, and
-        the blocks of the prompt variant (`position_top1`), the judge's expected scores and
-        the descriptions where they apply."""
-        evaluation = self._evaluate(dataset, records)
-        metrics = evaluation.to_json()
-        metrics["parse_failures"] = self.stats.parse_failures
-        metrics["errors"] = self.stats.errors
-        variant = self.plan.variant
-        if variant is not None and variant.mode == "joint":
-            judged = [r for r in records if r.raw is not None]  # not a retriever's record
-            metrics["position_top1"] = position_top1_rates(judged, dataset.items)
-        expected = expected_score_records(records)
-        if expected is not None:
-            metrics["expected_score"] = self._evaluate(dataset, expected).aggregate.to_json()
-        described = description_metrics(
-            dataset.items,
-            dataset.clips,
+        """The run's evaluation and its metrics.json (`run_folder.evaluate_run`)."""
+        return evaluate_run(
+            self.config,
+            dataset,
             records,
-            n_bootstrap=self.config.n_bootstrap,
-            seed=self.config.seed,
+            parse_failures=self.stats.parse_failures,
+            errors=self.stats.errors,
         )
-        if described is not None:
-            metrics["description"] = described
-        return evaluation, metrics
 
     def run_stats(self, records: list[Record]) -> dict[str, Any]:
         """run.json: the run's counts, the plan's, the cost and the provenance."""
@@ -400,6 +370,16 @@ class Runner:
             dataset=read_source(self.config.dataset),
         )
         return stats
+
+
+def run_dataset(config: ExperimentConfig) -> Dataset:
+    """The items a run evaluates, before sharding: the dataset's, or its first `limit`."""
+    if config.hf_source is not None:  # written once, then read as a folder
+        materialize(config.hf_source, config.dataset)
+    dataset = load_dataset(config.dataset)
+    if config.limit:
+        dataset = dataset.subset([i.id for i in dataset.items[: config.limit]])
+    return dataset
 
 
 def run_folder(results_dir: Path, config: ExperimentConfig, shard: Shard | None = None) -> Path:
