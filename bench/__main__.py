@@ -39,7 +39,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     ),
     "pool": (
         "bench.pool",
-        "(10) a pool of 1-8 servers (at most 4 requests each, 500 ms) vs the ideal; the "
+        "(10) a pool of 1-8 servers (at most 4 requests each, 1 s or more) vs the ideal; the "
         "coordinator's ceiling; a server killed mid-run; a slow server",
     ),
 }

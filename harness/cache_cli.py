@@ -82,18 +82,20 @@ def _existing(cache_dir: Path | None) -> None:
 @app.command("import")
 @user_errors
 def import_(
-    file: Annotated[Path, typer.Argument(help="A file written by `harness cache export`.")],
+    files: Annotated[list[Path], typer.Argument(help="Files written by `harness cache export`.")],
     cache_dir: Annotated[Path | None, typer.Option(help=CACHE_DIR_HELP)] = None,
 ) -> None:
-    """Add a portable file's answers to the cache; an answer the cache holds already is kept
-    as it is (never replaced). The file is checked whole first: a damaged one adds nothing."""
+    """Add portable files' answers to the cache; an answer the cache holds already is kept
+    as it is (never replaced). Each file is checked whole first: a damaged one adds nothing
+    (and stops the import there, the files before it imported)."""
     cache = ResponseCache(cache_dir)
     try:
-        done = import_cache(cache, file)
+        for file in files:
+            done = import_cache(cache, file)
+            console.print(
+                f"{file}: imported {done.added} new answer(s) into {cache.directory}; "
+                f"{done.kept} were there already (kept)",
+                highlight=False,
+            )
     finally:
         cache.close()
-    console.print(
-        f"imported {done.added} new answer(s) into {cache.directory}; "
-        f"{done.kept} were there already (kept)",
-        highlight=False,
-    )

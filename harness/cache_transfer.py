@@ -68,7 +68,8 @@ def export_cache(cache: ResponseCache, out: Path, keys: Iterable[str] | None = N
     written = missing = 0
     tmp = out.with_name(out.name + ".tmp")
     try:
-        with gzip.GzipFile(tmp, "wb", mtime=0) as raw:
+        # no file name and no time in the gzip header: the same answers, the same bytes
+        with tmp.open("wb") as handle, gzip.GzipFile("", "wb", fileobj=handle, mtime=0) as raw:
             header = {
                 "format": FORMAT,
                 "version": FORMAT_VERSION,

@@ -38,8 +38,11 @@ NOT_RESULTS |= {"items", "cache"}
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
+        # A named pool of equivalent servers (`endpoint_id`) answers the same whichever
+        # servers it has: its base URLs (a shard's own node) are not part of the results.
+        pooled = {"base_url"} if value.get("endpoint_id") else set()
         for key, inner in value.items():
-            if str(key) not in NOT_RESULTS:
+            if str(key) not in NOT_RESULTS | pooled:
                 out |= _flatten(inner, f"{prefix}{key}.")
         return out
     return {prefix.rstrip("."): value}

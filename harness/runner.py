@@ -249,10 +249,11 @@ class Runner:
         self.stats.seeded = self.cache.seeded - seeded_before
         item_order = [item.id for item in dataset.items]
         try:
-            write_run_keys(self.out_dir, self.cache.used)
             write_sorted(records_path, records, item_order)
             partial.unlink()
-            return self._finish(dataset, records, started)
+            result = self._finish(dataset, records, started)
+            write_run_keys(self.out_dir, self.cache.used)
+            return result
         except OSError as exc:  # every answer is in the cache: a re-run rewrites these files
             raise StorageError(
                 f"cannot write the results to {self.out_dir}: {exc.strerror or exc}"

@@ -69,7 +69,7 @@ def test_the_quickstart_sweep_sharded_and_merged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(REPO)  # the experiment file names data/sample
-    configs = load_experiments(REPO / "experiments" / "quickstart.yaml", overrides=["limit=8"])
+    configs = load_experiments(REPO / "experiments" / "quickstart.yaml", overrides=["limit=4"])
     assert len(configs) >= 4
     for config in configs:
         sharded_equals_unsharded(config, tmp_path / config.name, 2)
@@ -223,3 +223,17 @@ def test_counts_add_up() -> None:
         "first_errors": {"timeout": "a"},
         "x": 0.1,
     }
+
+
+def test_shards_of_a_named_pool_may_use_their_own_servers(tmp_path: Path) -> None:
+    """Each array task asks its node's server: with `endpoint_id` the base URLs differ and
+    the shards are still one configuration (without it they are not)."""
+    from harness.run_folder import config_differences
+
+    def block(url: str, **more: Any) -> dict[str, Any]:
+        return {"provider": {"name": "openai-compatible", "base_url": url, **more}}
+
+    one, two = "http://node1:8000/v1", "http://node2:8000/v1"
+    assert config_differences(block(one), block(two)) == [f"provider.base_url: {one!r} -> {two!r}"]
+    named = {"endpoint_id": "qwen-omni-7b"}
+    assert config_differences(block(one, **named), block(two, **named)) == []

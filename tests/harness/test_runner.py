@@ -290,7 +290,7 @@ def test_the_end_of_a_run_evaluates_then_writes_its_folder(
     records = list(read_records(out / "records.jsonl"))
     evaluation, metrics = runner.evaluate(dataset, records)
     files = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
-    assert files == ["records.jsonl"]  # nothing written
+    assert files == ["cache_keys.txt", "records.jsonl"]  # nothing written
     assert metrics == json.loads(before["metrics.json"])
     write_run_folder(
         out,

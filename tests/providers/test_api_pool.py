@@ -117,9 +117,7 @@ def answered_bodies(servers: list[FakeServer]) -> collections.Counter[str]:
     """How many times each request body was answered, over every server."""
     counts: collections.Counter[str] = collections.Counter()
     for server in servers:
-        counts.update(
-            e.body_sha256 for e in server.requests() if e.outcome.startswith("answered:")
-        )
+        counts.update(e.body_sha256 for e in server.requests() if e.outcome.startswith("answered:"))
     return counts
 
 
