@@ -5,6 +5,7 @@ read-only, or an exported file) answers misses and its answers are copied in."""
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import hashlib
 import json
@@ -22,10 +23,15 @@ from harness.cache_transfer import (
     import_cache,
     open_seed,
     read_portable,
+    run_keys,
 )
 from harness.cli import app
+from harness.config import ExperimentConfig
 from harness.errors import DatasetError, HarnessError
+from harness.runner import Runner, RunResult
+from harness.testing.fake_api import FakeServer
 from tests.conftest import write_tiny_dataset
+from tests.harness.protocols.test_refine import write_refine_dataset
 
 cli = CliRunner()
 
@@ -222,3 +228,52 @@ def test_a_missing_seed_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(HarnessError, match="not a response cache"):
         FolderSeed(tmp_path / "empty")
+
+
+def _fresh_run(config: ExperimentConfig, results: Path, cache_dir: Path) -> RunResult:
+    cache = ResponseCache(cache_dir)
+    try:
+        runner = Runner(config, cache=cache, results_dir=results, show_progress=False)
+        return asyncio.run(runner.run())
+    finally:
+        cache.close()
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("api_keys")
+@pytest.mark.parametrize("kind", ["summaries", "refine"])
+def test_every_answer_of_a_run_travels(tmp_path: Path, server: FakeServer, kind: str) -> None:
+    """Summaries written by the judge, re-asks, the second turn and the LLM user's replies:
+    the exported file answers all of them in a fresh cache, with no request to the server."""
+    api = {"max_concurrency": 4, "retry_wait_s": 0.02, "base_url": server.openai_base_url}
+    judge = {"name": "openai-audio", "model": "gpt-5-mini", **api}
+    if kind == "summaries":
+        dataset = write_tiny_dataset(tmp_path / "d", n_items=4)
+        settings: dict[str, object] = {"inputs": {"dialogue": "summary", "music": "audio"}}
+    else:
+        dataset = write_refine_dataset(tmp_path / "d", n_items=4)
+        settings = {
+            "protocol": "refine",
+            "prompt": "listwise",
+            "refine": {"feedback": "simulator"},
+            "user_simulator": judge,
+            "inputs": {"dialogue": "query", "music": "caption"},
+        }
+    config = ExperimentConfig.model_validate(
+        {"name": kind, "dataset": str(dataset), "provider": judge, "n_bootstrap": 20, **settings}
+    )
+    first = _fresh_run(config, tmp_path / "here", tmp_path / "cache-here")
+    asked = len(server.requests())
+    source = ResponseCache(tmp_path / "cache-here")
+    keys = run_keys(first.out_dir)
+    assert export_cache(source, tmp_path / "moved.gz", keys).written == len(keys) == asked
+    source.close()
+    target = ResponseCache(tmp_path / "cache-there")
+    assert import_cache(target, tmp_path / "moved.gz").added == asked
+    target.close()
+    again = _fresh_run(config, tmp_path / "there", tmp_path / "cache-there")
+    assert len(server.requests()) == asked  # nothing asked again
+    assert again.stats.model_calls == 0
+    assert (again.out_dir / "metrics.json").read_bytes() == (
+        first.out_dir / "metrics.json"
+    ).read_bytes()
