@@ -14,6 +14,7 @@ from typing import Literal
 from harness.dataset import Dataset
 from harness.errors import HarnessError
 from harness.report.loading import RunData, assign_labels, load_predictions, load_run
+from harness.sharding import SHARD_FILE
 from harness.trec import is_trec_run
 
 SWEEP_FILE = "sweep.json"  # written by harness.experiment: the sweep's runs in order
@@ -38,6 +39,18 @@ def _is_run(folder: Path) -> bool:
 
 def _predictions_only(folder: Path) -> bool:
     return (folder / PREDICTIONS).is_file() and not (folder / "config.yaml").is_file()
+
+
+def _shard(folder: Path) -> str | None:
+    """Why a shard's folder (`harness run --shard I/N`) is not a run of its own."""
+    if not (folder / SHARD_FILE).is_file():
+        return None
+    try:
+        marker = json.loads((folder / SHARD_FILE).read_text(encoding="utf-8"))
+        which = f"shard {int(marker['index'])}/{int(marker['count'])}"
+    except (OSError, ValueError, TypeError, KeyError):
+        which = "a shard"
+    return f"{which} of a run (`harness merge` joins them)"
 
 
 def _unfinished(folder: Path) -> str | None:
@@ -68,7 +81,9 @@ def _children(folder: Path) -> list[Path]:
 
 def _walk(folder: Path, found: Found) -> Iterator[Source]:
     for child in _children(folder):
-        if _is_run(child):
+        if (part := _shard(child)) is not None:
+            found.warnings.append(f"{child}: skipped, {part}")
+        elif _is_run(child):
             yield Source("run", child)
         elif _predictions_only(child):
             yield Source("predictions", child / PREDICTIONS)

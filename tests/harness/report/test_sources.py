@@ -119,3 +119,18 @@ def test_nested_sweeps_are_found_in_the_experiments_order(dataset: Path, tmp_pat
     assert result.exit_code == 0, result.output
     rows = [row["run"] for row in _csv(tmp_path / "results" / "comparison.csv")]
     assert rows == ["random", "zz", "aa"]
+
+
+def test_a_shard_is_skipped_with_a_warning_beside_its_merged_run(
+    dataset: Path, tmp_path: Path
+) -> None:
+    """A shard's metrics are a part's: a report over the results folder takes the merged run
+    and names the shards it leaves out."""
+    results = tmp_path / "results"
+    write_run(results / "run", dataset, pointwise_records(tiny_scores(12)))
+    shard = results / "run.shard-0-of-2"
+    write_run(shard, dataset, pointwise_records(tiny_scores(12)))
+    (shard / "shard.json").write_text('{"format": 1, "index": 0, "count": 2}\n')
+    found = discover([results])
+    assert [source.path.name for source in found.sources] == ["run"]
+    assert found.warnings == [f"{shard}: skipped, shard 0/2 of a run (`harness merge` joins them)"]
