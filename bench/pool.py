@@ -26,8 +26,8 @@ from typing import Any
 import httpx
 import yaml
 
+from bench import common
 from bench.common import (
-    OUT,
     REPO,
     BenchResult,
     DatasetSpec,
@@ -57,7 +57,7 @@ class PoolSize:
 
 SIZES: dict[Size, PoolSize] = {
     "full": PoolSize(1.0, 4, 6, (1, 2, 4, 8), 600, 320, 0.25),
-    "tiny": PoolSize(0.2, 2, 4, (1, 2), 200, 96, 0.05),
+    "tiny": PoolSize(0.2, 2, 4, (1, 2), 80, 48, 0.05),  # calls: multiples of 4
 }
 
 
@@ -84,12 +84,13 @@ class ServerProcess:
             str(self.latency_s),
             *(["--max-concurrency", str(self.per_server)] if self.per_server else []),
         ]
-        log = (OUT / f"pool_{self.name}.log").open("a")
-        self.process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+        common.OUT.mkdir(parents=True, exist_ok=True)
+        with (common.OUT / f"pool_{self.name}.log").open("a") as log:
+            self.process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         while True:
             if self.process.poll() is not None:
-                raise RuntimeError(f"fake server {self.name} exited; see {log.name}")
+                raise RuntimeError(f"fake server {self.name} exited; see its log in {common.OUT}")
             try:
                 httpx.get(f"{self.base}/_stats", timeout=1.0).raise_for_status()
                 return
