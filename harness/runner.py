@@ -115,8 +115,11 @@ class Runner:
 
     # ---------------------------------------------------------------- preparing calls
     def whole_dataset(self) -> Dataset:
-        """The run's items before sharding (`limit` applied)."""
-        return run_dataset(self.config)
+        """The run's items before sharding (`limit` and `items` applied)."""
+        dataset = run_dataset(self.config)
+        if self.items is not None:
+            dataset = dataset.subset([i.id for i in dataset.items if i.id in self.items])
+        return dataset
 
     def dataset(self) -> Dataset:
         """The items this run evaluates: the whole dataset's, or its shard's."""
