@@ -29,6 +29,7 @@ from harness.importers.cli import app as import_app
 from harness.interop.cli import app as export_app
 from harness.locking import make_folder
 from harness.results_cli import report, runs, view
+from harness.sanitize import dumps_json
 
 app = typer.Typer(
     help="bgm-judge: evaluate background-music recommendation for dialogues (DialBGM).",
@@ -279,7 +280,7 @@ def evaluate(
     console.print(rich_table(str(predictions), [(predictions.stem, metrics)]))
     if out:
         make_folder(out.parent, "--out")
-        out.write_text(json.dumps(metrics, indent=2) + "\n")
+        out.write_text(dumps_json(metrics, indent=2) + "\n")
 
 
 def _cutoffs(at: str | None) -> tuple[int, ...]:

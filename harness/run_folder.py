@@ -5,7 +5,6 @@ silently replaced by a different one."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from harness.dataset import Item
 from harness.errors import HarnessError
 from harness.records import Predictions, write_predictions
 from harness.report.run_report import write_run_report
+from harness.sanitize import dumps_json
 from harness.secrets import scrub, scrub_value
 from harness.types import NON_IDENTITY_FIELDS
 from providers.batch import BATCH_KEYS
@@ -96,8 +96,8 @@ def write_run_folder(
     and config.yaml are scrubbed (a key in a base URL). `subset`: the items of a run on part
     of its dataset (a sequential comparison's), listed in config.yaml as `items`."""
     write_predictions(out_dir / "predictions.jsonl", predictions, items)
-    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-    (out_dir / "run.json").write_text(scrub(json.dumps(stats, indent=2)) + "\n")
+    (out_dir / "metrics.json").write_text(dumps_json(metrics, indent=2) + "\n")
+    (out_dir / "run.json").write_text(scrub(dumps_json(stats, indent=2)) + "\n")
     saved = scrub_value(config.model_dump(mode="json"))
     if subset is not None:
         saved["items"] = list(subset)
