@@ -80,12 +80,14 @@ def _is_number(text: str) -> bool:
 
 
 def write_csv(path: Path, rows: Iterable[Mapping[str, object]]) -> None:
-    """The one CSV writer: a header from the first row's keys, every cell through `csv_cell`."""
+    """The one CSV writer: a header from the first row's keys, every cell (header included)
+    through `csv_cell`; no file for no rows."""
     rows = list(rows)
+    if not rows:
+        return
     with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=[str(k) for k in rows[0]] if rows else [])
-        if rows:
-            writer.writeheader()
+        writer = csv.DictWriter(handle, fieldnames=[str(k) for k in rows[0]])
+        writer.writerow({str(k): csv_cell(str(k)) for k in rows[0]})
         for row in rows:
             writer.writerow({str(k): csv_cell(v) for k, v in row.items()})
 
