@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from harness.cli_support import console, err_console, user_errors
 from harness.errors import HarnessError
+from harness.sanitize import terminal_text
 
 RUNS_HELP = (
     "Run folders, sweep folders (searched at any depth), predictions JSONL files, or folders "
@@ -23,7 +23,7 @@ RUNS_HELP = (
 def _warn(lines: Sequence[str]) -> None:
     for line in lines:
         err_console.print(
-            f"[bold yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True
+            f"[bold yellow]warning:[/] {terminal_text(line)}", highlight=False, soft_wrap=True
         )
 
 
@@ -147,7 +147,8 @@ def report(
     console.print(comparison_rich_table(title, loaded, analysis.human))
     if analysis.paired:
         console.print(paired_rich_table(analysis))
-    console.print(f"[dim]wrote {', '.join(p.name for p in written)} to {out}/[/]")
+    names = terminal_text(", ".join(p.name for p in written))
+    console.print(f"[dim]wrote {names} to {terminal_text(out)}/[/]")
 
 
 def _qrels_dataset(qrels: Path, sources: Sequence[Path], out: Path) -> Path:
@@ -208,8 +209,8 @@ def runs(
     def shown(path: Path) -> str:
         for root in roots:
             if path.is_relative_to(root) and path != root:
-                return escape(str(path.relative_to(root)))
-        return escape(str(path))
+                return terminal_text(str(path.relative_to(root)))
+        return terminal_text(str(path))
 
     for source in found.sources:
         if source.kind == "predictions":
@@ -238,7 +239,7 @@ def runs(
         finished = str(provenance.get("finished_at") or "?")
         table.add_row(
             shown(source.path) + mark,
-            escape(setup),
+            terminal_text(setup),
             str(metrics.get("n_items", "?")),
             _mean(metrics, "hit@1"),
             _mean(metrics, "mrr"),
@@ -293,7 +294,8 @@ def view(
         raise HarnessError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
     url = f"http://{host}:{server.server_address[1]}/"
     console.print(
-        f"serving the report of {', '.join(map(str, report.paths))} at {url} (Ctrl+C stops)",
+        f"serving the report of {terminal_text(', '.join(map(str, report.paths)))} at {url} "
+        "(Ctrl+C stops)",
         highlight=False,
     )
     if open_browser:

@@ -32,6 +32,7 @@ from harness.protocols.summaries import Summaries
 from harness.provenance import now, provenance, unofficial_endpoints
 from harness.records import Record, RecordWriter, scan_partial, write_sorted
 from harness.run_folder import check_run_folder, write_run_folder
+from harness.sanitize import terminal_text
 from harness.scoring.description_metrics import description_metrics
 from harness.scoring.evaluation import (
     Evaluation,
@@ -274,7 +275,7 @@ class Runner:
             f"[yellow]resuming[/] {self.config.name}: an interrupted run left "
             f"{self.stats.resumed_records} complete record(s)"
             + (f" and {torn} half-written line(s), which are dropped" if torn else "")
-            + f" in {partial}; every answer it received comes back from the cache",
+            + f" in {terminal_text(partial)}; every answer it received comes back from the cache",
             highlight=False,
         )
 
