@@ -31,6 +31,7 @@ from pydantic import Field
 from harness.errors import ConfigError
 from harness.types import AudioRef, ChatRequest, ChatResponse, ProviderConfig, ProviderError
 from providers._api import MALFORMED_ANSWER_ERRORS, ApiOptions, parse_retry_after, wav_base64
+from providers._bounded_body import openai_transport
 from providers._expected_score import TokenChoice, api_expected_score
 from providers.api_judge import ApiJudge
 from providers.batch import BatchApi
@@ -96,7 +97,12 @@ class ChatCompletionsJudge(ApiJudge[openai.AsyncOpenAI]):
 
     def make_client(self, base_url: str | None, key: str) -> openai.AsyncOpenAI:
         return openai.AsyncOpenAI(
-            api_key=key, base_url=base_url, max_retries=0, timeout=self.config.timeout_s
+            api_key=key,
+            base_url=base_url,
+            max_retries=0,
+            timeout=self.config.timeout_s,
+            # a compressed body is inflated with a bound (a gzip bomb is that call's error)
+            http_client=openai.DefaultAsyncHttpxClient(transport=openai_transport()),
         )
 
     def _max_tokens_field(self) -> str:
