@@ -282,22 +282,39 @@ def view(
     open_browser: Annotated[
         bool, typer.Option("--open", help="Open the page in the default browser.")
     ] = False,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            help="Access token every request must carry (?token=, then a cookie) "
+            "[default: none on 127.0.0.1, a random one on any other --host]."
+        ),
+    ] = None,
 ) -> None:
     """Serve the HTML report of the runs, live: every page load re-reads the results that
     changed, and an open page offers a reload when a run finishes. Ctrl+C stops."""
-    from harness.report.server import LiveReport, serve
+    import secrets
 
+    from harness.report.server import LiveReport, is_loopback, serve
+
+    local = is_loopback(host)
+    token = token or (None if local else secrets.token_urlsafe(12))
     report = LiveReport(runs or [Path("results")], dataset=dataset)
     try:
-        server = serve(report, host, port)
+        server = serve(report, host, port, token=token)
     except OSError as exc:
         raise HarnessError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
-    url = f"http://{host}:{server.server_address[1]}/"
+    url = f"http://{host}:{server.server_address[1]}/" + (f"?token={token}" if token else "")
     console.print(
         f"serving the report of {terminal_text(', '.join(map(str, report.paths)))} at {url} "
         "(Ctrl+C stops)",
         highlight=False,
     )
+    if not local:
+        console.print(
+            "[bold yellow]note:[/] listening beyond this machine: only links with the token "
+            "get in; use HTTPS in front of it (a reverse proxy) on an open network",
+            highlight=False,
+        )
     if open_browser:
         import webbrowser
 
