@@ -113,6 +113,7 @@ body = st.builds(json.dumps, post | json_value) | st.binary(max_size=40).map(
         st.tuples(st.sampled_from(["rankings", "practice", "guidelines"]), body), max_size=4
     )
 )
+@pytest.mark.slow
 def test_annotation_posts_are_stored_or_refused_never_a_server_error(
     bodies: list[tuple[str, str]],
     folders: tuple[Path, Path],

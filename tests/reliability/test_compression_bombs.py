@@ -134,6 +134,7 @@ def _ask(settings: dict[str, Any]) -> Any:
     return asyncio.run(main())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("encoding", ["gzip", "deflate"])
 @pytest.mark.parametrize("name", sorted(PROVIDERS))
 def test_d23_a_compression_bomb_is_that_requests_error(
@@ -150,6 +151,7 @@ def test_d23_a_compression_bomb_is_that_requests_error(
     assert grown_kib < 3 * BOMB_BYTES // 1024 // 4, grown_kib  # never the whole bomb (x copies)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("encoding", ["gzip", "deflate"])
 @pytest.mark.parametrize("name", sorted(PROVIDERS))
 def test_d23_compressed_answers_still_read(

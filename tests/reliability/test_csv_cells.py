@@ -8,6 +8,7 @@ import csv
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -25,6 +26,7 @@ def _csv(path: Path) -> list[list[str]]:
         return list(csv.reader(handle))
 
 
+@pytest.mark.slow
 def test_d21_formula_labels_are_text_in_every_csv(tmp_path: Path) -> None:
     dataset = write_tiny_dataset(tmp_path / "data", n_items=12, seconds=0.1)
     folders = []

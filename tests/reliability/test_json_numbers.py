@@ -53,6 +53,7 @@ def _graded(dataset: Path, gains: list[float]) -> None:
     (dataset / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
 
 
+@pytest.mark.slow
 def test_d25_huge_graded_relevance_gives_finite_metrics(
     make_dataset: MakeDataset, tmp_path: Path
 ) -> None:
@@ -70,6 +71,7 @@ def test_d25_huge_graded_relevance_gives_finite_metrics(
     assert _strict(tmp_path / "s" / "results" / "run" / "metrics.json")["metrics"] == metrics
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tokens", [10**308, 10**400])
 def test_d25_token_counts_too_large_to_price_leave_the_cost_unknown(
     tokens: int, make_dataset: MakeDataset, tmp_path: Path

@@ -66,6 +66,7 @@ def test_d3_lone_surrogate_answer_is_reasked_cached_and_rerun(
         assert attempt.startswith("\ufffd ") and attempt.endswith(" \ufffd")
 
 
+@pytest.mark.slow
 def test_d3_a_surrogate_cached_by_an_older_harness_is_read_as_replaced_text(
     make_dataset: MakeDataset, tmp_path: Path
 ) -> None:

@@ -38,6 +38,7 @@ def _line(item: str = "d0", **fields: Any) -> str:
     return json.dumps({"item_id": item, "scores": {f"c{item[1:]}_0": 1.0}, **fields})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["evaluate", "report"])
 def test_d8_a_huge_repeat_is_one_clear_line_not_a_million_matrices(
     command: str, dataset: Path, tmp_path: Path

@@ -10,6 +10,7 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
@@ -46,6 +47,7 @@ def test_d19_terminal_text_prints_literally_and_never_raises(text: str) -> None:
         assert text.rstrip() in printed  # printable text (markup included) appears verbatim
 
 
+@pytest.mark.slow
 def test_d19_report_prints_hostile_labels_as_text(tmp_path: Path) -> None:
     dataset = write_tiny_dataset(tmp_path / "data", n_items=12, seconds=0.1)
     results = tmp_path / "results"

@@ -54,6 +54,7 @@ def _get(
     return response.status, dict(response.getheaders())
 
 
+@pytest.mark.slow
 def test_loopback_view_refuses_a_foreign_host_header(results: Path) -> None:
     server = serve(LiveReport([results]), "127.0.0.1", 0)
     for port in _serving(server):
@@ -63,6 +64,7 @@ def test_loopback_view_refuses_a_foreign_host_header(results: Path) -> None:
         assert _get(port, "/", host=f"evil.test:{port}")[0] == 403
 
 
+@pytest.mark.slow
 def test_a_token_guards_every_page_then_rides_in_a_cookie(results: Path) -> None:
     server = serve(LiveReport([results]), "127.0.0.1", 0, token="s3cret")
     for port in _serving(server):
@@ -75,6 +77,7 @@ def test_a_token_guards_every_page_then_rides_in_a_cookie(results: Path) -> None
         assert _get(port, "/_signature", cookie=cookie)[0] == 200
 
 
+@pytest.mark.slow
 def test_view_beyond_this_machine_makes_a_token_and_says_so(
     results: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -93,6 +96,7 @@ def test_view_beyond_this_machine_makes_a_token_and_says_so(
     assert "listening beyond this machine" in result.output
 
 
+@pytest.mark.slow
 def test_a_client_that_hangs_up_prints_no_traceback(
     results: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
