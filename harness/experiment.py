@@ -59,7 +59,7 @@ def run_all(
     drift = drifted_packages({"provenance": {"environment": environment()}})
     if drift and results:
         console.print(
-            f"[yellow]‡[/] this environment differs from the lock ({escape('; '.join(drift))}): "
+            f"[yellow]‡[/] this environment differs from the lock ({terminal_text('; '.join(drift))}): "
             "`make install` restores it",
             highlight=False,
         )
