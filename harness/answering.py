@@ -23,6 +23,7 @@ from harness.batch.jobs import BatchCollector
 from harness.batch.ledger import BatchLedger
 from harness.cache import CLAIM_LEASE_S, ResponseCache, cache_key
 from harness.prompting.prompts import render
+from harness.sanitize import clean_value
 from harness.secrets import scrub, scrub_value
 from harness.types import ChatRequest, ProviderConfig, ProviderError, Request
 from providers import Provider
@@ -128,10 +129,12 @@ class Answerer:
 
     async def answer(self, key: str, request: Request) -> tuple[dict[str, Any], bool]:
         """The answer for `key` and whether it came without a model call (from the cache,
-        or from an identical request already in flight in this run)."""
+        or from an identical request already in flight in this run). Its text has no lone
+        surrogate (a cache entry of an older harness may hold one): it is keyed, written and
+        printed as UTF-8 further on."""
         cached = self.cache.get(key)
         if cached is not None:
-            return cached, True
+            return clean_value(cached), True
         pending = self._inflight.get(key)
         if pending is not None:
             answer, _ = await asyncio.shield(pending)
@@ -228,11 +231,12 @@ class Answerer:
         try:
             cached = self.cache.get(key)  # stored between our cache miss and our claim
             if cached is not None:
-                return cached, True
+                return clean_value(cached), True
             if self.batch is not None:
                 answer = await self.batch.answer(key, request)
             else:
                 answer = scrub_value(await self._invoke(request))  # answers may quote a key
+            answer = clean_value(answer)  # a lone surrogate ("\ud800" in JSON) is no UTF-8
             self.cache.set(key, answer)
             return answer, False
         finally:
@@ -246,7 +250,8 @@ class Answerer:
         while self.cache.claimed_elsewhere(key):
             await asyncio.sleep(delay)
             delay = min(2 * delay, 0.5)
-        return self.cache.get(key)
+        answer = self.cache.get(key)
+        return None if answer is None else clean_value(answer)
 
     def _hold(self, key: str) -> None:
         self._held.add(key)

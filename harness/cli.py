@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 
 from harness.annotate.cli import annotate
 from harness.cache_cli import app as cache_app
@@ -30,6 +29,7 @@ from harness.importers.cli import app as import_app
 from harness.interop.cli import app as export_app
 from harness.locking import make_folder
 from harness.results_cli import report, runs, view
+from harness.sanitize import dumps_json, terminal_text
 
 app = typer.Typer(
     help="bgm-judge: evaluate background-music recommendation for dialogues (DialBGM).",
@@ -240,10 +240,12 @@ def failure_summary(results: list[RunResult]) -> list[str]:
             continue
         kinds = ", ".join(f"{kind} ×{n}" for kind, n in stats.error_kinds.most_common())
         lines.append(
-            f"[bold yellow]incomplete:[/] {escape(result.config.name)}: {stats.errors} of "
-            f"{stats.calls} call(s) failed ({kinds}); details in {result.out_dir / 'report.md'}"
+            f"[bold yellow]incomplete:[/] {terminal_text(result.config.name)}: {stats.errors} of "
+            f"{stats.calls} call(s) failed ({kinds}); details in {terminal_text(result.out_dir / 'report.md')}"
         )
-        lines += [f"  {kind}: {escape(message)}" for kind, message in stats.first_errors.items()]
+        lines += [
+            f"  {kind}: {terminal_text(message)}" for kind, message in stats.first_errors.items()
+        ]
     lines.append(
         "Re-run the same command to retry the failed calls "
         "(answers already received come from the cache)."
@@ -332,7 +334,7 @@ def evaluate(
     console.print(rich_table(str(predictions), [(predictions.stem, metrics)]))
     if out:
         make_folder(out.parent, "--out")
-        out.write_text(json.dumps(metrics, indent=2) + "\n")
+        out.write_text(dumps_json(metrics, indent=2) + "\n")
 
 
 def _cutoffs(at: str | None) -> tuple[int, ...]:
@@ -382,7 +384,7 @@ def tag(
                     str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 )
             err_console.print(
-                f"[bold red]error:[/] {escape(str(path))}: {escape(reason)}",
+                f"[bold red]error:[/] {terminal_text(str(path))}: {terminal_text(reason)}",
                 highlight=False,
                 soft_wrap=True,
             )

@@ -11,13 +11,13 @@ from functools import wraps
 from typing import Any, TypeVar
 
 import typer
-from rich.markup import escape
 from typer.core import TyperOption
 
 from harness._version import __version__
 from harness.console import terminal
 from harness.errors import HarnessError
 from harness.provenance import git_commit
+from harness.sanitize import terminal_text
 from harness.secrets import scrub
 
 console = terminal()
@@ -38,7 +38,9 @@ def user_errors(func: F) -> F:
             return func(*args, **kwargs)
         except (HarnessError, ImportError) as exc:
             err_console.print(
-                f"[bold red]error:[/] {escape(scrub(str(exc)))}", highlight=False, soft_wrap=True
+                f"[bold red]error:[/] {terminal_text(scrub(str(exc)))}",
+                highlight=False,
+                soft_wrap=True,
             )
             raise typer.Exit(EXIT_USAGE) from None
 

@@ -25,7 +25,6 @@ from typing import Any
 
 import soundfile
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from harness.cache import ResponseCache
@@ -35,6 +34,7 @@ from harness.pricing import PRICES_AS_OF, Price, price_for
 from harness.protocols.plans import Call
 from harness.protocols.summaries import cached_summary, summarizer_for, summary_request
 from harness.runner import Runner
+from harness.sanitize import terminal_text
 from harness.sharding import Shard
 from harness.sync import run_coroutine
 from harness.types import AudioRef, ChatRequest, ProviderConfig
@@ -256,7 +256,7 @@ def dry_run(
 def missing_key_lines(estimates: Sequence[Estimate]) -> list[str]:
     """One line per run whose uncached calls need an API key that is not set."""
     return [
-        f"[bold yellow]missing API key:[/] {escape(e.name)} needs {e.missing_key} in the "
+        f"[bold yellow]missing API key:[/] {terminal_text(e.name)} needs {e.missing_key} in the "
         f"environment for {e.to_call} uncached call(s)"
         for e in estimates
         if e.missing_key and (e.to_call or e.summaries_to_generate)
@@ -318,9 +318,9 @@ def estimate_table(estimates: Sequence[Estimate], output_tokens: int | None) -> 
         if e.summaries_to_generate:
             to_call += f" (+{e.summaries_to_generate} summaries)"
         table.add_row(
-            e.name,
-            e.provider,
-            e.model,
+            terminal_text(e.name),
+            terminal_text(e.provider),
+            terminal_text(e.model),
             str(e.requests),
             str(e.cached),
             to_call,
@@ -342,5 +342,5 @@ def estimate_table(estimates: Sequence[Estimate], output_tokens: int | None) -> 
     notes = [f"{e.name}: {e.note}." for e in estimates if e.note]
     notes += [f"{e.name}: needs {e.missing_key} (not set)." for e in estimates if e.missing_key]
     if notes:
-        table.caption = "\n".join([str(table.caption), *notes])
+        table.caption = "\n".join([str(table.caption), *map(terminal_text, notes)])
     return table

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 
 from harness.cache import ResponseCache
 from harness.config import ExperimentConfig
@@ -19,6 +18,7 @@ from harness.report.run_report import human_rows, write_comparison
 from harness.report.sources import SWEEP_FILE
 from harness.run_folder import check_run_folder
 from harness.runner import Runner, RunResult, run_folder
+from harness.sanitize import terminal_text
 from harness.secrets import scrub_value
 from harness.sharding import Shard
 from harness.sync import run_coroutine
@@ -61,20 +61,20 @@ def run_all(
     for result in results:
         for mark in result.unofficial:
             console.print(
-                f"[yellow]†[/] {escape(result.config.name)}: endpoint {escape(mark)} is not the "
+                f"[yellow]†[/] {terminal_text(result.config.name)}: endpoint {terminal_text(mark)} is not the "
                 "provider's official service",
                 highlight=False,
             )
     drift = drifted_packages({"provenance": {"environment": environment()}})
     if drift and results:
         console.print(
-            f"[yellow]‡[/] this environment differs from the lock ({escape('; '.join(drift))}): "
+            f"[yellow]‡[/] this environment differs from the lock ({terminal_text('; '.join(drift))}): "
             "`make install` restores it",
             highlight=False,
         )
     for name, reason in failed:
         console.print(
-            f"[bold red]no metrics:[/] {escape(name)}: {reason}; chance-level numbers are not "
+            f"[bold red]no metrics:[/] {terminal_text(name)}: {terminal_text(reason)}; chance-level numbers are not "
             "reported",
             highlight=False,
         )
@@ -88,7 +88,7 @@ def run_all(
         repaired = stats.cache_repaired
         earlier = (stats.batch or {}).get("answered_attached", 0)
         console.print(
-            f"[dim]{result.config.name}: {stats.calls} calls ({stats.model_calls} to the model, "
+            f"[dim]{terminal_text(result.config.name)}: {stats.calls} calls ({stats.model_calls} to the model, "
             f"{stats.cache_hits} cached"
             + (f", {earlier} from batch jobs sent earlier" if earlier else "")
             + (f", {stats.seeded} of them from the seed cache" if stats.seeded else "")
@@ -98,7 +98,9 @@ def run_all(
             + "[/]"
         )
     where = results_dir / sweep if sweep else results[0].out_dir
-    console.print(f"[dim]results in {where}/ (records.jsonl, metrics.json, report.md per run)[/]")
+    console.print(
+        f"[dim]results in {terminal_text(where)}/ (records.jsonl, metrics.json, report.md per run)[/]"
+    )
     return results
 
 

@@ -16,6 +16,7 @@ The table is a convenience for budgeting, not a bill: check the providers' prici
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -30,6 +31,9 @@ PRICES_AS_OF = "2025-09"  # standard (non-batch) paid-tier prices, prompts under
 BATCH_SHARE = 0.5  # OpenAI's Batch API and Gemini's batch mode: half the online price
 
 
+_MAX_TOKENS = 10**300  # a count no call reports; past it, float arithmetic overflows
+
+
 @dataclass(frozen=True)
 class Price:
     input: float
@@ -39,7 +43,10 @@ class Price:
     batch: float = BATCH_SHARE
 
     def cost(self, input_tokens: int, output_tokens: int, audio_tokens: int = 0) -> float:
-        """USD for a call online, no cache discount; `input_tokens` includes `audio_tokens`."""
+        """USD for a call online, no cache discount; `input_tokens` includes `audio_tokens`.
+        Infinite for counts past the float range (an int of any size is valid JSON)."""
+        if max(input_tokens, output_tokens, audio_tokens) > _MAX_TOKENS:
+            return math.inf
         audio = min(audio_tokens, input_tokens)
         audio_rate = self.input if self.input_audio is None else self.input_audio
         usd = (input_tokens - audio) * self.input + audio * audio_rate
@@ -49,7 +56,7 @@ class Price:
         """USD saved by input tokens read from the provider's prompt cache (text: the shared
         prefix of the prompts is their system text and dialogue)."""
         rate = self.input if self.input_cached is None else self.input_cached
-        return max(cached_tokens, 0) * (self.input - rate) / 1e6
+        return min(max(cached_tokens, 0), _MAX_TOKENS) * (self.input - rate) / 1e6
 
 
 PRICES: dict[str, Price] = {
@@ -169,6 +176,9 @@ def run_cost(config: ProviderConfig, model: str, records: Iterable[Record]) -> d
         total.add(record, price)
         if not record.cache_hit:
             spent.add(record, price)
+    if not (math.isfinite(total.usd) and math.isfinite(spent.usd)):
+        summary["note"] = "token counts too large to price (planted or damaged cache entries?)"
+        return summary
     summary.update(
         total.to_json(),
         usd_spent=round(spent.usd, 6),

@@ -143,16 +143,23 @@ def read_predictions(path: Path, items: Sequence[Item]) -> Predictions:
     """A predictions JSONL, one line per item: `{"item_id", "scores": {candidate: score or
     null}}` or `{"item_id", "ranking": [candidate, ...]}` (see `scores_from_ranking`), with an
     optional `repeat`; errors name the file, line and reason. A TREC run file
-    (`QID Q0 DOCNO RANK SCORE TAG`, harness.trec) is read as repeat 0."""
+    (`QID Q0 DOCNO RANK SCORE TAG`, harness.trec) is read as repeat 0.
+
+    Every repeat 0..R-1 counts, one without a line as every score missing, so evaluating
+    costs R score matrices: R may not exceed the file's line count (`"repeat": 1000000` on
+    one line would ask for a million)."""
     if is_trec_run(path):
         return read_run(path, items)
     candidates = {item.id: item.candidates for item in items}
     predictions: Predictions = defaultdict(dict)
+    n_lines, highest = 0, (0, 0)  # (repeat, its line)
     for line_no, line in jsonl_lines(path, missing="predictions file not found"):
+        n_lines += 1
         try:
             pred = PredictionLine.model_validate_json(line)
         except ValidationError as exc:
             raise DatasetError(path, line_no, pydantic_reason(exc)) from None
+        highest = max(highest, (pred.repeat, line_no), key=lambda pair: pair[0])
         if pred.item_id not in candidates:
             raise DatasetError(path, line_no, f"unknown item id {pred.item_id!r}")
         named = pred.scores if pred.scores is not None else pred.ranking or []
@@ -173,6 +180,15 @@ def read_predictions(path: Path, items: Sequence[Item]) -> Predictions:
             predictions[pred.repeat][pred.item_id] = dict(scores)
         else:
             predictions[pred.repeat][pred.item_id] = pred.scores or {}
+    repeat, line_no = highest
+    if repeat >= n_lines:
+        raise DatasetError(
+            path,
+            line_no,
+            f"repeat {repeat} is past the file's {n_lines} line(s): repeats run 0..R-1, each "
+            "one without a line counting as every score missing, so a file names at most as "
+            "many repeats as it has lines",
+        )
     return dict(predictions)
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from harness.cli_support import console, err_console, user_errors
 from harness.errors import HarnessError
+from harness.sanitize import terminal_text
 
 RUNS_HELP = (
     "Run folders, sweep folders (searched at any depth), predictions JSONL files, or folders "
@@ -23,7 +23,7 @@ RUNS_HELP = (
 def _warn(lines: Sequence[str]) -> None:
     for line in lines:
         err_console.print(
-            f"[bold yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True
+            f"[bold yellow]warning:[/] {terminal_text(line)}", highlight=False, soft_wrap=True
         )
 
 
@@ -147,7 +147,8 @@ def report(
     console.print(comparison_rich_table(title, loaded, analysis.human))
     if analysis.paired:
         console.print(paired_rich_table(analysis))
-    console.print(f"[dim]wrote {', '.join(p.name for p in written)} to {out}/[/]")
+    names = terminal_text(", ".join(p.name for p in written))
+    console.print(f"[dim]wrote {names} to {terminal_text(out)}/[/]")
 
 
 def _qrels_dataset(qrels: Path, sources: Sequence[Path], out: Path) -> Path:
@@ -208,8 +209,8 @@ def runs(
     def shown(path: Path) -> str:
         for root in roots:
             if path.is_relative_to(root) and path != root:
-                return escape(str(path.relative_to(root)))
-        return escape(str(path))
+                return terminal_text(str(path.relative_to(root)))
+        return terminal_text(str(path))
 
     for source in found.sources:
         if source.kind == "predictions":
@@ -238,7 +239,7 @@ def runs(
         finished = str(provenance.get("finished_at") or "?")
         table.add_row(
             shown(source.path) + mark,
-            escape(setup),
+            terminal_text(setup),
             str(metrics.get("n_items", "?")),
             _mean(metrics, "hit@1"),
             _mean(metrics, "mrr"),
@@ -281,21 +282,39 @@ def view(
     open_browser: Annotated[
         bool, typer.Option("--open", help="Open the page in the default browser.")
     ] = False,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            help="Access token every request must carry (?token=, then a cookie) "
+            "[default: none on 127.0.0.1, a random one on any other --host]."
+        ),
+    ] = None,
 ) -> None:
     """Serve the HTML report of the runs, live: every page load re-reads the results that
     changed, and an open page offers a reload when a run finishes. Ctrl+C stops."""
-    from harness.report.server import LiveReport, serve
+    import secrets
 
+    from harness.report.server import LiveReport, is_loopback, serve
+
+    local = is_loopback(host)
+    token = token or (None if local else secrets.token_urlsafe(12))
     report = LiveReport(runs or [Path("results")], dataset=dataset)
     try:
-        server = serve(report, host, port)
+        server = serve(report, host, port, token=token)
     except OSError as exc:
         raise HarnessError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
-    url = f"http://{host}:{server.server_address[1]}/"
+    url = f"http://{host}:{server.server_address[1]}/" + (f"?token={token}" if token else "")
     console.print(
-        f"serving the report of {', '.join(map(str, report.paths))} at {url} (Ctrl+C stops)",
+        f"serving the report of {terminal_text(', '.join(map(str, report.paths)))} at {url} "
+        "(Ctrl+C stops)",
         highlight=False,
     )
+    if not local:
+        console.print(
+            "[bold yellow]note:[/] listening beyond this machine: only links with the token "
+            "get in; use HTTPS in front of it (a reverse proxy) on an open network",
+            highlight=False,
+        )
     if open_browser:
         import webbrowser
 

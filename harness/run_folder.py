@@ -6,7 +6,6 @@ silently replaced by a different one."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from harness.prompting.joint import position_top1_rates
 from harness.prompting.variants import get_variant
 from harness.records import Predictions, Record, write_predictions
 from harness.report.run_report import write_run_report
+from harness.sanitize import dumps_json
 from harness.scoring.description_metrics import description_metrics
 from harness.scoring.evaluation import Evaluation, evaluate_records, expected_score_records
 from harness.secrets import scrub, scrub_value
@@ -105,8 +105,8 @@ def write_run_folder(
     and config.yaml are scrubbed (a key in a base URL). `subset`: the items of a run on part
     of its dataset (a sequential comparison's), listed in config.yaml as `items`."""
     write_predictions(out_dir / "predictions.jsonl", predictions, items)
-    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-    (out_dir / "run.json").write_text(scrub(json.dumps(stats, indent=2)) + "\n")
+    (out_dir / "metrics.json").write_text(dumps_json(metrics, indent=2) + "\n")
+    (out_dir / "run.json").write_text(scrub(dumps_json(stats, indent=2)) + "\n")
     saved = scrub_value(config.model_dump(mode="json"))
     if subset is not None:
         saved["items"] = list(subset)

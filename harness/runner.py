@@ -37,6 +37,7 @@ from harness.run_folder import (
     evaluate_run,
     write_run_folder,
 )
+from harness.sanitize import terminal_text
 from harness.scoring.evaluation import (
     Evaluation,
     no_scores_reason,
@@ -288,7 +289,7 @@ class Runner:
             f"[yellow]resuming[/] {self.config.name}: an interrupted run left "
             f"{self.stats.resumed_records} complete record(s)"
             + (f" and {torn} half-written line(s), which are dropped" if torn else "")
-            + f" in {partial}; every answer it received comes back from the cache",
+            + f" in {terminal_text(partial)}; every answer it received comes back from the cache",
             highlight=False,
         )
 

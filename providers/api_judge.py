@@ -37,6 +37,7 @@ from providers._api import (
     status_error,
     transport_error,
 )
+from providers._bounded_body import ResponseTooLarge
 from providers.base import Judge
 
 C = TypeVar("C")  # the SDK's client
@@ -210,6 +211,8 @@ class ApiJudge(Judge, Generic[C]):
             )
         elif self.is_timeout(exc):
             error = transport_error(label, exc, url, timeout=True)
+        elif self.is_connection_error(exc) and isinstance(exc.__cause__, ResponseTooLarge):
+            error = malformed_answer(label, exc.__cause__, url)  # a body refused unread
         elif self.is_connection_error(exc):
             error = transport_error(label, exc, url, timeout=False)
         elif isinstance(exc, self.malformed_errors):

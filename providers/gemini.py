@@ -26,6 +26,7 @@ from pydantic import Field
 from harness.audio import encode_wav
 from harness.types import AudioRef, ChatRequest, ChatResponse, ProviderConfig, ProviderError
 from providers._api import ApiOptions, parse_retry_after
+from providers._bounded_body import BoundedTransport, bounded_aiohttp_body
 from providers._expected_score import TokenChoice, api_expected_score
 from providers.api_judge import ApiJudge
 from providers.batch import BatchApi
@@ -76,9 +77,10 @@ class GeminiJudge(ApiJudge[Client]):
         http = None
         if self.http_client == "httpx":
             limit = self.config.max_concurrency
+            limits = httpx.Limits(max_connections=limit, max_keepalive_connections=limit)
             http = httpx.AsyncClient(
                 timeout=self.config.timeout_s,
-                limits=httpx.Limits(max_connections=limit, max_keepalive_connections=limit),
+                transport=BoundedTransport(httpx.AsyncHTTPTransport(limits=limits)),
             )
         # The SDK's own retries are off (attempts=1), including its silent retry of dropped
         # connections: the runner retries, with its backoff and limits.
@@ -87,6 +89,8 @@ class GeminiJudge(ApiJudge[Client]):
             timeout=int(self.config.timeout_s * 1000),
             retry_options=types.HttpRetryOptions(attempts=1),
             httpx_async_client=http,
+            # aiohttp: each request's body is read with a bound on its decompressed size
+            async_client_args=None if http else {"middlewares": (bounded_aiohttp_body,)},
         )
         client = Client(vertexai=False, api_key=key, http_options=options)
         if http is not None:

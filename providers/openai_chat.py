@@ -10,7 +10,8 @@ Audio goes as base64 WAV `input_audio` parts (or `audio_url` data URLs with
 - `audio_format`: `input_audio` (default) or `audio_url`;
 - `sample_rate`: resample clips to this rate before sending (default: the file's own rate,
   mono 16-bit WAV);
-- `extra_body`: extra request fields for the server (e.g. vLLM sampling options);
+- `extra_body`: extra request fields for the server (e.g. vLLM sampling options; not
+  `model`, `messages`, `stream` or `n`, which the harness sends itself);
 - `reasoning_effort`: minimal, low, medium or high, for reasoning models (GPT-5 family);
 - `score: expected` (with `top_logprobs`, default 20): ask for token log-probabilities and
   record the expected score next to the greedy one (`extra.expected_score`);
@@ -26,16 +27,18 @@ from typing import Any, ClassVar, Literal
 
 import openai
 from openai.types.chat import ChatCompletion
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from harness.errors import ConfigError
 from harness.types import AudioRef, ChatRequest, ChatResponse, ProviderConfig, ProviderError
 from providers._api import MALFORMED_ANSWER_ERRORS, ApiOptions, parse_retry_after, wav_base64
+from providers._bounded_body import openai_transport
 from providers._expected_score import TokenChoice, api_expected_score
 from providers.api_judge import ApiJudge
 from providers.batch import BatchApi
 
 JsonMode = Literal["prompt", "schema", "object"]
+RESERVED_BODY_FIELDS = frozenset({"model", "messages", "stream", "n"})
 
 
 class OpenAIOptions(ApiOptions):
@@ -49,6 +52,19 @@ class OpenAIOptions(ApiOptions):
     reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = Field(
         default=None, description="reasoning models (GPT-5 family): how hard they think"
     )
+
+    @field_validator("extra_body")
+    @classmethod
+    def _not_the_harness_fields(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # Sent last, these would replace what the harness sends while its records, report,
+        # prices and cache name the configured model: refused, not silently overridden.
+        taken = sorted(set(value) & RESERVED_BODY_FIELDS)
+        if taken:
+            raise ValueError(
+                f"extra_body may not set {', '.join(taken)}: the harness sends it from its "
+                "own settings (set provider.model for another model)"
+            )
+        return value
 
 
 class ChatCompletionsJudge(ApiJudge[openai.AsyncOpenAI]):
@@ -96,7 +112,12 @@ class ChatCompletionsJudge(ApiJudge[openai.AsyncOpenAI]):
 
     def make_client(self, base_url: str | None, key: str) -> openai.AsyncOpenAI:
         return openai.AsyncOpenAI(
-            api_key=key, base_url=base_url, max_retries=0, timeout=self.config.timeout_s
+            api_key=key,
+            base_url=base_url,
+            max_retries=0,
+            timeout=self.config.timeout_s,
+            # a compressed body is inflated with a bound (a gzip bomb is that call's error)
+            http_client=openai.DefaultAsyncHttpxClient(transport=openai_transport()),
         )
 
     def _max_tokens_field(self) -> str:

@@ -10,6 +10,7 @@ import typer
 
 from harness.cli_support import console, user_errors
 from harness.errors import HarnessError
+from harness.sanitize import terminal_text
 
 DB_NAME = "annotations.sqlite"
 
@@ -95,7 +96,7 @@ def annotate(
             console.print(
                 f"exported {counts['rankings']} ranking(s) of {counts['items_with_annotations']}"
                 f"/{counts['items']} item(s) by {len(counts['annotators'])} annotator(s) into "
-                f"{out / 'items.jsonl'}",
+                f"{terminal_text(out / 'items.jsonl')}",
                 highlight=False,
             )
             return
@@ -111,7 +112,8 @@ def annotate(
         )
         link = f"http://{host}:{port}/" + (f"?token={study.token}" if study.token else "")
         console.print(
-            f"annotating {dataset} ({len(data.items)} items); rankings go to {store.path}\n"
+            f"annotating {terminal_text(dataset)} ({len(data.items)} items); rankings go to "
+            f"{terminal_text(store.path)}\n"
             f"annotators open {link}\n"
             f"progress: http://{host}:{port}/admin?key={study.admin_key} (Ctrl+C stops)",
             highlight=False,

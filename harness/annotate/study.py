@@ -5,13 +5,16 @@ completion code to give a crowdsourcing platform.
 
 Routes added to the task's app: `GET /api/session?annotator=` (where the annotator stands),
 `POST /api/guidelines`, `GET /api/practice/next?annotator=`, `POST /api/practice`,
-`GET /practice-audio/{clip_id}`, `GET /admin?key=` and `GET /api/admin?key=`.
+`GET /practice-audio/{clip_id}`, `GET /admin?key=` and `GET /api/admin?key=`. The API keeps
+the order the page shows (guidelines, then practice, then the task): a ranking posted early
+is refused with 409.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -89,6 +92,32 @@ def access_token(study: Study) -> Any:
         if request.query.get("token"):
             response.set_cookie(TOKEN_COOKIE, study.token, httponly=True, samesite="Strict")
         return response
+
+    return check
+
+
+def study_order(study: Study) -> Any:
+    """Middleware: the API keeps the study's order, whatever a client sends (the page keeps
+    it too): a practice ranking once the annotator confirmed the guidelines, a task ranking
+    once the practice items are ranked as well; 409 with a JSON error otherwise."""
+
+    @web.middleware
+    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.method == "POST" and request.path in ("/api/practice", "/api/rankings"):
+            body = await _json_body(request)  # read once; aiohttp keeps it for the handler
+            annotator = valid_name(body.get("annotator"))
+            store = request.app[STORE]
+            missing = None
+            if not store.has_read_guidelines(annotator):
+                missing = "confirm the guidelines first"
+            elif request.path == "/api/rankings" and _practice_pending(study, store, annotator):
+                missing = "rank every practice item first"
+            if missing is not None:
+                raise web.HTTPConflict(
+                    text=json.dumps({"error": f"{annotator}: {missing}"}, ensure_ascii=False),
+                    content_type="application/json",
+                )
+        return await handler(request)
 
     return check
 
@@ -219,6 +248,7 @@ def create_study_app(dataset: Dataset, store: RankingStore, study: Study) -> web
     """The ranking task with the study around it."""
     app = create_app(dataset, store)
     app.middlewares.append(access_token(study))
+    app.middlewares.append(study_order(study))
     app[STUDY] = study
     app.router.add_get("/api/session", session)
     app.router.add_post("/api/guidelines", guidelines)

@@ -25,6 +25,7 @@ from rich.console import Console
 
 from harness.batch.ledger import BatchLedger
 from harness.cache import ResponseCache
+from harness.sanitize import terminal_text
 from harness.secrets import scrub, scrub_value
 from harness.types import ChatRequest, ProviderError, Request
 from providers.batch import BatchApi, BatchResults
@@ -278,7 +279,7 @@ class BatchCollector:
         await asyncio.gather(*(one(key, req, fut) for key, (req, fut) in taken.items()))
 
     def _say(self, text: str) -> None:
-        self.console.print(f"[cyan]batch[/] {text}", highlight=False)
+        self.console.print(f"[cyan]batch[/] {terminal_text(text)}", highlight=False)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self.stats)

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from harness.cli_support import (
@@ -19,6 +18,7 @@ from harness.cli_support import (
     user_errors,
 )
 from harness.errors import HarnessError
+from harness.sanitize import terminal_text
 
 SIDES_HELP = (
     "An experiment file (one configuration), a run folder, or a predictions file (with --dataset)."
@@ -138,8 +138,8 @@ def compare(
     finally:
         cache.close()
     written = write_comparison(result, out)
-    console.print(escape(result.line()), highlight=False, soft_wrap=True)
-    console.print(f"[dim]wrote {', '.join(escape(str(p)) for p in written)}[/]")
+    console.print(terminal_text(result.line()), highlight=False, soft_wrap=True)
+    console.print(f"[dim]wrote {', '.join(terminal_text(p) for p in written)}[/]")
 
 
 @user_errors

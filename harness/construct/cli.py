@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from harness.cli_support import EXIT_INCOMPLETE, console, err_console, user_errors
+from harness.sanitize import terminal_text
 
 app = typer.Typer(
     help="Build a DialBGM-style benchmark from MusicCaps and DailyDialog, stage by stage.",
@@ -31,11 +32,11 @@ OverwriteOption = Annotated[
 
 
 def _show(title: str, fields: dict[str, Any], report_path: Path) -> None:
-    console.print(f"[bold]{title}[/]")
+    console.print(f"[bold]{terminal_text(title)}[/]")
     for name, value in fields.items():
         shown = json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else value
-        console.print(f"  {name}: {shown}", highlight=False, soft_wrap=True)
-    console.print(f"[dim]  full report: {report_path}[/]")
+        console.print(f"  {name}: {terminal_text(shown)}", highlight=False, soft_wrap=True)
+    console.print(f"[dim]  full report: {terminal_text(report_path)}[/]")
 
 
 def _stage1(csv_path: Path, out: Path, config: Any) -> None:

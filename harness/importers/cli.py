@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from harness.cli_support import console, user_errors
+from harness.sanitize import terminal_text
 
 app = typer.Typer(
     help="Turn another benchmark's release into a dataset folder.",
@@ -45,7 +46,7 @@ def musicrs(
 
     summary = import_musicrs(source, out, audio=audio, only_with_audio=only_with_audio, split=split)
     console.print(
-        f"[bold]MusiCRS[/] -> {out}: {summary.n_items} items, {summary.n_clips} clips, "
+        f"[bold]MusiCRS[/] -> {terminal_text(out)}: {summary.n_items} items, {summary.n_clips} clips, "
         f"{summary.n_candidates} candidates, {summary.n_relevant} gold "
         f"({summary.n_items_without_relevant} items without gold, "
         f"{summary.n_items_with_audio} with context audio)",
@@ -53,7 +54,7 @@ def musicrs(
         soft_wrap=True,
     )
     groups = ", ".join(f"{name} {n}" for name, n in summary.groups.most_common())
-    console.print(f"  groups: {groups}", highlight=False, soft_wrap=True)
+    console.print(f"  groups: {terminal_text(groups)}", highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -77,7 +78,7 @@ def qrels(
     make_folder(out, "--out")
     summary = import_qrels(source, candidates, out, queries=queries)
     console.print(
-        f"[bold]qrels[/] -> {out}: {summary.n_items} items, {summary.n_clips} documents, "
+        f"[bold]qrels[/] -> {terminal_text(out)}: {summary.n_items} items, {summary.n_clips} documents, "
         f"{summary.n_relevant} relevant; {summary.n_left_out} judged relevant documents are "
         f"not among their query's candidates (left out); {summary.n_without_candidates} "
         "judged queries have no candidates",

@@ -90,7 +90,8 @@ def _thread_audio(audio_root: Path, name: str, out: Path) -> list[str]:
 def _item(
     thread: Thread, line: int, source: Path | str, titles: dict[str, str], summary: ImportSummary
 ) -> dict[str, Any]:
-    candidates: list[str] = []
+    # Dicts as ordered sets: membership in a list made a thread of 100k candidates quadratic.
+    candidates: dict[str, None] = {}
     by_key: dict[str, list[str]] = {}
     for title in thread.final_candidates:
         cid = clip_id(title)
@@ -99,20 +100,24 @@ def _item(
         if cid in candidates:
             summary.n_duplicate_candidates += 1
             continue
-        candidates.append(cid)
+        candidates[cid] = None
         by_key.setdefault(normalise_title(title), []).append(cid)
-    relevant: list[str] = []
+    relevant: dict[str, None] = {}
     for gold in thread.limited_gt:
         matches = by_key.get(normalise_title(gold))
         if not matches:
             raise DatasetError(
                 source, line, f"limited_gt title {gold!r} is not among final_candidates"
             )
-        relevant += [cid for cid in matches if cid not in relevant]
+        relevant |= dict.fromkeys(matches)
     item: dict[str, Any] = {"id": thread.name, "query": thread.query}
     if thread.combined_text.strip():
         item["dialogue"] = [{"speaker": "thread", "text": thread.combined_text.strip()}]
-    item |= {"group": thread.source_subreddit, "candidates": candidates, "relevant": relevant}
+    item |= {
+        "group": thread.source_subreddit,
+        "candidates": list(candidates),
+        "relevant": list(relevant),
+    }
     if thread.url:
         item["url"] = thread.url
     return item

@@ -5,8 +5,11 @@ neither reach outside its context nor exhaust memory or time.
 Bounds: no operator, method or filter makes a string or list longer than `MAX_TEXT` (nor
 takes a width or count above it), `**` makes no number above `MAX_POWER_BITS` bits, a
 rendered block is at most `MAX_OUTPUT` characters, and a render stops after `MAX_SECONDS`
-(checked at every operator, call, attribute, item and output chunk). Breaking a bound
-raises jinja2's SecurityError, which the renderer reports as the template's fault.
+(checked at every operator, call, attribute, item, output chunk and loop step: every
+`{% for %}` iterates through `bounded_iter`, so a loop with an empty body is checked too).
+What joins, replaces, concatenates (`~`), formats or serialises (`tojson`) is measured
+before it is built, so a 10 GB string is refused, not allocated and then refused. Breaking
+a bound raises jinja2's SecurityError, which the renderer reports as the template's fault.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from jinja2 import nodes
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -54,10 +58,11 @@ class FolderLoader(jinja2.FileSystemLoader):
 
 
 @contextmanager
-def time_limit(seconds: float = MAX_SECONDS) -> Iterator[None]:
-    """Rendering inside this block stops (SecurityError) once `seconds` have passed."""
+def time_limit(seconds: float | None = None) -> Iterator[None]:
+    """Rendering inside this block stops (SecurityError) once `seconds` (default
+    MAX_SECONDS) have passed."""
     previous = getattr(_local, "deadline", None)
-    _local.deadline = time.monotonic() + seconds
+    _local.deadline = time.monotonic() + (MAX_SECONDS if seconds is None else seconds)
     try:
         yield
     finally:
@@ -85,6 +90,92 @@ def check_output(chunks: Iterator[str]) -> str:
 def _check_size(value: Any) -> None:
     if isinstance(value, str | bytes | list | tuple) and len(value) > MAX_TEXT:
         raise SecurityError(f"a value longer than {MAX_TEXT:,} items")
+
+
+def _too_long() -> SecurityError:
+    return SecurityError(f"a value longer than {MAX_TEXT:,} items")
+
+
+def text_size(value: Any, budget: int = MAX_TEXT) -> int:
+    """About how many characters `str(value)` or its JSON has (containers: their items plus
+    two per item), without building it; SecurityError once past `budget`."""
+    total, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str | bytes):
+            total += len(item) + 2
+        elif isinstance(item, list | tuple | set | frozenset):
+            total += 2 * len(item) + 2
+            stack.extend(item)
+        elif isinstance(item, dict):
+            total += 4 * len(item) + 2
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, bool | int | float | None):
+            total += 24 if not isinstance(item, int) or abs(item) < 10**20 else len(str(item))
+        else:
+            total += len(str(item))
+        if total > budget:
+            raise _too_long()
+    return total
+
+
+def _check_join(items: Any, separator: Any = "") -> None:
+    if isinstance(items, list | tuple | str):
+        text_size([items, str(separator) * max(len(items) - 1, 0)])
+
+
+def _check_replace(text: Any, old: Any, new: Any, count: Any = None) -> None:
+    if isinstance(text, str) and isinstance(old, str) and isinstance(new, str):
+        found = text.count(old) if old else len(text) + 1
+        if isinstance(count, int) and count >= 0:
+            found = min(found, count)
+        if len(text) + found * (len(new) - len(old)) > MAX_TEXT:
+            raise _too_long()
+
+
+def _check_fields(template: str, args: Any, percent: bool) -> None:
+    """A format string fills each field with an argument: bound the product."""
+    if percent:
+        fields = len(_PERCENT_SPEC.findall(template))
+    else:
+        fields = template.count("{") - 2 * template.count("{{")
+    if fields > 0 and len(template) + fields * text_size(args) > MAX_TEXT:
+        raise _too_long()
+
+
+def bounded_iter(iterable: Any) -> Iterator[Any]:
+    """What every `{% for %}` iterates: the time limit checked at each step."""
+    for item in iterable:
+        check_time()
+        yield item
+
+
+def bounded_concat(*values: Any) -> str:
+    """`a ~ b ~ ...`, measured before it is built."""
+    check_time()
+    text_size(values)
+    return "".join(map(str, values))
+
+
+class _Bounding(jinja2.visitor.NodeTransformer):
+    """Every loop iterates through `bounded_iter`, every `~` is `bounded_concat`."""
+
+    def visit_For(self, node: nodes.For) -> nodes.Node:
+        self.generic_visit(node)
+        iterable = node.iter
+        assert isinstance(iterable, nodes.Expr)
+        node.iter = _environment_call("bounded_iter", [iterable], iterable.lineno)
+        return node
+
+    def visit_Concat(self, node: nodes.Concat) -> nodes.Node:
+        self.generic_visit(node)
+        return _environment_call("bounded_concat", list(node.nodes), node.lineno)
+
+
+def _environment_call(name: str, args: list[nodes.Expr], lineno: int) -> nodes.Call:
+    # An environment attribute, not a template name: a template cannot shadow it.
+    return nodes.Call(nodes.EnvironmentAttribute(name), args, [], None, None, lineno=lineno)
 
 
 def _check_numbers(values: Any) -> None:
@@ -115,6 +206,13 @@ def _bounded_filter(function: Callable[..., Any], name: str) -> Callable[..., An
         _check_numbers([*given[1:], *kwargs.values()])
         if name == "format" and given and isinstance(given[0], str):
             _check_format_spec(given[0], percent=True)
+            _check_fields(given[0], [*given[1:], *kwargs.values()], percent=True)
+        elif name == "join" and given:
+            _check_join(given[0], given[1] if len(given) > 1 else kwargs.get("d", ""))
+        elif name == "replace" and len(given) >= 3:
+            _check_replace(*given[:4])
+        elif name == "tojson" and given:
+            text_size(given[0])
         result = function(*args, **kwargs)
         _check_size(result)
         return result
@@ -127,9 +225,18 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
 
     intercepted_binops = frozenset({"*", "**", "%", "+"})
 
+    bounded_iter = staticmethod(bounded_iter)
+    bounded_concat = staticmethod(bounded_concat)
+
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self.filters = {name: _bounded_filter(f, name) for name, f in self.filters.items()}
+
+    def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
+        tree = super()._parse(source, name, filename)
+        bounded = _Bounding().visit(tree)
+        assert isinstance(bounded, nodes.Template)
+        return bounded
 
     def call_binop(
         self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any
@@ -145,6 +252,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
                 raise SecurityError(f"a number of more than {MAX_POWER_BITS} bits")
         elif operator == "%" and isinstance(left, str):
             _check_format_spec(left, percent=True)
+            _check_fields(left, right, percent=True)
         result = super().call_binop(context, operator, left, right)
         _check_size(result)
         return result
@@ -161,8 +269,14 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
             _check_numbers([*args, *kwargs.values()])
         method = getattr(__obj, "__wrapped__", __obj)  # the sandbox wraps str.format
         owner = getattr(method, "__self__", None)
-        if isinstance(owner, str) and getattr(method, "__name__", "") in ("format", "format_map"):
+        called = getattr(method, "__name__", "")
+        if isinstance(owner, str) and called in ("format", "format_map"):
             _check_format_spec(owner, percent=False)
+            _check_fields(owner, [*args, *kwargs.values()], percent=False)
+        elif isinstance(owner, str) and called == "join" and args:
+            _check_join(args[0], owner)
+        elif isinstance(owner, str) and called == "replace" and len(args) >= 2:
+            _check_replace(owner, *args[:3])
         result = super().call(__context, __obj, *args, **kwargs)
         _check_size(result)
         return result

@@ -22,6 +22,7 @@ from harness.config import ExperimentConfig
 from harness.dataset import Dataset, Item
 from harness.errors import HarnessError
 from harness.prompting.fewshot import Example
+from harness.prompting.prompts import TemplateError
 from harness.protocols.feedback import (
     Reply,
     UserSimulator,
@@ -130,7 +131,15 @@ class RefineCalls(CallPlan):
                 second.parse_error = failure
             second.extra.update(first_pick=pick, **reply.to_extra())
             return [first, second]
-        second = await self.first.record(self.second_call(call, item, pick, reply.text), answerer)
+        try:
+            follow_up = self.second_call(call, item, pick, reply.text)
+        except TemplateError as exc:
+            # Turn 1 of this item rendered: what broke the prompt (a reply too long for the
+            # sandbox's bounds) is this item's, so it fails this item's turn 2 only.
+            second.error = f"turn2_prompt: {exc}"
+            second.extra.update(first_pick=pick, **reply.to_extra())
+            return [first, second]
+        second = await self.first.record(follow_up, answerer)
         second.extra.update(turn=2, first_pick=pick, **reply.to_extra())
         return [first, second]
 

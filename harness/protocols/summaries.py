@@ -27,6 +27,7 @@ from harness.prompting.fewshot import dialogue_key
 from harness.prompting.parsing import ParseError, parse_summary
 from harness.prompting.prompts import render, template_hash
 from harness.records import Record
+from harness.sanitize import terminal_text
 from harness.types import ChatRequest, ProviderConfig
 from providers import create_provider
 
@@ -115,7 +116,7 @@ class Summaries:
                 if show_progress:
                     console.print(
                         f"[dim]summarising {len(todo)} dialogue(s) with "
-                        f"{provider.config.name} ({provider.model})[/]"
+                        f"{terminal_text(provider.config.name)} ({terminal_text(provider.model)})[/]"
                     )
                 lines = await asyncio.gather(
                     *(summarize(summarizer, item) for item, _ in todo.values())

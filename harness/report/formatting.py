@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
+from harness.sanitize import terminal_text
 from harness.scoring.metrics import METRIC_NAMES, RANK_NAMES
 
 METRIC_LABELS = {"hit@1": "Hit@1", "mrr": "MRR", "ndcg": "nDCG", "kendall_tau_b": "tau-b"}
@@ -100,7 +101,7 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def rich_table(title: str, runs: Sequence[tuple[str, Mapping[str, Any]]]) -> Table:
-    table = Table(title=title, title_justify="left")
+    table = Table(title=terminal_text(title), title_justify="left")
     names = shown_metrics((m for _, m in runs), compact=True)
     for column in metric_header(names):
         if column == "run":
@@ -109,5 +110,5 @@ def rich_table(title: str, runs: Sequence[tuple[str, Mapping[str, Any]]]) -> Tab
             table.add_column(column, justify="right", no_wrap=True)
     for row in metric_rows(runs, names):
         # The CI goes under the mean so that run names keep their room.
-        table.add_row(*(cell.replace(" [", "\n[") for cell in row))
+        table.add_row(*(terminal_text(cell.replace(" [", "\n[")) for cell in row))
     return table

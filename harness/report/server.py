@@ -1,18 +1,27 @@
 """`harness view`: the HTML report of one or several runs served live. Each page load
 re-reads the results when a run was added or changed (by the files' sizes and modification
 times), so a sweep can be watched while it runs; the page polls and offers a reload when the
-results change. Audio is served by clip id. Standard library only."""
+results change. Audio is served by clip id. Standard library only.
+
+Bound to loopback, it answers only requests whose Host header names this machine (a page of
+another site that rebinds its name to 127.0.0.1 cannot read the report); with a `token` (what
+`harness view` makes when bound beyond this machine) every request must carry it, `?token=`
+once and then a cookie. A client that hangs up mid-answer is not an error."""
 
 from __future__ import annotations
 
+import hmac
+import ipaddress
+import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
+from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from harness.dataset import Clip
 from harness.errors import HarnessError
@@ -22,6 +31,19 @@ from harness.report.media import audio_type
 from harness.report.sources import discover, load_sources
 
 WATCHED = ("metrics.json", "records.jsonl", "run.json", "config.yaml")
+TOKEN_COOKIE = "bgm_view_token"
+LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+HUNG_UP = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding to `host` serves this machine only."""
+    if host in LOCAL_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 @dataclass
@@ -101,9 +123,33 @@ def _waiting(title: str, warnings: Sequence[str]) -> str:
     )
 
 
-def handler(report: LiveReport) -> type[BaseHTTPRequestHandler]:
+def handler(report: LiveReport, *, local: bool, token: str | None) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            try:
+                self._answer()
+            except HUNG_UP:
+                self.close_connection = True  # the client left; nothing to tell it
+
+        def _refused(self) -> str | None:
+            """Why this request is refused (Host header, token), or None."""
+            if local:
+                name = urlsplit("//" + (self.headers.get("Host") or "")).hostname or ""
+                if name not in LOCAL_NAMES:
+                    return "this report is served to this machine only (Host header refused)"
+            if token is not None:
+                query = parse_qs(urlsplit(self.path).query).get("token", [""])[0]
+                cookie = SimpleCookie(self.headers.get("Cookie") or "").get(TOKEN_COOKIE)
+                given = query or (cookie.value if cookie else "")
+                if not hmac.compare_digest(given.encode(), token.encode()):
+                    return "an access token is needed: open the link you were given (?token=...)"
+            return None
+
+        def _answer(self) -> None:
+            refused = self._refused()
+            if refused is not None:
+                self._send(refused.encode(), "text/plain; charset=utf-8", HTTPStatus.FORBIDDEN)
+                return
             path = urlsplit(self.path).path
             try:
                 if path in ("/", "/index.html"):
@@ -126,6 +172,10 @@ def handler(report: LiveReport) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", mime)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", "no-store")
+            if token is not None and "token=" in (urlsplit(self.path).query or ""):
+                self.send_header(
+                    "Set-Cookie", f"{TOKEN_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"
+                )
             self.end_headers()
             self.wfile.write(body)
 
@@ -135,6 +185,21 @@ def handler(report: LiveReport) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def serve(report: LiveReport, host: str, port: int) -> ThreadingHTTPServer:
-    """A server for `report` bound to host:port (not yet serving: call serve_forever)."""
-    return ThreadingHTTPServer((host, port), handler(report))
+class _Server(ThreadingHTTPServer):
+    token: str | None = None
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], HUNG_UP):
+            return  # a client that hung up mid-answer (a closed tab) is not an error
+        super().handle_error(request, client_address)
+
+
+def serve(
+    report: LiveReport, host: str, port: int, token: str | None = None
+) -> ThreadingHTTPServer:
+    """A server for `report` bound to host:port (not yet serving: call serve_forever); with
+    `token`, every request must carry it. Bound to loopback, foreign Host headers are
+    refused."""
+    server = _Server((host, port), handler(report, local=is_loopback(host), token=token))
+    server.token = token
+    return server

@@ -23,6 +23,7 @@ from harness.report.loading import RunData
 from harness.report.pivot import pivot_markdown
 from harness.report.protocol_tables import protocol_sections
 from harness.report.run_report import HUMAN_NOTE
+from harness.sanitize import terminal_text
 from harness.scoring.human_ceiling import HUMAN_ROW
 from harness.scoring.metrics import METRIC_NAMES, Aggregate, MetricSummary
 from harness.scoring.stats import CORRECTION_NAMES, PairedDifference
@@ -464,7 +465,7 @@ def comparison_markdown(analysis: Analysis, title: str = "comparison") -> str:
 def comparison_rich_table(
     title: str, runs: Sequence[RunData], human: Aggregate | None = None
 ) -> Table:
-    table = Table(title=title, title_justify="left")
+    table = Table(title=terminal_text(title), title_justify="left")
     # The run name carries provider, model, prompt and inputs; comparison.md has every column.
     skip = {"provider", "model", "prompt", "inputs", "tie rate", "calls", "tokens in/out"}
     header = comparison_header(runs, compact=True)
@@ -483,15 +484,17 @@ def comparison_rich_table(
         rows.append(human_row(human, table_metrics(runs, compact=True)))
     for row in rows:
         # The CI goes under the mean so that run names keep their room.
-        table.add_row(*(row[i].replace(" [", "\n[") for i in keep))
+        table.add_row(*(terminal_text(row[i].replace(" [", "\n[")) for i in keep))
     return table
 
 
 def paired_rich_table(analysis: Analysis) -> Table:
-    table = Table(title=paired_title(analysis).replace("`", ""), title_justify="left")
+    table = Table(
+        title=terminal_text(paired_title(analysis).replace("`", "")), title_justify="left"
+    )
     for column in PAIRED_HEADER:
         left = column in ("run", "baseline", "metric")
         table.add_column(column, justify="left" if left else "right")
     for row in paired_rows(analysis):
-        table.add_row(*row)
+        table.add_row(*map(terminal_text, row))
     return table

@@ -4,8 +4,7 @@ position bias) as PNG, PDF and SVG, and report.html."""
 
 from __future__ import annotations
 
-import csv
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +21,7 @@ from harness.report.tables import (
     position_bias_csv_rows,
     run_marks,
 )
-
-
-def write_csv(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
-    if not rows:
-        return
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+from harness.sanitize import write_csv
 
 
 def report_figures(analysis: Analysis, *, files: bool = True) -> dict[str, plots.Figure]:

@@ -11,6 +11,7 @@ candidate. An item without any relevant candidate scores 0 on every metric.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -157,8 +158,18 @@ def build_matrix(
         given = predictions.get(item.id, {})
         # None (no usable score) and absent candidates both become NaN.
         scores.append(np.array(list(map(given.get, item.candidates)), dtype=np.float64))
-        relevance.append(item.gains)
+        relevance.append(_unit_scale(item.gains))
     return ScoreMatrix([item.id for item in items], scores, relevance)
+
+
+def _unit_scale(gains: FloatArray) -> FloatArray:
+    """`gains` times the power of two that brings the largest into [0.5, 1): every metric is
+    scale-free and the product is exact, so results do not change, but sums of gains near
+    the float maximum (1e308) no longer overflow to inf and make nDCG NaN."""
+    top = float(gains.max(initial=0.0))
+    if top <= 0.0:
+        return gains
+    return np.ldexp(gains, -math.frexp(top)[1])
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ def audio_info(audio: list[tuple[str, str]]) -> tuple[float, list[int]]:
 def digest(*pieces: str | bytes) -> bytes:
     hasher = hashlib.sha256()
     for piece in pieces:
-        hasher.update(piece.encode() if isinstance(piece, str) else piece)
+        hasher.update(piece.encode("utf-8", "surrogatepass") if isinstance(piece, str) else piece)
         hasher.update(b"\0")
     return hasher.digest()
 
@@ -215,6 +215,8 @@ def answer_text(mode: str, parsed: ParsedRequest) -> str:
         return json.dumps({"rating": score})
     if mode == "huge_number":
         return '{"score": ' + "9" * BIG + "}"
+    if mode == "lone_surrogate":  # sent as the JSON escape "\\ud800": no UTF-8 once decoded
+        return "\ud800 " + body[: max(1, len(body) - 3)] + " \udfff"
     if mode == "deep_nesting":
         return '{"score": ' + "[" * BIG + "]" * BIG + "}"
     return body

@@ -29,6 +29,7 @@ ANSWER_MODES = (
     "partial_ranking",
     "huge_number",
     "deep_nesting",
+    "lone_surrogate",
 )
 
 

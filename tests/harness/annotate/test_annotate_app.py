@@ -287,6 +287,8 @@ def test_study_token_and_fixed_completion_code(tiny_dataset: Path, tmp_path: Pat
         assert (await client.get("/api/progress")).status == 200
         client.session.cookie_jar.clear()
         assert (await client.get("/api/progress")).status == 403
+        token = {"token": "s3cret"}
+        await client.post("/api/guidelines", params=token, json={"annotator": "ann"})
         for entry in load_dataset(dataset_dir).items:
             post = {"annotator": "ann", "item_id": entry.id, "ranking": list(entry.candidates)}
             await client.post("/api/rankings", params={"token": "s3cret"}, json=post)
