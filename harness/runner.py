@@ -44,6 +44,9 @@ from harness.scoring.metrics import Aggregate
 from providers import Judge, Provider, create_provider
 
 PROTOCOL_BLOCKS = ("turns", "turn_gain", "description")
+# Calls started ahead of their answers (`Runner.in_flight_limit`).
+IN_FLIGHT_PER_SLOT = 4
+IN_FLIGHT_MIN = 256
 
 
 @dataclass
@@ -225,13 +228,11 @@ class Runner:
                     )
 
                 everything = calls if first is None else itertools.chain([first], calls)
-                pending = await self._start_all(everything, one)
-                progress.update(task, total=len(pending))
-                try:
-                    await asyncio.gather(*pending)
-                except BaseException:  # a full disk, a damaged cache, an interruption
-                    await _cancel_all(pending)
-                    raise
+
+                def counted(total: int) -> None:
+                    progress.update(task, total=total)
+
+                await self._run_all(everything, one, counted)
         finally:
             writer.close()
             self.answerer.close()
@@ -248,22 +249,48 @@ class Runner:
                 f"cannot write the results to {self.out_dir}: {exc.strerror or exc}"
             ) from None
 
-    async def _start_all(
-        self, calls: Iterable[Call], one: Callable[[Call], Awaitable[None]]
-    ) -> list[asyncio.Future[None]]:
-        """Start each call as soon as it is prepared, yielding to the event loop after every
-        `max_concurrency` calls, so that rendering the rest overlaps the first requests."""
-        started: list[asyncio.Future[None]] = []
-        batch = self.config.provider.max_concurrency
+    def in_flight_limit(self) -> int | None:
+        """How many calls are started ahead of their answers: a few times the concurrency,
+        so the next requests are rendered while these are answered, and memory stays flat in
+        the number of calls; None (all of them) in batch mode, where a batch collects every
+        request the cache does not answer."""
+        if self.answerer.batch is not None:
+            return None
+        return max(IN_FLIGHT_MIN, IN_FLIGHT_PER_SLOT * self.config.provider.max_concurrency)
+
+    async def _run_all(
+        self,
+        calls: Iterable[Call],
+        one: Callable[[Call], Awaitable[None]],
+        counted: Callable[[int], None],
+    ) -> None:
+        """Start each call as soon as it is prepared, with at most `in_flight_limit()`
+        started and unfinished; `counted(n)` once every call has been started. The first
+        failure (a full disk, a damaged cache, an interruption) cancels the rest."""
+        limit = self.in_flight_limit()
+        pending: set[asyncio.Future[None]] = set()
+
+        async def settle(until: int) -> None:
+            nonlocal pending
+            while len(pending) > until:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for future in done:
+                    future.result()
+
+        started = 0
         try:
             for call in calls:
-                started.append(asyncio.ensure_future(one(call)))
-                if len(started) % batch == 0:
-                    await asyncio.sleep(0)
+                pending.add(asyncio.ensure_future(one(call)))
+                started += 1
+                if limit is not None and len(pending) >= limit:
+                    await settle(limit - 1)
+                elif started % self.config.provider.max_concurrency == 0:
+                    await asyncio.sleep(0)  # let the first requests go out while rendering
+            counted(started)
+            await settle(0)
         except BaseException:
-            await _cancel_all(started)
+            await _cancel_all(list(pending))
             raise
-        return started
 
     def _report_interrupted(self, partial: Path) -> None:
         if not partial.exists():
