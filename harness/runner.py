@@ -30,7 +30,7 @@ from harness.protocols import call_plan
 from harness.protocols.plans import Call, CallPlan, check_inputs
 from harness.protocols.summaries import Summaries
 from harness.provenance import now, provenance, unofficial_endpoints
-from harness.records import Record, RecordWriter, scan_partial, write_sorted
+from harness.records import Record, RecordsFile, RecordWriter, scan_partial, sort_records
 from harness.run_folder import check_run_folder, write_run_folder
 from harness.scoring.description_metrics import description_metrics
 from harness.scoring.evaluation import (
@@ -178,7 +178,7 @@ class Runner:
     def check_metrics_step(self, dataset: Dataset) -> None:
         """Evaluate placeholder scores before any call, so that whatever would fail at the
         metrics step (an item without a human ranking, ...) fails before anything is paid."""
-        placeholder = [
+        placeholder = (
             Record(
                 item_id=item.id,
                 candidates=list(item.candidates),
@@ -187,7 +187,7 @@ class Runner:
             )
             for repeat in range(self.config.repeats)
             for item in dataset.items
-        ]
+        )
         try:
             self._evaluate(dataset, placeholder)
         except (ArithmeticError, LookupError, TypeError, ValueError) as exc:
@@ -209,15 +209,13 @@ class Runner:
         partial = records_path.with_name("records.partial.jsonl")
         self._report_interrupted(partial)
         writer = RecordWriter(partial)
-        records: list[Record] = []
         try:
             with self._progress() as progress:
                 task = progress.add_task(self.config.name, total=None, hits=0, failed=0, bad=0)
 
                 async def one(call: Call) -> None:
                     for record in await self.run_call(call):
-                        writer.write(record)
-                        records.append(record)
+                        writer.write(record)  # and not kept: memory stays flat
                         self._count(record)
                     progress.update(
                         task,
@@ -241,9 +239,9 @@ class Runner:
         self.stats.cache_repaired = len(self.cache.damaged) - damaged_before
         item_order = [item.id for item in dataset.items]
         try:
-            write_sorted(records_path, records, item_order)
+            sort_records(partial, records_path, item_order)
             partial.unlink()
-            return self._finish(dataset, records, started)
+            return self._finish(dataset, RecordsFile(records_path), started)
         except OSError as exc:  # every answer is in the cache: a re-run rewrites these files
             raise StorageError(
                 f"cannot write the results to {self.out_dir}: {exc.strerror or exc}"
@@ -326,7 +324,7 @@ class Runner:
             disable=not self.show_progress,
         )
 
-    def _evaluate(self, dataset: Dataset, records: list[Record]) -> Evaluation:
+    def _evaluate(self, dataset: Dataset, records: Iterable[Record]) -> Evaluation:
         config = self.config
         return evaluate_records(
             dataset.items,
@@ -339,7 +337,7 @@ class Runner:
             merge_groups=config.metrics.merge_groups,
         )
 
-    def _finish(self, dataset: Dataset, records: list[Record], started: float) -> RunResult:
+    def _finish(self, dataset: Dataset, records: Iterable[Record], started: float) -> RunResult:
         """Evaluate the run, then write its folder."""
         evaluation, metrics = self.evaluate(dataset, records)
         self.stats.wall_s = round(time.perf_counter() - started, 3)
@@ -370,34 +368,48 @@ class Runner:
         return result
 
     def evaluate(
-        self, dataset: Dataset, records: list[Record]
+        self, dataset: Dataset, records: Iterable[Record]
     ) -> tuple[Evaluation, dict[str, Any]]:
         """The run's evaluation and its metrics.json: the metrics, the failure counts, and
         the blocks of the prompt variant (`position_top1`), the judge's expected scores and
-        the descriptions where they apply."""
-        evaluation = self._evaluate(dataset, records)
+        the descriptions where they apply. `records` is iterated once, and again only for
+        a block that its records call for (they may be read from a file each time)."""
+        joint = self.plan.variant is not None and self.plan.variant.mode == "joint"
+        judged: list[Record] = []  # a joint run's judge records (not a retriever's)
+        carried: set[str] = set()
+
+        def noted(records: Iterable[Record]) -> Iterator[Record]:
+            for record in records:
+                carried.update(k for k in ("expected_score", "description") if k in record.extra)
+                if joint and record.raw is not None:
+                    judged.append(record)
+                yield record
+
+        evaluation = self._evaluate(dataset, noted(records))
         metrics = evaluation.to_json()
         metrics["parse_failures"] = self.stats.parse_failures
         metrics["errors"] = self.stats.errors
-        variant = self.plan.variant
-        if variant is not None and variant.mode == "joint":
-            judged = [r for r in records if r.raw is not None]  # not a retriever's record
+        if joint:
             metrics["position_top1"] = position_top1_rates(judged, dataset.items)
-        expected = expected_score_records(records)
+        expected = expected_score_records(list(records)) if "expected_score" in carried else None
         if expected is not None:
             metrics["expected_score"] = self._evaluate(dataset, expected).aggregate.to_json()
-        described = description_metrics(
-            dataset.items,
-            dataset.clips,
-            records,
-            n_bootstrap=self.config.n_bootstrap,
-            seed=self.config.seed,
+        described = (
+            description_metrics(
+                dataset.items,
+                dataset.clips,
+                records,
+                n_bootstrap=self.config.n_bootstrap,
+                seed=self.config.seed,
+            )
+            if "description" in carried
+            else None
         )
         if described is not None:
             metrics["description"] = described
         return evaluation, metrics
 
-    def run_stats(self, records: list[Record]) -> dict[str, Any]:
+    def run_stats(self, records: Iterable[Record]) -> dict[str, Any]:
         """run.json: the run's counts, the plan's, the cost and the provenance."""
         stats = self.stats.to_json() | self.plan.extra_stats()
         if self.provider.kind == "judge":
