@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -138,6 +138,14 @@ class PredictionsBuilder:
         for (repeat, item_id, cid), values in self._sums.items():
             self._seen[repeat][item_id][cid] = sum(values) / len(values)
         return dict(self._seen)
+
+
+def predictions_from_records(records: Iterable[Record]) -> Predictions:
+    """The records' scores per (repeat, item, candidate) (see `PredictionsBuilder`)."""
+    builder = PredictionsBuilder()
+    for record in records:
+        builder.add(record)
+    return builder.predictions()
 
 
 def scores_from_ranking(ranking: Sequence[str], candidates: Sequence[str]) -> dict[str, float]:
