@@ -23,10 +23,18 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "(1) 4,800 calls at 200 ms, concurrency 64, vs the bare SDK",
     ),
     "latency": ("bench.latency_bound", "(1b) 960 calls at 1 s, concurrency 32"),
+    "ceiling": (
+        "bench.ceiling",
+        "(1c) the 4,800 calls at latency 0: CPU per call and wall vs the bare SDK",
+    ),
     "rate_limit": ("bench.rate_limit", "(2) rate-limited server, harness rpm set to the limit"),
     "replay": ("bench.replay", "(3) warm-cache replay of the 4,800-call run, whole process"),
     "metrics": ("bench.metrics_speed", "(4) metrics + bootstrap + agreement matrix"),
     "memory": ("bench.memory", "(5) peak RSS, 4,800 calls over 1,000 10-second clips"),
+    "memory_series": (
+        "bench.memory_series",
+        "(5b) peak RSS of 1k / 10k / 100k calls of the random scorer; warm re-run of the 100k",
+    ),
     "inspect": ("bench.vs_inspect", "(6) the 4,800-call workload through inspect_ai and bgm-judge"),
     "musicnn": ("bench.musicnn_speed", "(7) musicnn tags/s on CPU, port vs TensorFlow"),
     "batch_cost": (

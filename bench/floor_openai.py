@@ -4,7 +4,7 @@ request body is the one `openai-compatible` sends: system message, user content 
 base64 WAV `input_audio` parts, temperature 0, the variant's JSON schema as response_format.
 
 Each request reads its clip and base64-encodes it when it is sent, as any client must
-for distinct clips. Prints one JSON line: requests, answered, errors, in-process wall.
+for distinct clips. Prints one JSON line: requests, answered, errors, in-process wall and CPU time.
 
     python -m bench.floor_openai REQUESTS.jsonl --base-url http://127.0.0.1:8765/v1 \
         --concurrency 64
@@ -64,15 +64,16 @@ async def send_all(
         score: float = json.loads(response.choices[0].message.content or "{}")["score"]
         return score
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     scores = await asyncio.gather(*(one(r) for r in requests))
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     await client.close()
     return {
         "requests": len(requests),
         "answered": sum(s is not None for s in scores),
         "errors": len(errors),
         "wall_s": round(wall, 3),
+        "cpu_s": round(cpu, 3),
     }
 
 

@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -22,9 +23,9 @@ from tenacity.wait import wait_exponential_jitter
 from harness.batch.jobs import BatchCollector
 from harness.batch.ledger import BatchLedger
 from harness.cache import CLAIM_LEASE_S, ResponseCache, cache_key
-from harness.prompting.prompts import render
+from harness.prompting.prompts import TemplateHashes, render
 from harness.sanitize import clean_value
-from harness.secrets import scrub, scrub_value
+from harness.secrets import env_secrets, scrub, scrub_value
 from harness.types import ChatRequest, ProviderConfig, ProviderError, Request
 from providers import Provider
 from providers.batch import BatchApi
@@ -108,6 +109,15 @@ class Answerer:
         self._renewer: asyncio.Future[None] | None = None
         self._permanent_streak = 0
         self.batch: BatchCollector | None = None
+        self.template_hash = TemplateHashes()  # once per template and run
+        # The environment's secrets, scanned once per run rather than for every answer
+        # (values registered later, e.g. a key a provider reads on its first call, still count).
+        self._env_secrets = env_secrets()
+
+    @cached_property
+    def identity(self) -> dict[str, Any]:
+        """The provider's identity (part of every key), computed once per run."""
+        return self.provider.identity()
 
     def use_batches(self, api: BatchApi, ledger: Path, console: Console) -> BatchCollector:
         """Send the requests the cache does not answer through the provider's batch API,
@@ -145,17 +155,19 @@ class Answerer:
         return await task
 
     async def _invoke(self, request: Request) -> dict[str, Any]:
-        """One fresh answer from the provider, retried on transient errors only."""
+        """One fresh answer from the provider, retried on transient errors only. The first
+        attempt goes without a retry loop (most calls need none); after a transient failure
+        tenacity takes over, counting that attempt and the time it took."""
         cfg = self.settings
-        # Stop before a wait (Retry-After included) that would end past max_retry_time_s.
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(cfg.max_attempts) | stop_before_delay(cfg.max_retry_time_s),
-            wait=_RetryAfterOrBackoff(cfg.retry_wait_s, cfg.retry_max_wait_s),
-            retry=retry_if_exception(_is_transient),
-            reraise=True,
-        )
+        started = time.monotonic()
         try:
-            return await self._attempts(retrying, request)
+            try:
+                return await self._attempt(request)
+            except ProviderError as exc:
+                if not exc.transient or cfg.max_attempts <= 1:
+                    raise
+                first = exc
+            return await self._retry(request, first, time.monotonic() - started)
         except ProviderError as exc:
             if exc.transient and (exc.retry_after or 0.0) >= cfg.max_retry_time_s:
                 exc.args = (
@@ -165,36 +177,51 @@ class Answerer:
             self._note_failure(exc)
             raise
 
-    async def _attempts(self, retrying: AsyncRetrying, request: Request) -> dict[str, Any]:
+    async def _retry(self, request: Request, first: ProviderError, spent: float) -> dict[str, Any]:
+        """The attempts after a first one that failed with `first`, `spent` seconds ago."""
         cfg = self.settings
+        # Stop before a wait (Retry-After included) that would end past max_retry_time_s.
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(cfg.max_attempts)
+            | stop_before_delay(cfg.max_retry_time_s - spent),
+            wait=_RetryAfterOrBackoff(cfg.retry_wait_s, cfg.retry_max_wait_s),
+            retry=retry_if_exception(_is_transient),
+            reraise=True,
+        )
         async for attempt in retrying:
             with attempt:
-                if attempt.retry_state.attempt_number > 1:
-                    self.stats.retries += 1
-                if self._limiter:
-                    await self._limiter.acquire()
-                await self.provider.ready()  # e.g. loading local weights: not timed
-                async with self._semaphore:
-                    if self._halted is not None:
-                        raise ProviderError(
-                            f"the run stopped calling the model after a {self._halted.kind} "
-                            "failure (see that error)",
-                            transient=False,
-                            kind="not_sent",
-                        )
-                    self.stats.model_calls += 1
-                    started = time.perf_counter()
-                    try:
-                        async with asyncio.timeout(cfg.timeout_s):
-                            answer = await self._ask(request)
-                    except TimeoutError as exc:
-                        raise ProviderError(
-                            f"no answer within {cfg.timeout_s:g} s", transient=True, kind="timeout"
-                        ) from exc
-                    answer["latency_s"] = round(time.perf_counter() - started, 4)
-                    self._permanent_streak = 0
-                    return answer
+                if attempt.retry_state.attempt_number == 1:
+                    raise first  # the attempt already made: its wait and stop apply
+                self.stats.retries += 1
+                return await self._attempt(request)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _attempt(self, request: Request) -> dict[str, Any]:
+        """One attempt: the rate limit, the provider's readiness, a concurrency slot."""
+        cfg = self.settings
+        if self._limiter:
+            await self._limiter.acquire()
+        await self.provider.ready()  # e.g. loading local weights: not timed
+        async with self._semaphore:
+            if self._halted is not None:
+                raise ProviderError(
+                    f"the run stopped calling the model after a {self._halted.kind} "
+                    "failure (see that error)",
+                    transient=False,
+                    kind="not_sent",
+                )
+            self.stats.model_calls += 1
+            started = time.perf_counter()
+            try:
+                async with asyncio.timeout(cfg.timeout_s):
+                    answer = await self._ask(request)
+            except TimeoutError as exc:
+                raise ProviderError(
+                    f"no answer within {cfg.timeout_s:g} s", transient=True, kind="timeout"
+                ) from exc
+            answer["latency_s"] = round(time.perf_counter() - started, 4)
+            self._permanent_streak = 0
+            return answer
 
     def _note_failure(self, exc: ProviderError) -> None:
         """Stop calling the model (fail the rest fast) after a failure every call would meet."""
@@ -235,7 +262,8 @@ class Answerer:
             if self.batch is not None:
                 answer = await self.batch.answer(key, request)
             else:
-                answer = scrub_value(await self._invoke(request))  # answers may quote a key
+                answer = await self._invoke(request)
+                answer = scrub_value(answer, self._env_secrets)  # answers may quote a key
             answer = clean_value(answer)  # a lone surrogate ("\ud800" in JSON) is no UTF-8
             self.cache.set(key, answer)
             return answer, False

@@ -29,7 +29,7 @@ from harness.errors import HarnessError
 from harness.locking import RunFolderLock
 from harness.pricing import run_cost
 from harness.provenance import now
-from harness.records import Record, read_records, write_sorted
+from harness.records import Record, RecordWriter, read_records, sort_records
 from harness.run_folder import check_run_folder, config_differences, evaluate_run, write_run_folder
 from harness.runner import run_dataset
 from harness.scoring.human_ceiling import human_ceiling
@@ -230,7 +230,13 @@ def merge_shards(folders: Sequence[Path], out: Path, *, overwrite: bool = False)
     lock = RunFolderLock(out).acquire()
     failed = True
     try:
-        write_sorted(out / "records.jsonl", records, [item.id for item in dataset.items])
+        partial = out / "records.partial.jsonl"
+        writer = RecordWriter(partial)
+        for record in records:
+            writer.write(record)
+        writer.close()
+        sort_records(partial, out / "records.jsonl", [item.id for item in dataset.items])
+        partial.unlink()
         stats = _stats(shards, config, records)
         evaluation, metrics = evaluate_run(
             config,

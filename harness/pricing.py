@@ -150,12 +150,22 @@ def run_cost(config: ProviderConfig, model: str, records: Iterable[Record]) -> d
     experiment costs, with the discounts it got), `usd_spent` for those not taken from the
     cache this time; `usd_online` what all its answers cost online without a prompt cache,
     and the discounts (`cache_discount`, `batch_discount`) between the two."""
-    records = list(records)
+    try:
+        price, note = price_for(config, model), None
+    except ConfigError as exc:
+        price, note = None, str(exc)
+    if price is None and note is None:
+        note = f"no price for model {model!r}: add provider.prices to estimate one"
     fresh, every = Usage(), Usage()
-    for record in records:
+    total, spent = Cost(), Cost()
+    for record in records:  # one pass: the records may be read from a file
         every.add(record)
+        if price is not None:
+            total.add(record, price)
         if not record.cache_hit:
             fresh.add(record)
+            if price is not None:
+                spent.add(record, price)
     summary: dict[str, Any] = {
         "model": model,
         "usage": asdict(every),
@@ -163,19 +173,9 @@ def run_cost(config: ProviderConfig, model: str, records: Iterable[Record]) -> d
         "usd": None,
         "usd_spent": None,
     }
-    try:
-        price = price_for(config, model)
-    except ConfigError as exc:
-        summary["note"] = str(exc)
-        return summary
     if price is None:
-        summary["note"] = f"no price for model {model!r}: add provider.prices to estimate one"
+        summary["note"] = note
         return summary
-    total, spent = Cost(), Cost()
-    for record in records:
-        total.add(record, price)
-        if not record.cache_hit:
-            spent.add(record, price)
     if not (math.isfinite(total.usd) and math.isfinite(spent.usd)):
         summary["note"] = "token counts too large to price (planted or damaged cache entries?)"
         return summary

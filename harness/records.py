@@ -80,36 +80,72 @@ def scan_partial(path: Path) -> tuple[int, int]:
     return complete, broken
 
 
-def write_sorted(path: Path, records: Iterable[Record], item_order: list[str]) -> None:
-    """Rewrite `path` atomically in dataset order, so reruns produce identical files."""
+class RecordsFile:
+    """The records of a file, read from it again each time they are iterated: a run's
+    records are streamed to disk and never held in memory all at once."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __iter__(self) -> Iterator[Record]:
+        return read_records(self.path)
+
+
+def sort_records(source: Path, path: Path, item_order: list[str]) -> None:
+    """Write the records of `source` to `path` (atomically) in dataset order: by item, then
+    repeat, then candidates, records that tie keeping their order in `source`; so reruns
+    produce identical files. Only each line's sort key and place are held in memory."""
     position = {item_id: i for i, item_id in enumerate(item_order)}
-    ordered = sorted(
-        records, key=lambda r: (position.get(r.item_id, 1 << 30), r.repeat, r.candidates)
-    )
+    places: list[tuple[int, int, list[str], int, int]] = []
+    with source.open("rb") as handle:
+        offset = 0
+        for line in handle:
+            if not line.endswith(b"\n"):
+                break  # a torn last line (never written by a finished run)
+            head = json.loads(line)
+            where = position.get(head["item_id"], 1 << 30)
+            places.append((where, head.get("repeat", 0), head["candidates"], offset, len(line)))
+            offset += len(line)
+    places.sort(key=lambda p: (p[0], p[1], p[2]))
     tmp = path.with_suffix(".jsonl.tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        for record in ordered:
-            handle.write(record.model_dump_json(exclude_defaults=True) + "\n")
+    with source.open("rb") as handle, tmp.open("wb") as out:
+        for *_, start, length in places:
+            handle.seek(start)
+            out.write(handle.read(length))
     os.replace(tmp, path)
 
 
 Predictions = dict[int, dict[str, dict[str, float | None]]]  # repeat -> item -> candidate -> score
 
 
-def predictions_from_records(records: Iterable[Record]) -> Predictions:
-    """Merge records into scores per (repeat, item, candidate); a candidate scored by several
-    calls (e.g. joint prompts in several orders) gets the mean of its usable scores."""
-    sums: dict[tuple[int, str, str], list[float]] = defaultdict(list)
-    seen: dict[int, dict[str, dict[str, float | None]]] = defaultdict(dict)
-    for record in records:
-        row = seen[record.repeat].setdefault(record.item_id, {})
+class PredictionsBuilder:
+    """Records merged, one at a time, into scores per (repeat, item, candidate); a candidate
+    scored by several calls (e.g. joint prompts in several orders) gets the mean of its
+    usable scores, summed in the order the records came."""
+
+    def __init__(self) -> None:
+        self._sums: dict[tuple[int, str, str], list[float]] = defaultdict(list)
+        self._seen: dict[int, dict[str, dict[str, float | None]]] = defaultdict(dict)
+
+    def add(self, record: Record) -> None:
+        row = self._seen[record.repeat].setdefault(record.item_id, {})
         for cid, score in record.scores.items():
             row.setdefault(cid, None)
             if score is not None:
-                sums[(record.repeat, record.item_id, cid)].append(score)
-    for (repeat, item_id, cid), values in sums.items():
-        seen[repeat][item_id][cid] = sum(values) / len(values)
-    return dict(seen)
+                self._sums[(record.repeat, record.item_id, cid)].append(score)
+
+    def predictions(self) -> Predictions:
+        for (repeat, item_id, cid), values in self._sums.items():
+            self._seen[repeat][item_id][cid] = sum(values) / len(values)
+        return dict(self._seen)
+
+
+def predictions_from_records(records: Iterable[Record]) -> Predictions:
+    """The records' scores per (repeat, item, candidate) (see `PredictionsBuilder`)."""
+    builder = PredictionsBuilder()
+    for record in records:
+        builder.add(record)
+    return builder.predictions()
 
 
 def scores_from_ranking(ranking: Sequence[str], candidates: Sequence[str]) -> dict[str, float]:

@@ -6,7 +6,7 @@ silently replaced by a different one."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -115,12 +115,12 @@ def write_run_folder(
 
 
 def evaluate_items(
-    config: ExperimentConfig, items: Sequence[Item], records: Sequence[Record]
+    config: ExperimentConfig, items: Sequence[Item], records: Iterable[Record]
 ) -> Evaluation:
     """The records' metrics under the run's settings (repeats, missing scores, bootstrap)."""
     return evaluate_records(
         items,
-        list(records),
+        records,
         repeats=config.repeats,
         missing=config.missing,
         n_bootstrap=config.n_bootstrap,
@@ -133,28 +133,43 @@ def evaluate_items(
 def evaluate_run(
     config: ExperimentConfig,
     dataset: Dataset,
-    records: list[Record],
+    records: Iterable[Record],
     *,
     parse_failures: int,
     errors: int,
 ) -> tuple[Evaluation, dict[str, Any]]:
     """A run's evaluation and its metrics.json: the metrics, the failure counts, and the
     blocks of the prompt variant (`position_top1`), the judge's expected scores and the
-    descriptions where they apply."""
-    evaluation = evaluate_items(config, dataset.items, records)
+    descriptions where they apply. `records` is iterated once, and again only for a block
+    that its records call for (a run's records are read from its file each time)."""
+    joint = config.kind == "judge" and get_variant(config.prompt).mode == "joint"
+    judged: list[Record] = []  # a joint run's judge records (not a retriever's)
+    carried: set[str] = set()
+
+    def noted(records: Iterable[Record]) -> Iterator[Record]:
+        for record in records:
+            carried.update(k for k in ("expected_score", "description") if k in record.extra)
+            if joint and record.raw is not None:
+                judged.append(record)
+            yield record
+
+    evaluation = evaluate_items(config, dataset.items, noted(records))
     metrics = evaluation.to_json()
     metrics["parse_failures"] = parse_failures
     metrics["errors"] = errors
-    if config.kind == "judge" and get_variant(config.prompt).mode == "joint":
-        judged = [r for r in records if r.raw is not None]  # not a retriever's record
+    if joint:
         metrics["position_top1"] = position_top1_rates(judged, dataset.items)
-    expected = expected_score_records(records)
+    expected = expected_score_records(list(records)) if "expected_score" in carried else None
     if expected is not None:
         metrics["expected_score"] = evaluate_items(
             config, dataset.items, expected
         ).aggregate.to_json()
-    described = description_metrics(
-        dataset.items, dataset.clips, records, n_bootstrap=config.n_bootstrap, seed=config.seed
+    described = (
+        description_metrics(
+            dataset.items, dataset.clips, records, n_bootstrap=config.n_bootstrap, seed=config.seed
+        )
+        if "description" in carried
+        else None
     )
     if described is not None:
         metrics["description"] = described

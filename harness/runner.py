@@ -30,7 +30,13 @@ from harness.protocols import call_plan
 from harness.protocols.plans import Call, CallPlan, check_inputs
 from harness.protocols.summaries import Summaries
 from harness.provenance import now, provenance, unofficial_endpoints
-from harness.records import Record, RecordWriter, scan_partial, write_sorted
+from harness.records import (
+    Record,
+    RecordsFile,
+    RecordWriter,
+    scan_partial,
+    sort_records,
+)
 from harness.run_folder import (
     check_run_folder,
     evaluate_items,
@@ -48,6 +54,9 @@ from harness.sharding import Shard
 from providers import Judge, Provider, create_provider
 
 PROTOCOL_BLOCKS = ("turns", "turn_gain", "description")
+# Calls started ahead of their answers (`Runner.in_flight_limit`).
+IN_FLIGHT_PER_SLOT = 4
+IN_FLIGHT_MIN = 256
 
 
 @dataclass
@@ -186,7 +195,7 @@ class Runner:
     def check_metrics_step(self, dataset: Dataset) -> None:
         """Evaluate placeholder scores before any call, so that whatever would fail at the
         metrics step (an item without a human ranking, ...) fails before anything is paid."""
-        placeholder = [
+        placeholder = (
             Record(
                 item_id=item.id,
                 candidates=list(item.candidates),
@@ -195,7 +204,7 @@ class Runner:
             )
             for repeat in range(self.config.repeats)
             for item in dataset.items
-        ]
+        )
         try:
             self._evaluate(dataset, placeholder)
         except (ArithmeticError, LookupError, TypeError, ValueError) as exc:
@@ -218,15 +227,13 @@ class Runner:
         partial = records_path.with_name("records.partial.jsonl")
         self._report_interrupted(partial)
         writer = RecordWriter(partial)
-        records: list[Record] = []
         try:
             with self._progress() as progress:
                 task = progress.add_task(self.config.name, total=None, hits=0, failed=0, bad=0)
 
                 async def one(call: Call) -> None:
                     for record in await self.run_call(call):
-                        writer.write(record)
-                        records.append(record)
+                        writer.write(record)  # and not kept: memory stays flat
                         self._count(record)
                     progress.update(
                         task,
@@ -237,13 +244,11 @@ class Runner:
                     )
 
                 everything = calls if first is None else itertools.chain([first], calls)
-                pending = await self._start_all(everything, one)
-                progress.update(task, total=len(pending))
-                try:
-                    await asyncio.gather(*pending)
-                except BaseException:  # a full disk, a damaged cache, an interruption
-                    await _cancel_all(pending)
-                    raise
+
+                def counted(total: int) -> None:
+                    progress.update(task, total=total)
+
+                await self._run_all(everything, one, counted)
         finally:
             writer.close()
             self.answerer.close()
@@ -253,9 +258,9 @@ class Runner:
         self.stats.seeded = self.cache.seeded - seeded_before
         item_order = [item.id for item in dataset.items]
         try:
-            write_sorted(records_path, records, item_order)
+            sort_records(partial, records_path, item_order)
             partial.unlink()
-            result = self._finish(dataset, records, started)
+            result = self._finish(dataset, RecordsFile(records_path), started)
             write_run_keys(self.out_dir, self.cache.used)
             return result
         except OSError as exc:  # every answer is in the cache: a re-run rewrites these files
@@ -263,22 +268,48 @@ class Runner:
                 f"cannot write the results to {self.out_dir}: {exc.strerror or exc}"
             ) from None
 
-    async def _start_all(
-        self, calls: Iterable[Call], one: Callable[[Call], Awaitable[None]]
-    ) -> list[asyncio.Future[None]]:
-        """Start each call as soon as it is prepared, yielding to the event loop after every
-        `max_concurrency` calls, so that rendering the rest overlaps the first requests."""
-        started: list[asyncio.Future[None]] = []
-        batch = self.config.provider.max_concurrency
+    def in_flight_limit(self) -> int | None:
+        """How many calls are started ahead of their answers: a few times the concurrency,
+        so the next requests are rendered while these are answered, and memory stays flat in
+        the number of calls; None (all of them) in batch mode, where a batch collects every
+        request the cache does not answer."""
+        if self.answerer.batch is not None:
+            return None
+        return max(IN_FLIGHT_MIN, IN_FLIGHT_PER_SLOT * self.config.provider.max_concurrency)
+
+    async def _run_all(
+        self,
+        calls: Iterable[Call],
+        one: Callable[[Call], Awaitable[None]],
+        counted: Callable[[int], None],
+    ) -> None:
+        """Start each call as soon as it is prepared, with at most `in_flight_limit()`
+        started and unfinished; `counted(n)` once every call has been started. The first
+        failure (a full disk, a damaged cache, an interruption) cancels the rest."""
+        limit = self.in_flight_limit()
+        pending: set[asyncio.Future[None]] = set()
+
+        async def settle(until: int) -> None:
+            nonlocal pending
+            while len(pending) > until:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for future in done:
+                    future.result()
+
+        started = 0
         try:
             for call in calls:
-                started.append(asyncio.ensure_future(one(call)))
-                if len(started) % batch == 0:
-                    await asyncio.sleep(0)
+                pending.add(asyncio.ensure_future(one(call)))
+                started += 1
+                if limit is not None and len(pending) >= limit:
+                    await settle(limit - 1)
+                elif started % self.config.provider.max_concurrency == 0:
+                    await asyncio.sleep(0)  # let the first requests go out while rendering
+            counted(started)
+            await settle(0)
         except BaseException:
-            await _cancel_all(started)
+            await _cancel_all(list(pending))
             raise
-        return started
 
     def _report_interrupted(self, partial: Path) -> None:
         if not partial.exists():
@@ -314,10 +345,10 @@ class Runner:
             disable=not self.show_progress,
         )
 
-    def _evaluate(self, dataset: Dataset, records: list[Record]) -> Evaluation:
+    def _evaluate(self, dataset: Dataset, records: Iterable[Record]) -> Evaluation:
         return evaluate_items(self.config, dataset.items, records)
 
-    def _finish(self, dataset: Dataset, records: list[Record], started: float) -> RunResult:
+    def _finish(self, dataset: Dataset, records: Iterable[Record], started: float) -> RunResult:
         """Evaluate the run, then write its folder."""
         evaluation, metrics = self.evaluate(dataset, records)
         self.stats.wall_s = round(time.perf_counter() - started, 3)
@@ -348,7 +379,7 @@ class Runner:
         return result
 
     def evaluate(
-        self, dataset: Dataset, records: list[Record]
+        self, dataset: Dataset, records: Iterable[Record]
     ) -> tuple[Evaluation, dict[str, Any]]:
         """The run's evaluation and its metrics.json (`run_folder.evaluate_run`)."""
         return evaluate_run(
@@ -359,7 +390,7 @@ class Runner:
             errors=self.stats.errors,
         )
 
-    def run_stats(self, records: list[Record]) -> dict[str, Any]:
+    def run_stats(self, records: Iterable[Record]) -> dict[str, Any]:
         """run.json: the run's counts, the plan's, the cost and the provenance."""
         stats = self.stats.to_json() | self.plan.extra_stats()
         if self.provider.kind == "judge":

@@ -32,8 +32,15 @@ def register(value: str | None) -> None:
         _IN_USE.add(value)
 
 
-def secret_values() -> list[str]:
-    named = {v for k, v in os.environ.items() if _SECRET_NAME.search(k)}
+def env_secrets() -> frozenset[str]:
+    """The values of the variables whose name says they hold a secret (a scan of the whole
+    environment: a run takes it once, see `scrub_value`)."""
+    return frozenset(v for k, v in os.environ.items() if _SECRET_NAME.search(k))
+
+
+def secret_values(named: frozenset[str] | None = None) -> list[str]:
+    """Every secret to scrub: `named` (default: `env_secrets()` now) and the registered ones."""
+    named = env_secrets() if named is None else named
     values = {v for v in named | _IN_USE if len(v) >= MIN_SECRET_LENGTH}
     return sorted(values, key=len, reverse=True)
 
@@ -43,9 +50,10 @@ def _pattern(values: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile("|".join(map(re.escape, values))) if values else None
 
 
-def scrub(text: str) -> str:
-    """`text` without any secret (see the module's docstring)."""
-    pattern = _pattern(tuple(secret_values()))
+def scrub(text: str, named: frozenset[str] | None = None) -> str:
+    """`text` without any secret (see the module's docstring); `named`: the environment's
+    secrets as `env_secrets()` found them earlier (default: scan it now)."""
+    pattern = _pattern(tuple(secret_values(named)))
     if pattern is not None:
         text = pattern.sub(REDACTED, text)
     text = _URL_USERINFO.sub(REDACTED + "@", text)
@@ -53,12 +61,14 @@ def scrub(text: str) -> str:
     return _KEY_SHAPES.sub(REDACTED, text)
 
 
-def scrub_value(value: Any) -> Any:
-    """`value` (JSON-like: dicts, lists, strings) with every string scrubbed."""
+def scrub_value(value: Any, named: frozenset[str] | None = None) -> Any:
+    """`value` (JSON-like: dicts, lists, strings) with every string scrubbed (`named` as in
+    `scrub`; the environment is scanned once for the whole value)."""
+    named = env_secrets() if named is None else named
     if isinstance(value, str):
-        return scrub(value)
+        return scrub(value, named)
     if isinstance(value, dict):
-        return {key: scrub_value(item) for key, item in value.items()}
+        return {key: scrub_value(item, named) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [scrub_value(item) for item in value]
+        return [scrub_value(item, named) for item in value]
     return value

@@ -11,10 +11,9 @@ import math
 import os
 import re
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import lru_cache
-from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
@@ -70,7 +69,11 @@ class ApiOptions(ProviderConfig):
 
 
 MAX_RETRY_AFTER_S = 600.0
-AUDIO_CACHE_SIZE = 128
+# The encoded clips kept for the requests that send them again (a clip is a candidate of
+# several items, and every repeat sends it again): bounded by their size, not their number,
+# so that a pool of a few hundred clips is encoded once and a pool of long clips cannot
+# fill the memory.
+AUDIO_CACHE_BYTES = 256 * 2**20
 
 C = TypeVar("C")
 
@@ -245,17 +248,49 @@ class ClientPool(Generic[C]):
         return clients
 
 
-@lru_cache(maxsize=AUDIO_CACHE_SIZE)
-def _audio_payload(path: Path, sha256: str, sample_rate: int | None, data_url: bool) -> str:
-    import base64
+class _EncodedClips:
+    """Least-recently-used base64 payloads, at most `limit` characters in all."""
 
-    encoded = base64.b64encode(encode_wav(path, sample_rate)).decode("ascii")
-    return "data:audio/wav;base64," + encoded if data_url else encoded
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.size = 0
+        self._entries: OrderedDict[tuple[Any, ...], str] = OrderedDict()
+
+    def get(self, key: tuple[Any, ...]) -> str | None:
+        payload = self._entries.get(key)
+        if payload is not None:
+            self._entries.move_to_end(key)
+        return payload
+
+    def put(self, key: tuple[Any, ...], payload: str) -> None:
+        if key in self._entries or len(payload) > self.limit:
+            return
+        self._entries[key] = payload
+        self.size += len(payload)
+        while self.size > self.limit:
+            _, dropped = self._entries.popitem(last=False)
+            self.size -= len(dropped)
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self.size = 0
+
+
+_ENCODED = _EncodedClips(AUDIO_CACHE_BYTES)
 
 
 def wav_base64(ref: AudioRef, sample_rate: int | None, data_url: bool = False) -> str:
-    """The clip as base64 WAV (or a `data:` URL), encoded once per clip and rate."""
-    return _audio_payload(ref.path, ref.sha256, sample_rate, data_url)
+    """The clip as base64 WAV (or a `data:` URL), encoded once per clip and rate while it
+    stays among the recently sent (`AUDIO_CACHE_BYTES`)."""
+    key = (ref.path, ref.sha256, sample_rate, data_url)
+    payload = _ENCODED.get(key)
+    if payload is None:
+        import base64
+
+        encoded = base64.b64encode(encode_wav(ref.path, sample_rate)).decode("ascii")
+        payload = "data:audio/wav;base64," + encoded if data_url else encoded
+        _ENCODED.put(key, payload)
+    return payload
 
 
 def parse_retry_after(value: str | None) -> float | None:

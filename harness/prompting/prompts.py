@@ -94,6 +94,21 @@ def template_hash(name: str, directory: Path | None = None) -> str:
     return digest.hexdigest()
 
 
+class TemplateHashes:
+    """`template_hash` computed once per template for as long as this object lives (one run:
+    reading and parsing the templates again for every item cost more than the call)."""
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self.directory = directory
+        self._hashes: dict[str, str] = {}
+
+    def __call__(self, name: str) -> str:
+        hashed = self._hashes.get(name)
+        if hashed is None:
+            hashed = self._hashes[name] = template_hash(name, self.directory)
+        return hashed
+
+
 def _not_found(name: str, folder: Path) -> TemplateError:
     if name.startswith("/") or ".." in name.replace("\\", "/").split("/"):
         return TemplateError(

@@ -126,9 +126,10 @@ class DescribeCalls(CallPlan):
             ScoreCandidate(cid, clips[cid].text, None) for cid in reference_ids(item)
         )
         request = ScoreRequest(description, references, "caption", item.id, repeat)
-        key = request_key(self.embedder.provider.identity(), request)
+        answerer = self.embedder.answerer(like)
+        key = request_key(answerer.identity, request)
         try:
-            answer, _ = await self.embedder.answerer(like).answer(key, request)
+            answer, _ = await answerer.answer(key, request)
         except ProviderError as exc:
             self.embedder.stats.failed(exc)
             return None

@@ -27,7 +27,7 @@ from harness.config import RefineOptions
 from harness.dataset import Clip, Dataset, Item
 from harness.errors import HarnessError
 from harness.prompting.parsing import ParseError, text_field
-from harness.prompting.prompts import render, template_hash
+from harness.prompting.prompts import render
 from harness.types import ChatRequest, ProviderConfig
 from providers import create_provider
 
@@ -170,11 +170,11 @@ class UserSimulator:
 
     def key(self, request: ChatRequest) -> str:
         return request_key(
-            self.answerer.provider.identity(),
+            self.answerer.identity,
             request,
             audio=False,
             purpose="user_simulator",
-            template=template_hash(SIMULATOR_TEMPLATE),
+            template=self.answerer.template_hash(SIMULATOR_TEMPLATE),
         )
 
     async def reply(self, item: Item, clips: dict[str, Clip], pick: str) -> Reply:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from harness.dataset import Dataset, Item
 from harness.errors import HarnessError
 from harness.prompting.context_audio import context_excerpt
 from harness.prompting.fewshot import Example, check_no_leak, few_shot_options, load_examples
-from harness.prompting.prompts import template_hash
+from harness.prompting.prompts import TemplateHashes
 from harness.prompting.variants import PromptContext, PromptVariant, get_variant
 from harness.records import Record
 from harness.types import (
@@ -98,6 +99,12 @@ class CallPlan(ABC):
         self.config = config
         self.provider = provider
         self.workdir = workdir or Path(".")
+        self.template_hash = TemplateHashes()  # once per template and run, not per item
+
+    @cached_property
+    def identity(self) -> dict[str, Any]:
+        """The provider's identity (part of every key), computed once per run."""
+        return self.provider.identity()
 
     def examples(self, dataset: Dataset) -> tuple[Example, ...]:
         """Worked examples the prompts show (few-shot variants); none by default."""
@@ -213,9 +220,9 @@ class JudgeCalls(CallPlan):
             first_pick=first_pick,
             feedback=feedback,
         )
-        identity = self.provider.identity()
+        identity = self.identity
         template = variant.second_turn if first_pick is not None else None
-        hashed = template_hash(template or variant.template)
+        hashed = self.template_hash(template or variant.template)
         for prepared in variant.prepare(ctx):
             request = ChatRequest(prepared.prompt.system, prepared.prompt.parts, prepared.schema)
             key = request_key(
@@ -310,7 +317,7 @@ class ScorerCalls(CallPlan):
         request = ScoreRequest(text, candidates, music, item.id, repeat)
         fitted: dict[str, Any] = {"fitted": self._fitted} if self._fitted else {}
         key = request_key(
-            self.provider.identity(),
+            self.identity,
             request,
             item=item.id if sampled or self._fitted else None,
             repeat=repeat if sampled else None,

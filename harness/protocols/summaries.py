@@ -25,7 +25,7 @@ from harness.dataset import Item
 from harness.errors import DatasetError, HarnessError
 from harness.prompting.fewshot import dialogue_key
 from harness.prompting.parsing import ParseError, parse_summary
-from harness.prompting.prompts import render, template_hash
+from harness.prompting.prompts import render
 from harness.records import Record
 from harness.sanitize import terminal_text
 from harness.types import ChatRequest, ProviderConfig
@@ -215,11 +215,11 @@ def summary_key(answerer: Answerer, request: ChatRequest) -> str:
     """The summariser's key recipe (shared with stage 2's captions, so a dialogue captioned
     there is not paid for again when an experiment summarises it)."""
     return request_key(
-        answerer.provider.identity(),
+        answerer.identity,
         request,
         audio=False,
         purpose="summary",
-        template=template_hash(SUMMARY_TEMPLATE),
+        template=answerer.template_hash(SUMMARY_TEMPLATE),
     )
 
 

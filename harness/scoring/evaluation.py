@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from harness.dataset import Item
-from harness.records import Predictions, Record, predictions_from_records
+from harness.records import Predictions, PredictionsBuilder, Record
 from harness.scoring.metrics import (
     Aggregate,
     FloatArray,
@@ -136,8 +136,8 @@ def evaluate_records(
     merge_groups: Mapping[str, str] | None = None,
 ) -> Evaluation:
     """Metrics of a run's records (a candidate scored by several calls gets their mean);
-    records of several turns are evaluated turn by turn (see the module docstring)."""
-    records = list(records)
+    records of several turns are evaluated turn by turn (see the module docstring). The
+    records are read once, in one pass (they may be streamed from a file)."""
     options: dict[str, Any] = {
         "repeats": repeats,
         "missing": missing,
@@ -146,17 +146,19 @@ def evaluate_records(
         "at": at,
         "merge_groups": merge_groups,
     }
-    turns = sorted({turn for r in records if isinstance(turn := r.extra.get("turn"), int)})
+    merging: dict[int | None, PredictionsBuilder] = {}
+    for record in records:
+        turn = record.extra.get("turn")
+        key = turn if isinstance(turn, int) else None
+        builder = merging.get(key)
+        if builder is None:
+            builder = merging[key] = PredictionsBuilder()
+        builder.add(record)
+    turns = sorted(t for t in merging if t is not None)
     if not turns:
-        return evaluate_predictions(items, predictions_from_records(records), **options)
-    by_turn = [
-        evaluate_predictions(
-            items,
-            predictions_from_records(r for r in records if r.extra.get("turn") == t),
-            **options,
-        )
-        for t in turns
-    ]
+        merged = merging[None].predictions() if None in merging else {}
+        return evaluate_predictions(items, merged, **options)
+    by_turn = [evaluate_predictions(items, merging[t].predictions(), **options) for t in turns]
     return _over_turns(turns, by_turn, missing=missing, at=at, n_bootstrap=n_bootstrap, seed=seed)
 
 

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import gammaln
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -256,6 +255,8 @@ def kendall_tau_b(x: FloatArray, y: FloatArray) -> FloatArray:
 def none_in_first(m: IntArray, g: IntArray, c: IntArray) -> FloatArray:
     """P(none of c marked members of a uniformly shuffled group of g lands in its first m
     positions) = C(g-m, c) / C(g, c); 0 where g - m < c."""
+    from scipy.special import gammaln  # imported here: scipy costs every command's startup
+
     free = g - m
     possible = free >= c
     safe_free = np.where(possible, free, c)

@@ -203,6 +203,51 @@ def test_first_calls_go_out_while_later_ones_are_still_prepared(
     assert sent_when_prepared[-1] > 0  # requests were under way before the last was rendered
 
 
+def test_calls_are_prepared_only_a_bounded_window_ahead_of_their_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memory stays flat in the number of calls: a call is rendered and started only while
+    fewer than `in_flight_limit()` are unfinished, not all of them at the start."""
+    import harness.runner as runner_module
+    from tests.conftest import write_tiny_dataset
+
+    monkeypatch.setattr(runner_module, "IN_FLIGHT_MIN", 6)
+    monkeypatch.setattr(runner_module, "IN_FLIGHT_PER_SLOT", 3)
+    dataset = write_tiny_dataset(tmp_path / "data", n_items=15, seconds=0.05)
+    config = make_config(dataset, max_concurrency=2, delay_s=0.002)
+    runner = Runner(
+        config,
+        cache=ResponseCache(tmp_path / "cache"),
+        results_dir=tmp_path / "results",
+        show_progress=False,
+    )
+    assert runner.in_flight_limit() == 6
+    unfinished: list[int] = []
+    prepared = finished = 0
+    iter_calls, run_call = runner.iter_calls, runner.run_call
+
+    def watched(data: Any) -> Any:
+        nonlocal prepared
+        for call in iter_calls(data):
+            unfinished.append(prepared - finished)
+            prepared += 1
+            yield call
+
+    async def counted(call: Any) -> Any:
+        nonlocal finished
+        try:
+            return await run_call(call)
+        finally:
+            finished += 1
+
+    monkeypatch.setattr(runner, "iter_calls", watched)
+    monkeypatch.setattr(runner, "run_call", counted)
+    result = asyncio.run(runner.run())
+    assert result.stats.calls == prepared == 60 and result.stats.errors == 0
+    assert max(unfinished) == 5  # the window is full, never more
+    assert len(list(read_records(result.out_dir / "records.jsonl"))) == 60
+
+
 def test_a_preparation_error_cancels_the_calls_already_started(
     tiny_dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

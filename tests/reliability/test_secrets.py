@@ -295,3 +295,28 @@ def test_scrub_redacts_credentials_in_urls_and_registered_values() -> None:
     for secret in ("pa55word", "abc123", "zzz", "t0k", "a-registered-secret-value"):
         assert secret not in cleaned
     assert "host:8000/v1" in cleaned and "x=1" in cleaned
+
+
+def test_a_scan_of_the_environment_taken_once_still_scrubs_later_registered_keys(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run scans the environment once (`env_secrets`) and scrubs every answer with it; a key
+    a provider registers afterwards (read on its first call) is scrubbed as well."""
+    from harness.secrets import env_secrets, register, scrub_value
+
+    monkeypatch.setenv("SNAPSHOT_API_KEY", "snap-shot-secret-1")
+    named = env_secrets()
+    assert "snap-shot-secret-1" in named
+    register("registered-after-the-scan")
+    answer = {
+        "text": "snap-shot-secret-1 and registered-after-the-scan",
+        "extra": {"quotes": ["snap-shot-secret-1"]},
+        "input_tokens": 3,
+    }
+    cleaned = scrub_value(answer, named)
+    assert cleaned == {
+        "text": f"{REDACTED} and {REDACTED}",
+        "extra": {"quotes": [REDACTED]},
+        "input_tokens": 3,
+    }
+    assert scrub_value(answer) == cleaned  # the same as a fresh scan
