@@ -49,8 +49,8 @@ from harness.scoring.evaluation import (
     no_scores_reason,
 )
 from harness.scoring.human_ceiling import human_ceiling
-from harness.secrets import scrub_value
 from harness.scoring.metrics import Aggregate
+from harness.secrets import scrub_value
 from harness.sharding import Shard
 from providers import Judge, Provider, create_provider
 
