@@ -26,7 +26,7 @@ from harness.cache import CLAIM_LEASE_S, ResponseCache, cache_key
 from harness.prompting.prompts import TemplateHashes, render
 from harness.sanitize import clean_value
 from harness.secrets import env_secrets, scrub, scrub_value
-from harness.types import ChatRequest, ProviderConfig, ProviderError, Request
+from harness.types import ChatRequest, ProviderConfig, ProviderError, Request, ScoreRequest
 from providers import Provider
 from providers.batch import BatchApi
 
@@ -142,7 +142,7 @@ class Answerer:
         or from an identical request already in flight in this run). Its text has no lone
         surrogate (a cache entry of an older harness may hold one): it is keyed, written and
         printed as UTF-8 further on."""
-        cached = self.cache.get(key)
+        cached = self._cached(key, request)
         if cached is not None:
             return clean_value(cached), True
         pending = self._inflight.get(key)
@@ -250,13 +250,13 @@ class Answerer:
         """Ask the model, unless another process sharing the cache already is: then wait for
         its answer. Claims make concurrent runs pay once for the answers they share."""
         while not self.cache.claim(key):
-            answer = await self._answer_from_elsewhere(key)
+            answer = await self._answer_from_elsewhere(key, request)
             if answer is not None:
                 self.stats.shared_answers += 1
                 return answer, True
         self._hold(key)
         try:
-            cached = self.cache.get(key)  # stored between our cache miss and our claim
+            cached = self._cached(key, request)  # stored between our cache miss and our claim
             if cached is not None:
                 return clean_value(cached), True
             if self.batch is not None:
@@ -271,15 +271,21 @@ class Answerer:
             self._held.discard(key)
             self.cache.release(key)
 
-    async def _answer_from_elsewhere(self, key: str) -> dict[str, Any] | None:
+    async def _answer_from_elsewhere(self, key: str, request: Request) -> dict[str, Any] | None:
         """Wait while another live process holds the claim on `key`; its answer, or None
         when the claim ended without one (that process failed or died)."""
         delay = 0.02
         while self.cache.claimed_elsewhere(key):
             await asyncio.sleep(delay)
             delay = min(2 * delay, 0.5)
-        answer = self.cache.get(key)
+        answer = self._cached(key, request)
         return None if answer is None else clean_value(answer)
+
+    def _cached(self, key: str, request: Request) -> dict[str, Any] | None:
+        """The cached answer to `request`, when it has the shape of one (else a miss)."""
+        if isinstance(request, ScoreRequest):
+            return self.cache.get(key, "scores", len(request.candidates))
+        return self.cache.get(key, "chat")
 
     def _hold(self, key: str) -> None:
         self._held.add(key)

@@ -112,11 +112,8 @@ def load_run(folder: str | Path) -> pd.DataFrame:
     attempts, scores, error, parse_error, cache_hit, latency_s, input_tokens, output_tokens,
     extra); `.attrs` holds the run's metrics.json and config.yaml. A records.parquet file
     is read as well (every run it holds)."""
-    import json
-
-    import yaml
-
     from harness.interop.parquet import read_records_parquet, records_frame, records_table
+    from harness.run_files import read_json_file, read_run_config
 
     folder = Path(folder)
     if folder.is_file() and folder.suffix == ".parquet":
@@ -127,7 +124,7 @@ def load_run(folder: str | Path) -> pd.DataFrame:
     frame = records_frame(records_table(read_records(path), folder.name))
     metrics, config = folder / "metrics.json", folder / "config.yaml"
     if metrics.is_file():
-        frame.attrs["metrics"] = json.loads(metrics.read_text(encoding="utf-8"))
+        frame.attrs["metrics"] = read_json_file(metrics)
     if config.is_file():
-        frame.attrs["config"] = yaml.safe_load(config.read_text(encoding="utf-8"))
+        frame.attrs["config"] = read_run_config(config)
     return frame

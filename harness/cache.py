@@ -32,6 +32,7 @@ from typing import Any, Protocol
 import diskcache
 from diskcache.core import MODE_PICKLE, MODE_RAW, MODE_TEXT, UNKNOWN
 
+from harness.cache_values import Shape, TooLarge, bounded, well_formed
 from harness.errors import StorageError
 from harness.types import Request
 
@@ -102,6 +103,9 @@ def request_key(
     if not audio:
         fields.pop("audio", None)
     return cache_key({"provider": provider, **fields, **context})
+
+
+_ABSENT = object()  # no value under a key (a stored JSON `null` is a damaged value)
 
 
 class DamagedEntry(Exception):
@@ -198,9 +202,9 @@ class JsonDisk(diskcache.Disk):  # type: ignore[misc]
             if mode == MODE_PICKLE:
                 if value is None:
                     value = Path(self._directory, str(filename)).read_bytes()
-                return _plain_pickle(bytes(value))
+                return _walkable(_plain_pickle(bytes(value)))
             if mode == MODE_TEXT or (mode == MODE_RAW and isinstance(value, str)):
-                return json.loads(super().fetch(mode, filename, value, read))
+                return _walkable(json.loads(super().fetch(mode, filename, value, read)))
         except DamagedEntry:
             raise
         except Exception as exc:  # a truncated or missing file, text that is not JSON
@@ -211,6 +215,15 @@ class JsonDisk(diskcache.Disk):  # type: ignore[misc]
         if not raw:
             raise DamagedEntry("a pickled key")
         return super().get(key, raw)
+
+
+def _walkable(value: Any) -> Any:
+    """`value`, when walking it stays within a stored answer's size (`bounded`)."""
+    try:
+        bounded(value)
+    except TooLarge as exc:
+        raise DamagedEntry(str(exc)) from None
+    return value
 
 
 def _numpy_to_json(value: Any) -> Any:
@@ -249,14 +262,16 @@ class ResponseCache:
                 timeout=60,
                 disk=JsonDisk,
             )
+        with self._guard(claims=True):
             self._claims = diskcache.Cache(
                 str(self.directory / "claims"), eviction_policy="none", timeout=60, disk=JsonDisk
             )
 
     @contextmanager
-    def _guard(self) -> Iterator[None]:
-        """SQLite and file errors as one StorageError line saying what to do."""
-        where = self.directory
+    def _guard(self, claims: bool = False) -> Iterator[None]:
+        """SQLite and file errors as one StorageError line saying what to do (for the
+        `claims/` database, which holds no answer, only that one is to be removed)."""
+        where = self.directory / "claims" if claims else self.directory
         try:
             yield
         except (sqlite3.Error, OSError) as exc:
@@ -268,6 +283,12 @@ class ResponseCache:
             if isinstance(exc, sqlite3.DatabaseError) and not isinstance(
                 exc, sqlite3.OperationalError
             ):
+                if claims:
+                    raise StorageError(
+                        f"the claims database {where} of the response cache is damaged ({exc}): "
+                        f"remove it (rm -r {where}) and run again; it holds no answers, only "
+                        "which process is asking for which, and no run may be using the cache"
+                    ) from None
                 raise StorageError(
                     f"the response cache {where} is damaged ({exc}): move it aside "
                     f"(mv {where} {where}.damaged) and run again; its answers will be asked again"
@@ -275,26 +296,34 @@ class ResponseCache:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             raise StorageError(f"cannot use the response cache {where}: {reason}") from None
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(
+        self, key: str, shape: Shape | None = None, length: int | None = None
+    ) -> dict[str, Any] | None:
+        """The stored value of `key`, when it is a value of `shape` (`harness.cache_values`;
+        any stored shape when None) with `length` scores when given; None for a miss. A
+        value that cannot be read, or is of another shape, is counted in `damaged`."""
         try:
             with self._guard():
-                value = self._store.get(key)
+                value = self._store.get(key, default=_ABSENT)
         except DamagedEntry:
             value = False
-        if value is None:
-            return self._from_seed(key)
-        if not isinstance(value, dict):
+        if value is _ABSENT:
+            return self._from_seed(key, shape, length)
+        if not well_formed(value, shape, length):  # a stored `null` too
             self.damaged.add(key)
-            return self._from_seed(key)
+            return self._from_seed(key, shape, length)
         self.used.add(key)
-        return value
+        return value  # type: ignore[no-any-return]
 
-    def _from_seed(self, key: str) -> dict[str, Any] | None:
-        """The seed's answer, copied into this cache (so a later run needs no seed)."""
+    def _from_seed(
+        self, key: str, shape: Shape | None, length: int | None
+    ) -> dict[str, Any] | None:
+        """The seed's answer, copied into this cache (so a later run needs no seed); one of
+        another shape is not used."""
         if self.seed is None:
             return None
         value = self.seed.get(key)
-        if value is None:
+        if value is None or not well_formed(value, shape, length):
             return None
         self.set(key, value)
         self.seeded += 1
@@ -332,21 +361,21 @@ class ResponseCache:
     def claim(self, key: str, lease_s: float = CLAIM_LEASE_S) -> bool:
         """Take the claim on asking the model for `key`; False while another process holds
         it. A claim lapses after `lease_s` unless renewed, or at once when its process died."""
-        with self._guard():
+        with self._guard(claims=True):
             return bool(self._claims.add(key, _owner(), expire=lease_s))
 
     def renew(self, key: str, lease_s: float = CLAIM_LEASE_S) -> None:
-        with self._guard():
+        with self._guard(claims=True):
             self._claims.touch(key, expire=lease_s)
 
     def release(self, key: str) -> None:
-        with self._guard(), self._claims.transact():
+        with self._guard(claims=True), self._claims.transact():
             if self._holder(key) == _owner():
                 self._claims.delete(key)
 
     def claimed_elsewhere(self, key: str) -> bool:
         """Whether another live process holds the claim on `key` (a dead one's is dropped)."""
-        with self._guard():
+        with self._guard(claims=True):
             holder = self._holder(key)
             if holder is None:
                 return False

@@ -33,12 +33,30 @@ from typing import Annotated, Any, Literal, Self
 import numpy as np
 import soundfile
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    ValidationError,
+    model_validator,
+)
 
 from harness.errors import DatasetError, HarnessError
+from harness.paths import contained, inside
 
 RelevanceForm = Literal["human_ranking", "relevant", "relevance"]
 NonEmpty = Annotated[str, Field(min_length=1)]
+
+
+def _inside_folder(relative: str) -> str:
+    inside(relative, "the audio path")
+    return relative
+
+
+# A file named relative to the dataset folder, that stays inside it (`harness.paths`).
+InFolder = Annotated[str, Field(min_length=1), AfterValidator(_inside_folder)]
 
 
 class Turn(BaseModel):
@@ -54,7 +72,7 @@ class Item(BaseModel):
     id: str = Field(min_length=1)
     dialogue: tuple[Turn, ...] = ()
     query: str | None = Field(default=None, min_length=1)
-    context_audio: tuple[NonEmpty, ...] | None = None
+    context_audio: tuple[InFolder, ...] | None = None
     summary: str | None = None
     group: str | None = Field(default=None, min_length=1)
     candidates: tuple[str, ...] = Field(min_length=2)
@@ -153,7 +171,7 @@ class Clip(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True)
     id: str = Field(min_length=1)
-    audio: str | None = Field(default=None, min_length=1)
+    audio: InFolder | None = None
     title: str | None = Field(default=None, min_length=1)
     caption: str = ""
     aspects: tuple[str, ...] = ()
@@ -180,7 +198,7 @@ class Clip(BaseModel):
             raise HarnessError(
                 f"clip {self.id} has no audio (a text-only candidate): use inputs music: caption"
             )
-        return self.root / self.audio
+        return contained(self.root, self.audio)
 
 
 class Dataset(BaseModel):
@@ -267,7 +285,7 @@ def load_clips(root: Path, *, check_audio: bool = True) -> dict[str, Clip]:
 
 def _check_audio(root: Path, audio: str, path: Path, line_no: int, what: str = "audio") -> None:
     """`audio` (relative to `root`) exists, decodes and has samples."""
-    file = root / audio
+    file = contained(root, audio)
     if not file.is_file():
         raise DatasetError(path, line_no, f"{what} file not found: {audio}")
     try:

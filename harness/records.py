@@ -55,12 +55,17 @@ class RecordWriter:
 
 
 def read_records(path: Path) -> Iterator[Record]:
-    """Complete records of a file; a torn last line (a killed run) is skipped."""
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if not line.endswith("\n"):
+    """Complete records of a file; a torn last line (a killed run) is skipped. A line that
+    is not a record (the file is read back as untrusted) is a DatasetError naming it."""
+    with path.open("rb") as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if not line.endswith(b"\n"):
                 return
-            yield Record.model_validate_json(line)
+            try:
+                yield Record.model_validate_json(line)
+            except ValidationError as exc:
+                reason = pydantic_reason(exc)
+                raise DatasetError(path, line_no, f"not a record of a run ({reason})") from None
 
 
 def scan_partial(path: Path) -> tuple[int, int]:

@@ -3,7 +3,6 @@ and their own predictions."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -175,14 +174,9 @@ def _mean(metrics: Mapping[str, Any], name: str) -> str:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    import yaml
+    from harness.run_files import read_or_empty
 
-    try:
-        text = path.read_text(encoding="utf-8")
-        value = yaml.safe_load(text) if path.suffix == ".yaml" else json.loads(text)
-    except (OSError, ValueError, yaml.YAMLError):
-        return {}
-    return value if isinstance(value, dict) else {}
+    return read_or_empty(path)
 
 
 @user_errors

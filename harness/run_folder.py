@@ -19,6 +19,7 @@ from harness.prompting.joint import position_top1_rates
 from harness.prompting.variants import get_variant
 from harness.records import Predictions, Record, write_predictions
 from harness.report.run_report import write_run_report
+from harness.run_files import read_run_config
 from harness.sanitize import dumps_json
 from harness.scoring.description_metrics import description_metrics
 from harness.scoring.evaluation import Evaluation, evaluate_records, expected_score_records
@@ -69,14 +70,12 @@ def check_run_folder(out_dir: Path, config: ExperimentConfig, *, overwrite: bool
     if overwrite or not saved.is_file():
         return
     try:
-        previous = yaml.safe_load(saved.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError):
-        previous = None
-    if not isinstance(previous, Mapping):
+        previous = read_run_config(saved)
+    except HarnessError as exc:
         raise HarnessError(
-            f"{saved}: not a readable config.yaml; move the folder away or pass --overwrite "
+            f"{exc} (not a readable config.yaml): move the folder away or pass --overwrite "
             "(overwrite=True in Python)"
-        )
+        ) from None
     # config.yaml is written scrubbed (a key in a base URL): compare like with like
     changes = config_differences(previous, scrub_value(config.model_dump(mode="json")))
     if changes:
@@ -104,6 +103,7 @@ def write_run_folder(
     metrics.json, run.json (counts, cost, provenance), config.yaml and report.md. run.json
     and config.yaml are scrubbed (a key in a base URL). `subset`: the items of a run on part
     of its dataset (a sequential comparison's), listed in config.yaml as `items`."""
+    stats = scrub_value(dict(stats))  # for run.json and report.md alike (D4)
     write_predictions(out_dir / "predictions.jsonl", predictions, items)
     (out_dir / "metrics.json").write_text(dumps_json(metrics, indent=2) + "\n")
     (out_dir / "run.json").write_text(scrub(dumps_json(stats, indent=2)) + "\n")

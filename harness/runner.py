@@ -50,6 +50,7 @@ from harness.scoring.evaluation import (
 )
 from harness.scoring.human_ceiling import human_ceiling
 from harness.scoring.metrics import Aggregate
+from harness.secrets import scrub_value
 from harness.sharding import Shard
 from providers import Judge, Provider, create_provider
 
@@ -405,7 +406,9 @@ class Runner:
             endpoints={"provider": self.provider.endpoint(), "summarizer": summaries.endpoint},
             dataset=read_source(self.config.dataset),
         )
-        return stats
+        # scrubbed here, for run.json and everything made from it (the console's endpoint
+        # line, report.md): a key in a base URL, a model name that is the key (D4, D5)
+        return scrub_value(stats)  # type: ignore[no-any-return]
 
 
 def run_dataset(config: ExperimentConfig) -> Dataset:

@@ -73,7 +73,11 @@ def load_yaml(path: Path) -> Any:
 def parse_yaml(text: str, source: Path | str) -> Any:
     """The YAML document `text` (from `source`, for the error line)."""
     path = source
-    loader = _StrictLoader(text)
+    try:
+        loader = _StrictLoader(text)  # its reader refuses control characters at once
+    except yaml.YAMLError as exc:  # e.g. "unacceptable character #x008e"
+        reason = str(getattr(exc, "reason", None) or exc).splitlines()[0]
+        raise ConfigError(path, None, f"not valid YAML ({reason})") from None
     try:
         node = loader.get_single_node()
         if node is None:

@@ -89,8 +89,12 @@ class GeminiJudge(ApiJudge[Client]):
             timeout=int(self.config.timeout_s * 1000),
             retry_options=types.HttpRetryOptions(attempts=1),
             httpx_async_client=http,
-            # aiohttp: each request's body is read with a bound on its decompressed size
-            async_client_args=None if http else {"middlewares": (bounded_aiohttp_body,)},
+            # aiohttp: each request's body is read with a bound on its decompressed size, and
+            # no redirect is followed (aiohttp would follow one to any origin with
+            # x-goog-api-key; httpx, the other transport, follows none by default)
+            async_client_args=None
+            if http
+            else {"middlewares": (bounded_aiohttp_body,), "allow_redirects": False},
         )
         client = Client(vertexai=False, api_key=key, http_options=options)
         if http is not None:

@@ -117,17 +117,23 @@ class OpenAIBatchApi(BatchApi):
         return results
 
     def _read_line(self, line: str, batch_id: str, results: BatchResults) -> None:
+        """One output line into `results`; a line of any other shape (the output file is
+        read as untrusted) is kept as unreadable, and costs that line only."""
         try:
             entry = json.loads(line)
             custom_id = entry["custom_id"]
             if not isinstance(custom_id, str):
                 raise TypeError("custom_id is not a string")
+            response = entry.get("response") or {}
+            error = entry.get("error") or {}
+            if not isinstance(response, dict) or not isinstance(error, dict):
+                raise TypeError("response and error must be objects")
         except (*MALFORMED_ANSWER_ERRORS, json.JSONDecodeError):
             results.unreadable.append(line)
             return
-        response = entry.get("response") or {}
-        error = entry.get("error") or {}
         status = response.get("status_code")
+        if isinstance(status, bool):
+            status = None
         if status == 200:
             try:
                 completion = ChatCompletion.model_validate(response.get("body"))
@@ -140,7 +146,8 @@ class OpenAIBatchApi(BatchApi):
             results.answers[custom_id] = answer
         elif isinstance(status, int):
             body = response.get("body") or {}
-            message = (body.get("error") or {}).get("message") if isinstance(body, dict) else None
+            found = body.get("error") if isinstance(body, dict) else None
+            message = found.get("message") if isinstance(found, dict) else None
             results.errors[custom_id] = status_error(
                 status,
                 str(message or body),

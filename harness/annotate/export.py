@@ -18,6 +18,7 @@ from harness.annotate.store import RankingStore
 from harness.construct.files import write_jsonl
 from harness.dataset import load_dataset, read_jsonl
 from harness.errors import DatasetError, HarnessError
+from harness.paths import UnsafePath, contained
 
 
 def export_annotations(dataset_dir: Path, store: RankingStore, out_dir: Path) -> dict[str, Any]:
@@ -48,7 +49,11 @@ def export_annotations(dataset_dir: Path, store: RankingStore, out_dir: Path) ->
     audio = [c["audio"] for c in clips if c.get("audio")]
     audio += [a for row in rows for a in row.get("context_audio") or []]
     for relative in dict.fromkeys(audio):
-        _link_or_copy(dataset_dir / relative, out_dir / relative)
+        try:
+            source, target = contained(dataset_dir, relative), contained(out_dir, relative)
+        except UnsafePath as exc:
+            raise DatasetError(dataset_dir / "clips.jsonl", None, str(exc)) from None
+        _link_or_copy(source, target)
     write_jsonl(out_dir / "clips.jsonl", clips)
     write_jsonl(out_dir / "items.jsonl", rows)
     load_dataset(out_dir, check_audio=False)

@@ -147,7 +147,7 @@ class BatchCollector:
         for key, (request, future) in taken.items():
             if future.done():
                 continue
-            cached = self.cache.get(key)
+            cached = self.cache.get(key, "chat")
             if cached is None:
                 rest[key] = (request, future)
             else:
@@ -179,7 +179,7 @@ class BatchCollector:
                 self.ledger.submitted(entry.label, batch_id)
             self._say(f"attaching to {batch_id} ({len(entry.keys)} requests), sent earlier")
             try:
-                results = await self._follow(entry.label, batch_id, len(entry.keys))
+                results = await self._follow(entry.label, batch_id, entry.keys)
             except ProviderError as exc:
                 if exc.kind != "not_found":
                     raise  # e.g. a refused key: the job may still answer once it is fixed
@@ -198,7 +198,7 @@ class BatchCollector:
         self.stats.requests += len(chunk)
         self.on_sent(len(chunk))
         self._say(f"submitted {batch_id}: {len(chunk)} requests")
-        return await self._follow(label, batch_id, len(chunk))
+        return await self._follow(label, batch_id, [key for key, _ in chunk])
 
     async def _submit(self, chunk: list[tuple[str, ChatRequest]], label: str) -> str:
         """Submit, retrying transient failures; before each retry, look for the job by its
@@ -216,8 +216,10 @@ class BatchCollector:
                     return found
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _follow(self, label: str, batch_id: str, total: int) -> BatchResults:
-        """Poll the job until it finishes; store its answers in the cache."""
+    async def _follow(self, label: str, batch_id: str, keys: list[str]) -> BatchResults:
+        """Poll the job until it finishes; store its answers to the requests it holds (`keys`)
+        in the cache: an output line for any other key is unreadable, never stored."""
+        total = len(keys)
         started = time.monotonic()
         shown: tuple[Any, ...] = ()
         while True:
@@ -242,6 +244,12 @@ class BatchCollector:
                     break
             await asyncio.sleep(self.settings.poll_s)
         results = await self.api.results(batch_id)
+        held = set(keys)
+        for key in [key for key in results.answers if key not in held]:
+            del results.answers[key]
+            results.unreadable.append(f"an answer for {key[:80]!r}, not a request of this job")
+        for key in [key for key in results.errors if key not in held]:
+            results.errors.pop(key)
         for key, answer in results.answers.items():
             self.cache.set(key, scrub_value(answer))
         self.stats.answered += len(results.answers)

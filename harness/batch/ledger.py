@@ -4,7 +4,9 @@ request is paid for once even when the run is killed: a job is written down as `
 accepted; a re-run attaches to every job not yet `collected` instead of sending its requests
 again, finding by its label a job whose id a kill kept from being written down.
 
-One JSON object a line, appended and flushed to disk; a line torn by a kill is skipped."""
+One JSON object a line, appended and flushed to disk; a line torn by a kill, or any line that is
+not an event of the shape written here (the ledger is read back as untrusted), is skipped and
+counted. A ledger that is not a file is one HarnessError line, before anything is sent."""
 
 from __future__ import annotations
 
@@ -13,7 +15,11 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from harness.errors import HarnessError
 
 LEDGER_NAME = "batches.jsonl"
 
@@ -30,12 +36,40 @@ class LedgerEntry:
     events: list[str] = field(default_factory=list)
 
 
+class _Event(BaseModel):
+    """One ledger line as this module writes it."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    event: Literal["submitting", "submitted", "collected", "abandoned"]
+    label: str
+    keys: list[str] | None = None
+    api: str | None = None
+    id: str | None = None
+
+
+def _event(line: str) -> _Event | None:
+    """The event of a ledger line; None for a torn or damaged line (of any depth or shape)."""
+    try:
+        return _Event.model_validate_json(line)
+    except (ValidationError, ValueError, RecursionError):
+        return None
+
+
 class BatchLedger:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.torn_lines = 0
+        self._check()  # before any request is sent
+
+    def _check(self) -> None:
+        if self.path.exists() and not self.path.is_file():
+            raise HarnessError(
+                f"{self.path}: the batch ledger is not a file; move it aside (the jobs it "
+                "names, if any, are then not attached to) and run again"
+            )
 
     def _append(self, event: dict[str, Any]) -> None:
+        self._check()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         line = json.dumps({**event, "at": round(time.time(), 3)}, sort_keys=True) + "\n"
         with self.path.open("a", encoding="utf-8") as handle:
@@ -59,24 +93,23 @@ class BatchLedger:
         """Every job in the ledger, in the order they were submitted."""
         found: dict[str, LedgerEntry] = {}
         self.torn_lines = 0
+        self._check()
         if not self.path.is_file():
             return []
         for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                event = json.loads(line)
-                kind, label = event["event"], str(event["label"])
-            except (ValueError, KeyError, TypeError):
+            event = _event(line)
+            if event is None:
                 self.torn_lines += bool(line.strip())
                 continue
+            kind, label = event.event, event.label
             if kind == "submitting":
-                keys = [str(k) for k in event.get("keys") or []]
-                found[label] = LedgerEntry(label, keys, str(event.get("api", "")))
+                found[label] = LedgerEntry(label, list(event.keys or []), event.api or "")
             entry = found.get(label)
             if entry is None:
                 continue
             entry.events.append(kind)
-            if kind in ("submitted", "collected") and event.get("id"):
-                entry.batch_id = str(event["id"])
+            if kind in ("submitted", "collected") and event.id:
+                entry.batch_id = event.id
             entry.closed = entry.closed or kind in ("collected", "abandoned")
         return list(found.values())
 

@@ -190,7 +190,7 @@ async def _embed_openai(
     vectors: dict[str, list[float]] = {}
     try:
         for key in keys:
-            hit = cache.get(key)
+            hit = cache.get(key, "vector")
             if hit is not None:
                 vectors[key] = hit["vector"]
         todo = [(k, t) for k, t in zip(keys, texts, strict=True) if k not in vectors]

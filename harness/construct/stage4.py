@@ -25,6 +25,7 @@ __all__ = ["Stage4Config", "borda_points", "consensus", "kendall_w", "run_stage4
 from harness.construct.files import MARKER, prepare_out_dir, write_json, write_jsonl
 from harness.dataset import load_dataset, read_jsonl
 from harness.errors import HarnessError
+from harness.paths import contained
 
 
 class Stage4Config(BaseModel):
@@ -133,7 +134,7 @@ def run_stage4(
     clips = [obj for _, obj in read_jsonl(dataset_dir / "clips.jsonl") if obj["id"] in used]
     prepare_out_dir(out_dir, overwrite=overwrite)
     for clip in clips:
-        target = out_dir / clip["audio"]
+        target = contained(out_dir, clip["audio"])  # load_dataset checked it
         target.parent.mkdir(parents=True, exist_ok=True)
         _link_or_copy(dataset.clips[clip["id"]].path, target)
     write_jsonl(out_dir / "clips.jsonl", clips)

@@ -39,12 +39,18 @@ def musicrs(
         str | None,
         typer.Option(help="Split of a Hugging Face dataset [default: its only split, or train]."),
     ] = None,
+    overwrite: Annotated[
+        bool,
+        typer.Option(help="Replace a dataset imported into --out before (never other files)."),
+    ] = False,
 ) -> None:
     """One item per Reddit thread: the query, the thread text, the subreddit as group, the
     candidate song titles as text-only clips and the gold titles as `relevant`."""
     from harness.importers.musicrs import import_musicrs
 
-    summary = import_musicrs(source, out, audio=audio, only_with_audio=only_with_audio, split=split)
+    summary = import_musicrs(
+        source, out, audio=audio, only_with_audio=only_with_audio, split=split, overwrite=overwrite
+    )
     console.print(
         f"[bold]MusiCRS[/] -> {terminal_text(out)}: {summary.n_items} items, {summary.n_clips} clips, "
         f"{summary.n_candidates} candidates, {summary.n_relevant} gold "

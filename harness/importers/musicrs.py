@@ -13,7 +13,9 @@ Gold titles are matched to candidates with MusiCRS's normalisation (lowercase, s
 curly quotes to straight ones, strip surrounding quotes, spaces and tabs); a gold title that
 matches no candidate is an error. With `audio`, a folder holding one subfolder per thread
 (`<audio>/<name>/*.wav`, the layout MusiCRS's download script writes), each thread's files
-become its `context_audio`.
+are linked into the dataset folder (`context_audio/<name>/`) and become its `context_audio`;
+a thread name that is not a folder name under `audio` (`../x`) is refused. `out` must be a new
+or empty folder (`overwrite` replaces a dataset imported there before).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -32,8 +35,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from harness.dataset import load_dataset, read_jsonl
 from harness.errors import DatasetError, HarnessError
 from harness.hf_dataset import HF_PREFIX, ItemColumns, is_hf_source, load_table
+from harness.paths import UnsafePath, contained
 
 AUDIO_SUFFIXES = frozenset({".wav", ".flac", ".ogg", ".mp3", ".aiff", ".aif"})
+CONTEXT_AUDIO = "context_audio"  # the folder of the dataset where the threads' audio is linked
 SOURCE = "MusiCRS (Surana et al. 2025, https://github.com/rohan2810/MusiCRS), CC BY 4.0"
 
 
@@ -80,11 +85,25 @@ class ImportSummary:
 
 
 def _thread_audio(audio_root: Path, name: str, out: Path) -> list[str]:
-    folder = audio_root / name
+    """The thread's audio files under `audio_root/<name>/`, linked into the dataset folder
+    (`context_audio/<name>/`, so that every path of the dataset stays inside it); a thread
+    name that is not a folder name inside `audio_root` is refused (UnsafePath)."""
+    folder = contained(audio_root, name, "the thread name")
     if not folder.is_dir():
         return []
     files = sorted(p for p in folder.iterdir() if p.suffix.lower() in AUDIO_SUFFIXES)
-    return [os.path.relpath(p.resolve(), out.resolve()) for p in files]
+    linked = []
+    for file in files:
+        relative = f"{CONTEXT_AUDIO}/{name}/{file.name}"
+        target = contained(out, relative)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.unlink(missing_ok=True)
+        try:
+            target.symlink_to(file.resolve())
+        except OSError:  # a file system without symbolic links
+            shutil.copyfile(file, target)
+        linked.append(relative)
+    return linked
 
 
 def _item(
@@ -134,6 +153,30 @@ def _rows(source: Path | str, split: str | None) -> Iterator[tuple[int, dict[str
         yield index, dict(row)
 
 
+def _check_out(out: Path, *, overwrite: bool) -> None:
+    """`out` is a new folder, an empty one, or (with `overwrite`) a dataset this importer
+    wrote: an existing dataset is never silently replaced."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise HarnessError(f"--out {out}: a file, not a folder")
+    written = {"items.jsonl", "clips.jsonl", "README.md", CONTEXT_AUDIO}
+    present = {p.name for p in out.iterdir()}
+    if not present:
+        return
+    if not overwrite:
+        raise HarnessError(
+            f"--out {out}: the folder is not empty; give a new folder, or pass --overwrite to "
+            "replace a dataset imported there"
+        )
+    if present - written:
+        raise HarnessError(
+            f"--out {out}: --overwrite replaces only a folder this importer wrote; it also "
+            f"holds {', '.join(sorted(present - written)[:3])}"
+        )
+    shutil.rmtree(out / CONTEXT_AUDIO, ignore_errors=True)
+
+
 def import_musicrs(
     source: Path | str,
     out: Path,
@@ -141,14 +184,18 @@ def import_musicrs(
     audio: Path | None = None,
     only_with_audio: bool = False,
     split: str | None = None,
+    overwrite: bool = False,
 ) -> ImportSummary:
     """Write `out/items.jsonl`, `out/clips.jsonl` and `out/README.md` from the MusiCRS
-    JSONL at `source` (or the release as a Hugging Face dataset, its `split`), then load the
-    folder back to validate it."""
+    JSONL at `source` (or the release as a Hugging Face dataset, its `split`; with `audio`,
+    the threads' audio linked under `out/context_audio/`), then load the folder back to
+    validate it. `out` must be new or empty; `overwrite` replaces a dataset imported there
+    before."""
     if audio is not None and not audio.is_dir():
         raise HarnessError(f"--audio {audio}: folder not found")
     if only_with_audio and audio is None:
         raise HarnessError("--only-with-audio needs --audio DIR")
+    _check_out(out, overwrite=overwrite)
     summary = ImportSummary()
     titles: dict[str, str] = {}
     items: list[dict[str, Any]] = []
@@ -165,7 +212,10 @@ def import_musicrs(
             raise DatasetError(source, line, f"second thread named {thread.name!r}")
         seen.add(thread.name)
         item = _item(thread, line, source, titles, summary)
-        context = _thread_audio(audio, thread.name, out) if audio is not None else []
+        try:
+            context = _thread_audio(audio, thread.name, out) if audio is not None else []
+        except UnsafePath as exc:
+            raise DatasetError(source, line, f"{exc}: not a folder name under --audio") from None
         if context:
             item["context_audio"] = context
             summary.n_items_with_audio += 1

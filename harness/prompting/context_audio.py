@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.audio import audio_ref, resample
 from harness.dataset import Item
+from harness.paths import contained
 from harness.types import AudioRef
 
 
@@ -60,12 +61,12 @@ def _excerpt(
     share = budget.max_seconds / len(files)
     pieces = []
     for name in files:
-        info = soundfile.info(str(root / name))
+        info = soundfile.info(str(contained(root, name)))
         seconds = info.frames / info.samplerate
         start = rng.uniform(0.0, seconds - share) if seconds > share else 0.0
         frames = min(info.frames, round(share * info.samplerate))
         data, rate = soundfile.read(
-            str(root / name),
+            str(contained(root, name)),
             start=int(start * info.samplerate),
             frames=frames,
             dtype="float32",

@@ -210,7 +210,7 @@ class UserSimulator:
         request = simulator_request(item, clips, pick)
         first = key = self.key(request)
         for _ in range(self.answerer.settings.reask + 1):
-            answer = self.answerer.cache.get(key)
+            answer = self.answerer.cache.get(key, "chat")
             if answer is None:
                 return None
             parsed = _parse(answer["text"])

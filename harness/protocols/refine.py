@@ -18,6 +18,7 @@ from typing import Any
 
 from harness.answering import Answerer
 from harness.cache import ResponseCache
+from harness.cache_values import Shape
 from harness.config import ExperimentConfig
 from harness.dataset import Dataset, Item
 from harness.errors import HarnessError
@@ -167,7 +168,8 @@ class RefineCalls(CallPlan):
             yield self.second_call(call, item, pick, feedback or REPLY_PLACEHOLDER)
 
     def _cached_pick(self, call: Call, cache: ResponseCache) -> str | None:
-        answer = cache.get(call.key)
+        shape: Shape = "chat" if self.judge is not None else "scores"
+        answer = cache.get(call.key, shape, len(call.candidates) if shape == "scores" else None)
         if answer is None:
             return None
         item = self._require_dataset().item(call.item_id)

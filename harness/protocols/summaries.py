@@ -229,7 +229,7 @@ def cached_summary(answerer: Answerer, item: Item) -> str | None:
     request = summary_request(item)
     first = key = summary_key(answerer, request)
     for _ in range(answerer.settings.reask + 1):
-        answer = answerer.cache.get(key)
+        answer = answerer.cache.get(key, "chat")
         if answer is None:
             return None
         parsed = _parse(answer["text"])

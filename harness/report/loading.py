@@ -3,19 +3,17 @@ through the one evaluation path (so per-item values are there for paired statist
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-
-import yaml
 
 from harness.dataset import Dataset, load_dataset
 from harness.errors import HarnessError
 from harness.provenance import drifted_packages, unofficial_endpoints
 from harness.records import Record, read_predictions, read_records
 from harness.report.labels import generated_labels
+from harness.run_files import read_run_config, read_run_json
 from harness.scoring.description_metrics import description_metrics
 from harness.scoring.evaluation import evaluate_records, expected_score_records
 from harness.scoring.metrics import Aggregate, FloatArray
@@ -103,16 +101,6 @@ class RunData:
         }
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise HarnessError(f"{path}: not valid JSON ({exc.msg})") from None
-    return value if isinstance(value, dict) else {}
-
-
 def load_run(
     path: Path,
     *,
@@ -130,7 +118,7 @@ def load_run(
     config_path = path / "config.yaml"
     if not config_path.is_file():
         raise HarnessError(f"{path}: no config.yaml (is this a finished run folder?)")
-    config = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
+    config = read_run_config(config_path)
     records_path = path / "records.jsonl"
     if not records_path.is_file():
         raise HarnessError(f"{path}: no records.jsonl")
@@ -177,7 +165,7 @@ def load_run(
         path=path,
         label=str(config.get("name") or path.name),
         config=config,
-        stats=_read_json(path / "run.json"),
+        stats=read_run_json(path / "run.json"),
         records=records,
         dataset=data,
         aggregate=evaluation.aggregate,

@@ -18,6 +18,7 @@ from harness.report.formatting import (
 from harness.report.protocol_tables import protocol_sections
 from harness.scoring.evaluation import no_scores_reason
 from harness.scoring.human_ceiling import HUMAN_ROW
+from harness.secrets import scrub
 
 UNOFFICIAL_NOTE = (
     "not the provider's official service: the answers came from whatever serves that URL "
@@ -91,7 +92,7 @@ def write_run_report(
     summaries = cost_line(stats.get("summaries_cost"))
     if summaries:
         lines.append("Summaries: " + summaries[0].lower() + summaries[1:])
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text(scrub("\n".join(lines) + "\n"))  # a model name or a URL may hold a key
 
 
 def _rows(name: str, metrics: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
@@ -158,4 +159,4 @@ def write_comparison(
         body.append("")
     body += _group_section(runs, "run / group")
     body += protocol_sections(runs)
-    path.write_text("\n".join(body))
+    path.write_text(scrub("\n".join(body)))

@@ -126,7 +126,7 @@ def test_context_audio_from_a_folder_per_thread(tmp_path: Path) -> None:
         (audio / "t3_a" / name).write_bytes((audio / "t3_a" / "1.wav").read_bytes())
     summary = import_musicrs(source, tmp_path / "out", audio=audio)
     first, second = load_dataset(tmp_path / "out").items
-    assert first.context_audio == ("../audio/t3_a/1.wav", "../audio/t3_a/2.wav")
+    assert first.context_audio == ("context_audio/t3_a/1.wav", "context_audio/t3_a/2.wav")
     assert second.context_audio is None and summary.n_items_with_audio == 1
     import_musicrs(source, tmp_path / "only", audio=audio, only_with_audio=True)
     assert [i.id for i in load_dataset(tmp_path / "only").items] == ["t3_a"]

@@ -1,0 +1,111 @@
+"""What a response-cache value may be, checked each time one is read back: the cache is a file
+the harness wrote earlier, so it is read as untrusted (a damaged disk, an older harness, a
+shared cache someone else wrote). A value of any other shape is a damaged entry: a miss,
+counted and asked again (`harness.cache.ResponseCache.get`).
+
+Three shapes are stored: a judge's answer (`chat`: `text`, token counts, `latency_s`,
+`extra`), a scorer's answer (`scores`: one number per candidate, `extra`) and an embedding
+(`vector`). Token counts are non-negative integers (never booleans or strings), including
+the `*_tokens` counts in `extra` that pricing sums. `bounded` keeps a value that would
+expand beyond any answer's size (shared references in an old pickle, a value that holds
+itself) from ever being walked."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
+
+Shape = Literal["chat", "scores", "vector"]
+
+# The most a stored value may expand to when walked: values (containers, numbers, strings)
+# and characters. A judge's answer holds a few values (with logprobs, some 10,000) and well
+# under 1 MB of text; a walk stops at the bound, so a bomb costs ~0.1 s.
+MAX_VALUE_NODES = 100_000
+MAX_VALUE_CHARS = 64_000_000
+MAX_VALUE_DEPTH = 64
+
+Count = Annotated[StrictInt, Field(ge=0)]
+Number = StrictInt | StrictFloat
+
+
+class _Value(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+    extra: dict[str, Any] = Field(default_factory=dict)
+    latency_s: Annotated[Number, Field(ge=0)] | None = None
+
+
+class _Chat(_Value):
+    text: str
+    input_tokens: Count | None = None
+    output_tokens: Count | None = None
+
+
+class _Scores(_Value):
+    scores: list[Number]
+
+
+class _Vector(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+    vector: list[Number]
+
+
+_MODELS: dict[Shape, type[BaseModel]] = {"chat": _Chat, "scores": _Scores, "vector": _Vector}
+
+
+def _counts_ok(extra: dict[str, Any]) -> bool:
+    """`*_tokens` counts in `extra` are non-negative integers (pricing adds them up)."""
+    return all(
+        value is None or (type(value) is int and value >= 0)
+        for name, value in extra.items()
+        if name.endswith("_tokens")
+    )
+
+
+def well_formed(value: Any, shape: Shape | None = None, length: int | None = None) -> bool:
+    """Whether `value` is a stored value of `shape` (any of the three when None) with
+    `length` scores when that is given."""
+    if not isinstance(value, dict):
+        return False
+    shapes: tuple[Shape, ...] = (shape,) if shape else ("chat", "scores", "vector")
+    for name in shapes:
+        try:
+            _MODELS[name].model_validate(value)
+        except ValidationError:
+            continue
+        if not _counts_ok(value.get("extra") or {}):
+            return False
+        return length is None or name != "scores" or len(value["scores"]) == length
+    return False
+
+
+class TooLarge(ValueError):
+    """A value that would expand beyond MAX_VALUE_NODES values or MAX_VALUE_CHARS characters,
+    or nest beyond MAX_VALUE_DEPTH."""
+
+
+def bounded(value: Any) -> None:
+    """Raise TooLarge when walking `value` (every shared reference expanded, as json.dumps
+    would) exceeds the bounds above; stops as soon as it does, so a value of 2**40 shared
+    leaves costs no more than the bound."""
+    nodes = chars = 0
+    level: list[Any] = [value]
+    for _ in range(MAX_VALUE_DEPTH + 1):  # one level of the value at a time
+        below: list[Any] = []
+        for current in level:
+            if isinstance(current, str | bytes):
+                chars += len(current)
+            elif isinstance(current, dict):
+                below.extend(current)
+                below.extend(current.values())
+            elif isinstance(current, list | tuple | set | frozenset):
+                below.extend(current)
+            if len(below) > MAX_VALUE_NODES:
+                break
+        nodes += len(level)
+        if nodes + len(below) > MAX_VALUE_NODES or chars > MAX_VALUE_CHARS:
+            raise TooLarge(f"expands to more than {MAX_VALUE_NODES:,} values or 64 M characters")
+        if not below:
+            return
+        level = below
+    raise TooLarge(f"nested deeper than {MAX_VALUE_DEPTH} levels")

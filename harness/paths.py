@@ -1,0 +1,43 @@
+"""Paths that come from data (a clip's `audio`, an item's `context_audio`, a thread's name in
+an importer's input) kept inside the folder they belong to: the one check used wherever such
+a path is opened, served or written (dataset loading, `harness view`, `--embed-audio`,
+`harness annotate --export`, `harness construct stage4`, `harness import musicrs --audio`).
+
+The check is on the path as written: it must be relative, name no parent (`..`) and hold no
+NUL byte or drive (`C:`), with `/` and `\\` both taken as separators. A symbolic link inside the
+folder is followed: placing one there (an `audio` link to a larger disk) is the folder owner's
+choice, as is any file they copy in (docs/formats.md)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path, PurePosixPath
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+class UnsafePath(ValueError):
+    """A path from data that would leave its folder."""
+
+
+def inside(relative: str, what: str = "path") -> PurePosixPath:
+    """`relative` as a path that stays inside whatever folder it is joined to; UnsafePath
+    (a ValueError, so a pydantic validator reports it with its line) otherwise."""
+    if not isinstance(relative, str) or not relative.strip():
+        raise UnsafePath(f"{what} is empty")
+    if "\x00" in relative:
+        raise UnsafePath(f"{what} {relative!r} holds a NUL byte")
+    unified = relative.replace("\\", "/")
+    if unified.startswith("/") or _DRIVE.match(unified):
+        raise UnsafePath(f"{what} {relative!r} is absolute; give it relative to the folder")
+    parts = [part for part in unified.split("/") if part not in ("", ".")]
+    if ".." in parts:
+        raise UnsafePath(f"{what} {relative!r} leaves the folder (..)")
+    if not parts:
+        raise UnsafePath(f"{what} {relative!r} names the folder itself")
+    return PurePosixPath(*parts)
+
+
+def contained(root: Path, relative: str, what: str = "path") -> Path:
+    """`root / relative`, when `relative` stays inside `root` (`inside`); UnsafePath else."""
+    return root.joinpath(*inside(relative, what).parts)
