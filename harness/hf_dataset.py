@@ -6,8 +6,9 @@ The dataset is written once as an ordinary dataset folder (`items.jsonl`, `clips
 `source.json`) under the harness's data folder (`$BGM_JUDGE_DATA`, default `data/`), at
 `hf/<name>-<hash of the source and the mapping>`; everything downstream (runs, reports, the
 response cache) reads that folder. An `Audio` column's bytes are written as files named by
-their SHA-256 (`hf/audio/<hash>.<format>`), so the same recording is one file whatever dataset
-or revision carries it, and cached answers stay valid. The audio is read from the column's raw
+their SHA-256 (`<the folder>/audio/<hash>.<format>`), so a recording is one file however many
+rows carry it, and cached answers (keyed by the audio's bytes) stay valid; the files stay inside
+the dataset folder, where a dataset's clip paths must lead. The audio is read from the column's raw
 bytes (`Audio(decode=False)`) with soundfile: `datasets`' own decoding needs torchcodec.
 
 Rows are read with `columns.items` (and `columns.clips`): each maps an item (clip) field to a
@@ -312,7 +313,7 @@ def materialize(source: HFSource, out: Path | None = None) -> Path:
     items = list(_items(items_data, columns.items, titles))
     if clips_data is not None and columns.clips is not None:
         clips = list(
-            _clips(clips_data, columns.clips, data_root() / "hf" / "audio", out, source.uri)
+            _clips(clips_data, columns.clips, out / "audio", out, source.uri)
         )
     else:
         clips = [{"id": cid, "title": title} for cid, title in (titles or {}).items()]
