@@ -63,7 +63,7 @@ test: install sample-audio lint
 
 ## The inner loop: the tests not marked slow (no lint, no subprocess-heavy suites).
 test-fast: install sample-audio
-	$(BIN)/pytest -m "not slow" -p no:randomly
+	$(BIN)/pytest -m "not slow" -n $(WORKERS)
 
 ## The newest releases pyproject.toml allows, in a separate venv: run before raising a range.
 test-latest: | $(BIN)/uv
