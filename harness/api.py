@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.cache import ResponseCache
-from harness.config import ExperimentConfig, load_experiments
+from harness.config import ExperimentConfig, experiments_from, load_experiments
 from harness.dataset import Dataset, load_dataset
 from harness.errors import HarnessError
 from harness.experiment import run_all
@@ -25,17 +25,15 @@ Scores = Mapping[str, float | None]
 
 
 def _configs(experiment: Experiment, overrides: Mapping[str, Any]) -> list[ExperimentConfig]:
+    """The runs, with `overrides` applied to the experiment's settings as `--set` applies
+    them (so on a sweep, `name=` names the sweep and its runs keep their own names)."""
     if isinstance(experiment, ExperimentConfig):
-        configs = [experiment]
-    elif isinstance(experiment, Mapping):
-        configs = [ExperimentConfig.model_validate(dict(experiment))]
-    else:
-        configs = load_experiments(experiment)
-    if not overrides:
-        return configs
-    return [
-        ExperimentConfig.model_validate({**config.model_dump(), **overrides}) for config in configs
-    ]
+        if not overrides:
+            return [experiment]
+        return [ExperimentConfig.model_validate({**experiment.model_dump(), **overrides})]
+    if isinstance(experiment, Mapping):
+        return experiments_from(experiment, "experiment", replace=overrides)
+    return load_experiments(experiment, replace=overrides)
 
 
 def run(

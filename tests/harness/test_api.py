@@ -54,7 +54,7 @@ def test_run_takes_overrides_and_validates_them(tmp_path: Path, tiny_dataset: Pa
         repeats=1,
     )
     assert result.aggregate.n_items == 1 and result.aggregate.n_repeats == 1
-    with pytest.raises(ValueError, match="limit"):
+    with pytest.raises(HarnessError, match=r"limit=-1: limit: Input should be greater than 0"):
         harness.run(experiment(tmp_path, tiny_dataset), limit=-1)
 
 
@@ -104,3 +104,43 @@ def test_evaluate_takes_ranking_lines_and_cutoffs(tmp_path: Path) -> None:
     result = harness.evaluate(pool, lines, at=[3], n_bootstrap=10)
     assert result.per_item["recall@3"][0] == 1.0
     assert result.per_item["recall@3"][1] == pytest.approx(3 / 20)  # all tied: chance
+
+
+def sweep(tmp_path: Path, dataset: Path) -> Path:
+    path = tmp_path / "sweep.yaml"
+    path.write_text(
+        f"name: grid\ndataset: {dataset}\nproviders: [{{name: random, seed: 1}}]\n"
+        "inputs: [{music: caption}, {dialogue: summary, music: caption}]\nn_bootstrap: 50\n"
+    )
+    return path
+
+
+def test_name_on_a_sweep_names_the_sweep_as_set_does(tmp_path: Path, tiny_dataset: Path) -> None:
+    """`name=` renames the sweep (its runs keep their names), as `--set name=` does: not one
+    name for every run, which made the second run collide with the first."""
+    results = harness.run(
+        sweep(tmp_path, tiny_dataset),
+        results_dir=tmp_path / "results",
+        cache_dir=tmp_path / "cache",
+        show_progress=False,
+        name="quick",
+        limit=2,
+    )
+    assert [r.out_dir.relative_to(tmp_path / "results").as_posix() for r in results] == [
+        "quick/random_default_full_caption",
+        "quick/random_default_summary_caption",
+    ]
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["quick"]
+    assert all(r.aggregate.n_items == 2 for r in results)
+
+
+def test_a_limited_run_under_its_own_name_leaves_the_full_run_alone(
+    tmp_path: Path, tiny_dataset: Path
+) -> None:
+    """The README's example: a quick run of a few items after the full experiment."""
+    common = {"results_dir": tmp_path / "r", "cache_dir": tmp_path / "c", "show_progress": False}
+    (full, _) = harness.run(sweep(tmp_path, tiny_dataset), **common)
+    before = (full.out_dir / "metrics.json").read_bytes()
+    quick = harness.run(sweep(tmp_path, tiny_dataset), name="grid_first2", limit=2, **common)
+    assert [r.aggregate.n_items for r in quick] == [2, 2]
+    assert (full.out_dir / "metrics.json").read_bytes() == before
