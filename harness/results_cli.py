@@ -191,6 +191,7 @@ def runs(
     from rich.table import Table
 
     from harness.provenance import drifted_packages, unofficial_endpoints
+    from harness.report.run_report import no_scores_reason
     from harness.report.sources import discover
     from providers import REGISTRY
 
@@ -231,13 +232,19 @@ def runs(
             " ‡" if drifted_packages(stats) else ""
         )
         finished = str(provenance.get("finished_at") or "?")
+        failed = no_scores_reason(metrics, stats)  # chance-level numbers are not shown
+        figures = (
+            [_mean(metrics, name) for name in ("hit@1", "mrr", "ndcg")]
+            if failed is None
+            else ["no metrics", "-", "-"]
+        )
+        if failed is not None:
+            setup += f" ({failed})"
         table.add_row(
             shown(source.path) + mark,
             terminal_text(setup),
             str(metrics.get("n_items", "?")),
-            _mean(metrics, "hit@1"),
-            _mean(metrics, "mrr"),
-            _mean(metrics, "ndcg"),
+            *figures,
             "n/a" if coverage is None else f"{100 * coverage:.1f}%",
             f"{stats.get('errors', '?')}/{stats.get('calls', '?')}",
             finished.replace("T", " ")[:16],

@@ -134,3 +134,45 @@ def test_a_shard_is_skipped_with_a_warning_beside_its_merged_run(
     found = discover([results])
     assert [source.path.name for source in found.sources] == ["run"]
     assert found.warnings == [f"{shard}: skipped, shard 0/2 of a run (`harness merge` joins them)"]
+
+
+def _sweep_with_a_failed_run(tmp_path: Path, dataset: Path) -> Path:
+    """A real sweep: one run answered, one whose every call failed (coverage 0)."""
+    experiment = tmp_path / "mixed.yaml"
+    experiment.write_text(
+        f"name: mixed\ndataset: {dataset}\nn_bootstrap: 50\nproviders:\n"
+        "  - {name: mock, label: works}\n"
+        "  - {name: mock, label: broken, answers: {'*': '!permanent'}, max_attempts: 1}\n"
+    )
+    args = ["run", str(experiment), "--results-dir", str(tmp_path / "results")]
+    result = runner.invoke(app, [*args, "--cache-dir", str(tmp_path / "cache"), "--no-progress"])
+    assert result.exit_code == 1, result.output  # the broken run's calls failed
+    return tmp_path / "results" / "mixed"
+
+
+def test_a_run_without_a_usable_score_shows_no_chance_level_numbers(
+    dataset: Path, tmp_path: Path
+) -> None:
+    """`harness run` says a run with coverage 0 has no metrics; `harness runs`, `harness
+    report` and `harness view` (the same sources) say so too, never its Hit@1."""
+    sweep = _sweep_with_a_failed_run(tmp_path, dataset)
+    found = discover([sweep])
+    runs, warnings = load_sources(found.sources)
+    assert [run.name for run in runs] == ["mock_works_zero_shot_full_audio"]
+    assert any(
+        "mock_broken_zero_shot_full_audio: no metrics, every call failed (48 of 48)" in w
+        for w in warnings
+    ), warnings
+    report = runner.invoke(app, ["report", str(sweep), "--out", str(tmp_path / "out")])
+    assert report.exit_code == 0, report.output
+    assert [row["run"] for row in _csv(tmp_path / "out" / "comparison.csv")] == [
+        "mock_works_zero_shot_full_audio"
+    ]
+    assert "broken" not in report.stdout and "no metrics" in " ".join(report.stderr.split())
+    listing = runner.invoke(app, ["runs", str(sweep)], terminal_width=250)
+    assert listing.exit_code == 0, listing.output
+    (broken,) = [line for line in listing.stdout.splitlines() if "broken" in line]
+    assert "no metrics" in broken and "every call failed (48 of 48)" in broken
+    assert "0.0%" in broken and "48/48" in broken
+    assert not any(char.isdigit() and "0." in cell for cell in broken.split("│")[4:7]
+                   for char in cell)
