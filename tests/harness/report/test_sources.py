@@ -150,6 +150,7 @@ def _sweep_with_a_failed_run(tmp_path: Path, dataset: Path) -> Path:
     return tmp_path / "results" / "mixed"
 
 
+@pytest.mark.slow
 def test_a_run_without_a_usable_score_shows_no_chance_level_numbers(
     dataset: Path, tmp_path: Path
 ) -> None:
@@ -172,7 +173,6 @@ def test_a_run_without_a_usable_score_shows_no_chance_level_numbers(
     listing = runner.invoke(app, ["runs", str(sweep)], terminal_width=250)
     assert listing.exit_code == 0, listing.output
     (broken,) = [line for line in listing.stdout.splitlines() if "broken" in line]
-    assert "no metrics" in broken and "every call failed (48 of 48)" in broken
-    assert "0.0%" in broken and "48/48" in broken
-    assert not any(char.isdigit() and "0." in cell for cell in broken.split("│")[4:7]
-                   for char in cell)
+    cells = [cell.strip() for cell in broken.split("│")[1:-1]]
+    assert cells[3:6] == ["no metrics", "-", "-"] and cells[6:8] == ["0.0%", "48/48"]
+    assert "every call" in listing.stdout and "(48 of 48)" in listing.stdout
