@@ -176,3 +176,23 @@ def test_a_run_without_a_usable_score_shows_no_chance_level_numbers(
     cells = [cell.strip() for cell in broken.split("│")[1:-1]]
     assert cells[3:6] == ["no metrics", "-", "-"] and cells[6:8] == ["0.0%", "48/48"]
     assert "every call" in listing.stdout and "(48 of 48)" in listing.stdout
+
+
+def test_a_predictions_file_missing_an_item_agrees_fully_with_itself(
+    dataset: Path, tmp_path: Path
+) -> None:
+    scores = tiny_scores(12)
+    del scores["d3"]
+    one = write_predictions(tmp_path / "one" / "predictions.jsonl", scores)
+    two = write_predictions(tmp_path / "two" / "predictions.jsonl", scores)
+    out = tmp_path / "out"
+    result = runner.invoke(
+        app, ["report", str(one), str(two), "--dataset", str(dataset), "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    agreement = {row[""]: row for row in _csv(out / "agreement.csv")}
+    assert [agreement["one"]["one"], agreement["one"]["two"], agreement["two"]["two"]] == [
+        "1.0",
+        "1.0",
+        "1.0",
+    ]
