@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,7 +15,7 @@ from harness.errors import HarnessError
 from harness.experiment import run_all
 from harness.records import Predictions, read_predictions, read_records, scores_from_ranking
 from harness.runner import RunResult
-from harness.scoring.evaluation import evaluate_predictions
+from harness.scoring.evaluation import CoverageWarning, coverage_warnings, evaluate_predictions
 from harness.scoring.metrics import Aggregate, MissingPolicy
 
 if TYPE_CHECKING:
@@ -96,12 +97,16 @@ def evaluate(
     `predictions` is a predictions JSONL file, `{item_id: {candidate_id: score}}`, or a list
     of `{"item_id": ..., "scores": {...}, "repeat": 0}` (or `"ranking": [...]`) lines; `at`
     adds hit@K, recall@K, precision@K and ndcg@K. `.to_json()` gives the metrics.json form;
-    `.per_item` the per-item values."""
+    `.per_item` the per-item values. Predictions that leave items or candidates without a
+    score warn (`CoverageWarning`), saying how they were counted."""
     data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset, check_audio=False)
     given = _as_predictions(predictions, data)
-    return evaluate_predictions(
+    result = evaluate_predictions(
         data.items, given, missing=missing, n_bootstrap=n_bootstrap, seed=seed, at=at
     ).aggregate
+    for line in coverage_warnings(data.items, given, result):
+        warnings.warn(line, CoverageWarning, stacklevel=3)  # the caller of harness.evaluate
+    return result
 
 
 def load_run(folder: str | Path) -> pd.DataFrame:

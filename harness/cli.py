@@ -304,7 +304,7 @@ def evaluate(
     from harness.interop.inputs import dataset_folder, qrels_items
     from harness.records import read_predictions
     from harness.report.formatting import rich_table
-    from harness.scoring.evaluation import evaluate_predictions
+    from harness.scoring.evaluation import coverage_warnings, evaluate_predictions
 
     if missing not in ("worst", "exclude"):
         raise HarnessError(f"--missing must be 'worst' or 'exclude', not {missing!r}")
@@ -332,6 +332,8 @@ def evaluate(
     )
     metrics = evaluation.to_json()
     console.print(rich_table(str(predictions), [(predictions.stem, metrics)]))
+    for line in coverage_warnings(data.items, preds, evaluation.aggregate):
+        err_console.print(f"[bold yellow]warning:[/] {escape(line)}", highlight=False)
     if out:
         make_folder(out.parent, "--out")
         out.write_text(dumps_json(metrics, indent=2) + "\n")

@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import json
 import tomllib
+import warnings
 from pathlib import Path
 
 import pytest
 
 import harness
 from harness.errors import HarnessError
+from harness.scoring.evaluation import CoverageWarning
 from harness.records import read_records
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,3 +146,28 @@ def test_a_limited_run_under_its_own_name_leaves_the_full_run_alone(
     quick = harness.run(sweep(tmp_path, tiny_dataset), name="grid_first2", limit=2, **common)
     assert [r.aggregate.n_items for r in quick] == [2, 2]
     assert (full.out_dir / "metrics.json").read_bytes() == before
+
+
+def test_evaluate_warns_when_predictions_leave_items_out(tiny_dataset: Path) -> None:
+    """Predictions for one item of three: the figures average all three (the two missing at
+    chance level), so the caller is told, not left to notice coverage 33%."""
+    one = {"d0": {"c0_0": 3.0, "c0_1": 2.0, "c0_2": 1.0, "c0_3": 0.0}}
+    with pytest.warns(CoverageWarning) as caught:
+        aggregate = harness.evaluate(tiny_dataset, one, n_bootstrap=50)
+    assert aggregate.n_items == 3 and aggregate.coverage == pytest.approx(1 / 3)
+    assert [str(w.message) for w in caught] == [
+        "no prediction for 2 of 3 items (d1, d2): counted with every candidate unscored, at "
+        "chance level (missing: worst; --missing exclude leaves them out)",
+        "coverage 33.3%: 66.7% of the candidates have no score",
+    ]
+    with pytest.warns(CoverageWarning) as caught:
+        assert harness.evaluate(tiny_dataset, one, missing="exclude", n_bootstrap=50).n_items == 1
+    assert str(caught[0].message).startswith("no prediction for 2 of 3 items (d1, d2): left out")
+    assert caught[0].filename == __file__  # points at the caller's line
+
+
+def test_evaluate_of_full_predictions_does_not_warn(tiny_dataset: Path) -> None:
+    full = {f"d{i}": {f"c{i}_{j}": float(3 - j) for j in range(4)} for i in range(3)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert harness.evaluate(tiny_dataset, full, n_bootstrap=50).coverage == 1.0
