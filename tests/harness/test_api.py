@@ -13,8 +13,8 @@ import pytest
 
 import harness
 from harness.errors import HarnessError
-from harness.scoring.evaluation import CoverageWarning
 from harness.records import read_records
+from harness.scoring.evaluation import CoverageWarning
 
 ROOT = Path(__file__).resolve().parents[2]
 
