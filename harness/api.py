@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.cache import ResponseCache
-from harness.config import ExperimentConfig, experiments_from, load_experiments
+from harness.config import ExperimentConfig, experiments_from, load_experiments, select_runs
 from harness.dataset import Dataset, load_dataset
+from harness.dry_run import unset_keys
 from harness.errors import HarnessError
 from harness.experiment import run_all
 from harness.records import Predictions, read_predictions, read_records, scores_from_ranking
@@ -44,16 +45,22 @@ def run(
     cache_dir: str | Path | None = None,
     show_progress: bool = True,
     overwrite: bool = False,
+    only: Sequence[str] = (),
     **overrides: Any,
 ) -> list[RunResult]:
     """Run an experiment file (or sweep), an `ExperimentConfig`, or a mapping of its fields;
     `overrides` replace fields of every run (`limit=5`, `dataset="data/other"`). Returns one
     result per run (`.aggregate.to_json()` holds the metrics; `.out_dir` the run folder).
+    `only` keeps the runs whose name matches one of its shell patterns (`["popularity*"]`).
     A finished run of another configuration under the same name is refused unless
-    `overwrite=True`. Works from inside a running event loop (a Jupyter cell) as well."""
-    configs = _configs(experiment, overrides)
+    `overwrite=True`; an API key that uncached calls need and that is not set stops it
+    before the first call. Works from inside a running event loop (a Jupyter cell) as well."""
+    configs = select_runs(_configs(experiment, overrides), only)
     cache = ResponseCache(cache_dir)
     try:
+        unset = unset_keys(configs, cache=cache, results_dir=Path(results_dir))
+        if unset:  # before the first call, not after the runs that need no key
+            raise HarnessError("\n".join(unset))
         return run_all(
             configs,
             cache=cache,

@@ -140,17 +140,27 @@ def run(
             "into NAME.shard-I-of-N/; `harness merge` joins the shards into the run.",
         ),
     ] = None,
+    only: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--only",
+            metavar="PATTERN",
+            help="Run only the runs of a sweep whose name matches PATTERN (shell-style: "
+            "'popularity*', '*_summary_*'); repeatable. Names: --dry-run lists them.",
+        ),
+    ] = None,
 ) -> None:
     """Run an experiment: call the model (or the cache) for every item, then write
     records.jsonl, metrics.json, report.md and the resolved config to results/NAME/."""
     from harness.cache import ResponseCache
     from harness.cache_transfer import open_seed
-    from harness.config import load_experiments
+    from harness.config import load_experiments, select_runs
+    from harness.dry_run import unset_keys
     from harness.experiment import run_all
     from harness.sharding import Shard
 
     part = Shard.parse(shard) if shard is not None else None
-    configs = load_experiments(experiment, overrides=set_ or ())
+    configs = select_runs(load_experiments(experiment, overrides=set_ or ()), only or ())
     if limit is not None:
         check_range("--limit", limit, 1)
         configs = [c.model_copy(update={"limit": limit}) for c in configs]
@@ -173,6 +183,15 @@ def run(
         finally:
             cache.close()
         return
+    try:
+        unset = unset_keys(configs, cache=cache, results_dir=results_dir)
+    except BaseException:
+        cache.close()
+        raise
+    if unset:  # before the first call of the first run, not after the offline ones
+        cache.close()
+        hint = "set it, or leave those runs out with --only PATTERN (see --dry-run)"
+        raise HarnessError("\n".join(f"{line}; {hint}" for line in unset))
     try:
         with termination_as_interrupt():
             results = run_all(

@@ -7,6 +7,7 @@ line naming the file, the block and the key, before anything runs.
 
 from __future__ import annotations
 
+import fnmatch
 import itertools
 import re
 from collections import Counter
@@ -457,3 +458,18 @@ def _check_prompts(path: Path | str, runs: list[ExperimentConfig]) -> None:
 
 def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
+
+
+def select_runs(runs: list[ExperimentConfig], patterns: Sequence[str]) -> list[ExperimentConfig]:
+    """The runs whose name matches one of the shell patterns (`--only 'popularity*'`), in the
+    file's order; every run when none is given. A pattern that matches no run is an error
+    naming the runs there are."""
+    if not patterns:
+        return runs
+    unmatched = [p for p in patterns if not any(fnmatch.fnmatchcase(r.name, p) for r in runs)]
+    if unmatched:
+        names = ", ".join(r.name for r in runs)
+        raise ConfigError(
+            "--only", ", ".join(unmatched), f"matches no run of the experiment (runs: {names})"
+        )
+    return [r for r in runs if any(fnmatch.fnmatchcase(r.name, p) for p in patterns)]

@@ -260,3 +260,19 @@ def dry_run(
         console.print(line, highlight=False)
     console.print(estimate_table(estimates, output_tokens))
     return estimates
+
+
+def unset_keys(
+    configs: Sequence[ExperimentConfig], *, cache: ResponseCache, results_dir: Path
+) -> list[str]:
+    """Why the runs cannot start: each API key that is not set while calls the cache does
+    not answer need it (a run answered wholly from the cache needs no key). Checked by
+    `harness run` before the first call of the first run, not halfway through a sweep."""
+    estimates = []
+    for config in configs:
+        if REGISTRY[config.provider.name].extra != "api":
+            continue  # local judges and scorers need no key
+        runner = Runner(config, cache=cache, results_dir=results_dir, show_progress=False)
+        if runner.provider.missing_key() is not None:
+            estimates.append(estimate_run(runner))
+    return [re.sub(r"\[/?[a-z ]*\]", "", line) for line in missing_key_lines(estimates)]
