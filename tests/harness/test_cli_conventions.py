@@ -199,7 +199,7 @@ def test_only_runs_part_of_a_sweep(
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     path = experiment(tmp_path, tiny_dataset, MIXED, name="mixed")
-    code, stdout, stderr = run(tmp_path, str(path), "--only", "random*")
+    code, _, stderr = run(tmp_path, str(path), "--only", "random*")
     assert code == 0, stderr
     assert [p.name for p in (tmp_path / "results" / "mixed").iterdir() if p.is_dir()] == [
         "random_uniform_full_caption"
