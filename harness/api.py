@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.cache import ResponseCache
-from harness.config import ExperimentConfig, experiments_from, load_experiments, select_runs
+from harness.config import ExperimentConfig, experiments_from, load_experiments
+from harness.config_checks import check_datasets, select_runs
 from harness.dataset import Dataset, load_dataset
 from harness.dry_run import unset_keys
 from harness.errors import HarnessError
@@ -35,7 +36,9 @@ def _configs(experiment: Experiment, overrides: Mapping[str, Any]) -> list[Exper
         return [ExperimentConfig.model_validate({**experiment.model_dump(), **overrides})]
     if isinstance(experiment, Mapping):
         return experiments_from(experiment, "experiment", replace=overrides)
-    return load_experiments(experiment, replace=overrides)
+    configs = load_experiments(experiment, replace=overrides)
+    check_datasets(experiment, configs)
+    return configs
 
 
 def run(

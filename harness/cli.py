@@ -154,13 +154,15 @@ def run(
     records.jsonl, metrics.json, report.md and the resolved config to results/NAME/."""
     from harness.cache import ResponseCache
     from harness.cache_transfer import open_seed
-    from harness.config import load_experiments, select_runs
+    from harness.config import load_experiments
+    from harness.config_checks import check_datasets, select_runs
     from harness.dry_run import unset_keys
     from harness.experiment import run_all
     from harness.sharding import Shard
 
     part = Shard.parse(shard) if shard is not None else None
     configs = select_runs(load_experiments(experiment, overrides=set_ or ()), only or ())
+    check_datasets(experiment, configs)
     if limit is not None:
         check_range("--limit", limit, 1)
         configs = [c.model_copy(update={"limit": limit}) for c in configs]

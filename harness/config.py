@@ -7,7 +7,6 @@ line naming the file, the block and the key, before anything runs.
 
 from __future__ import annotations
 
-import fnmatch
 import itertools
 import re
 from collections import Counter
@@ -25,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from harness.config_blocks import MetricsOptions, RefineOptions, RerankOptions
 from harness.config_errors import located, raise_all, unknown_keys, validation_errors
 from harness.errors import ConfigError, HarnessError
 from harness.hf_dataset import HFSource, folder_for, is_hf_source, parse_hub_id
@@ -66,45 +66,6 @@ class Inputs(BaseModel):
         """How run names and reports show the inputs (`query_caption_context-audio`)."""
         parts = [self.dialogue, self.music] + (["context-audio"] if self.context_audio else [])
         return "_".join(parts)
-
-
-class MetricsOptions(BaseModel):
-    """`metrics:` block: the cut-offs K of hit@K, recall@K, precision@K and ndcg@K, and
-    groups merged in the per-group breakdown (e.g. a small subreddit into a larger one)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    at: tuple[int, ...] = ()
-    merge_groups: dict[str, str] = Field(default_factory=dict)
-
-    @field_validator("at")
-    @classmethod
-    def _positive(cls, at: tuple[int, ...]) -> tuple[int, ...]:
-        if any(k < 1 for k in at):
-            raise ValueError(f"cut-offs must be >= 1, not {list(at)}")
-        return tuple(sorted(set(at)))
-
-
-class RerankOptions(BaseModel):
-    """`rerank:` block: a scorer ranks every candidate, the judge orders only its `top`."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    retriever: ProviderBlock
-    top: int = Field(default=20, ge=2)
-
-
-class RefineOptions(BaseModel):
-    """`refine:` block of `protocol: refine`: where the user's reply to the first pick comes
-    from (`aspects`: a simulated user comparing the gold's aspects with the pick's; `item`:
-    each item's own `feedback`; `simulator`: the `user_simulator:` judge) and what the
-    aspect user mentions."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    feedback: Literal["aspects", "item", "simulator"] = "aspects"
-    mention: Literal["both", "wanted", "unwanted"] = "both"
-    max_aspects: int = Field(default=3, ge=1, description="aspects named per side")
-    skip_query_aspects: bool = Field(
-        default=True, description="leave out wanted aspects the query already names"
-    )
 
 
 class CacheOptions(BaseModel):
@@ -458,18 +419,3 @@ def _check_prompts(path: Path | str, runs: list[ExperimentConfig]) -> None:
 
 def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
-
-
-def select_runs(runs: list[ExperimentConfig], patterns: Sequence[str]) -> list[ExperimentConfig]:
-    """The runs whose name matches one of the shell patterns (`--only 'popularity*'`), in the
-    file's order; every run when none is given. A pattern that matches no run is an error
-    naming the runs there are."""
-    if not patterns:
-        return runs
-    unmatched = [p for p in patterns if not any(fnmatch.fnmatchcase(r.name, p) for r in runs)]
-    if unmatched:
-        names = ", ".join(r.name for r in runs)
-        raise ConfigError(
-            "--only", ", ".join(unmatched), f"matches no run of the experiment (runs: {names})"
-        )
-    return [r for r in runs if any(fnmatch.fnmatchcase(r.name, p) for p in patterns)]

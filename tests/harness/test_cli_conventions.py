@@ -218,3 +218,20 @@ def test_only_runs_part_of_a_sweep(
         only=["random*"],
     )
     assert result.out_dir == tmp_path / "api" / "mixed" / "random_uniform_full_caption"
+
+
+def test_a_missing_dataset_names_the_file_its_line_and_where_it_was_looked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "exp.yaml"
+    path.write_text("name: x\ndataset: data/dialbgm\nprovider: {name: random}\n")
+    code, _, stderr = run(tmp_path, str(path))
+    assert code == 2
+    assert " ".join(stderr.split()) == (
+        f"error: {path}: line 2: dataset: folder 'data/dialbgm' not found (looked for "
+        f"{tmp_path / 'data' / 'dialbgm'}; a relative path is read from the current folder, "
+        f"{tmp_path})"
+    )
+    with pytest.raises(harness.errors.ConfigError, match="line 2: dataset: folder"):
+        harness.run(path)
