@@ -134,7 +134,7 @@ def report(
         seed=seed,
     )
     _warn([f"--pair-by {pair_by}: {note}" for note in analysis.notes])
-    title = out.resolve().name or "comparison"
+    title = source_title(runs)
     written = write_report(
         analysis,
         out,
@@ -165,6 +165,13 @@ def _qrels_dataset(qrels: Path, sources: Sequence[Path], out: Path) -> Path:
             known += [d for d in docs if d not in known]
     write_dataset(read_qrels(qrels), listed, out, runs[0])
     return out
+
+
+def source_title(paths: Sequence[Path]) -> str:
+    """What a report compares, by the names of the folders and files it was given
+    (`quickstart`, `quickstart, my_model`), as `harness view` titles its page."""
+    names = [(p.parent if p.name == "predictions.jsonl" else p).resolve().name for p in paths]
+    return ", ".join(dict.fromkeys(n for n in names if n)) or "comparison"
 
 
 def _mean(metrics: Mapping[str, Any], name: str) -> str:

@@ -29,10 +29,12 @@ from harness.report.tables import (
     comparison_header,
     comparison_rows,
     endpoint_notes,
+    human_row,
     paired_note,
     paired_rows,
     paired_title,
     position_bias_rows,
+    table_metrics,
 )
 
 # Polls the server and offers a reload when the results change.
@@ -201,7 +203,11 @@ def render_html(
         "paired_note": paired_note(analysis) if analysis.paired else None,
         "pair_notes": analysis.notes,
         "endpoint_notes": [note.replace("`", "") for note in endpoint_notes(runs)],
-        "comparison": _compact(comparison_header(runs), comparison_rows(runs)),
+        "comparison": _compact(
+            comparison_header(runs),
+            comparison_rows(runs)
+            + ([human_row(analysis.human, table_metrics(runs))] if analysis.human else []),
+        ),
         "paired": (PAIRED_HEADER, paired_rows(analysis)) if analysis.paired else None,
         "agreement": (["", *analysis.agreement.labels], agreement_rows(analysis)),
         "position": (POSITION_HEADER, position_bias_rows(analysis))
