@@ -199,9 +199,9 @@ def _price(estimate: Estimate, config: ExperimentConfig, kind: str, model: str) 
     e = estimate
     e.batch_share = price.batch
     e.batch = bool(getattr(config.provider, "batch", False))
-    e.usd = price.cost(e.input_tokens, e.output_tokens, e.audio_tokens)
+    e.usd = price.cost(e.input_tokens, e.output_tokens, e.audio_tokens or 0)
     if e.output_tokens_max is not None:
-        e.usd_max = price.cost(e.input_tokens, e.output_tokens_max, e.audio_tokens)
+        e.usd_max = price.cost(e.input_tokens, e.output_tokens_max, e.audio_tokens or 0)
 
 
 def _describe(call: Call, cached: bool, per_second: float) -> dict[str, Any]:
@@ -254,8 +254,8 @@ def dry_run(
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as handle:
         for estimate in estimates:
-            for line in estimate.rendered:
-                handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+            for request in estimate.rendered:
+                handle.write(json.dumps(request, ensure_ascii=False) + "\n")
     for line in missing_key_lines(estimates):
         console.print(line, highlight=False)
     console.print(estimate_table(estimates, output_tokens))

@@ -169,6 +169,7 @@ def render_html(
     audio: AudioMode | None = None,
     live: bool = False,
     warnings: Sequence[str] = (),
+    groups: Sequence[tuple[str, str]] = (),
 ) -> str:
     """The report page. Audio: linked relative to `out_dir`, embedded (`embed_audio`), or
     `audio` (a function giving each clip's URL, for a server). `live`: served by
@@ -218,5 +219,6 @@ def render_html(
         "data": script_json(data),
         "live_script": LIVE_SCRIPT if live else "",
         "warnings": list(warnings),
+        "groups": list(groups),
     }
     return template.render(**context)
