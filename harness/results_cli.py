@@ -198,8 +198,8 @@ def runs(
     from rich.table import Table
 
     from harness.provenance import drifted_packages, unofficial_endpoints
-    from harness.report.run_report import no_scores_reason
     from harness.report.sources import discover
+    from harness.scoring.evaluation import no_scores_reason
     from providers import REGISTRY
 
     roots = folders or [Path("results")]

@@ -14,8 +14,8 @@ from typing import Literal
 from harness.dataset import Dataset
 from harness.errors import HarnessError
 from harness.report.loading import RunData, assign_labels, load_predictions, load_run
+from harness.scoring.evaluation import no_scores_reason
 from harness.sharding import SHARD_FILE
-from harness.report.run_report import no_scores_reason
 from harness.trec import is_trec_run
 
 SWEEP_FILE = "sweep.json"  # written by harness.experiment: the sweep's runs in order

@@ -132,14 +132,15 @@ def workspace() -> Iterator[tuple[Path, Path]]:
         yield Path(folder) / "results", Path(folder) / "cache"
 
 
+def _fresh(results: Path, cache: Path) -> list[str]:
+    return ["--results-dir", str(results), "--cache-dir", str(cache), "--no-progress"]
+
+
 @block("quickstart")
 def quickstart() -> str:
     """`make experiment`: the offline quickstart on the sample set."""
     with workspace() as (results, cache):
-        output = run_harness(
-            ["run", "experiments/quickstart.yaml", "--results-dir", str(results)]
-            + ["--cache-dir", str(cache), "--no-progress"]
-        )
+        output = run_harness(["run", "experiments/quickstart.yaml", *_fresh(results, cache)])
     return fenced(table_of(output))
 
 
@@ -156,8 +157,7 @@ def table7_fake_api() -> str:
             "OPENAI_API_KEY": "anything",
         }
         run_harness(
-            ["run", "experiments/table7_cot.yaml", "--results-dir", str(results)]
-            + ["--cache-dir", str(cache), "--no-progress"],
+            ["run", "experiments/table7_cot.yaml", *_fresh(results, cache)],
             env=env,
         )
         comparison = (results / "table7" / "comparison.md").read_text(encoding="utf-8")
