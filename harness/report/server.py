@@ -121,7 +121,8 @@ class LiveReport:
 
         groups = comparisons(runs)
         links = [(name, "/" if i == 0 else f"/group/{i}") for i, (name, _) in enumerate(groups)]
-        pages, clips = [], {}
+        pages: list[bytes] = []
+        clips: dict[str, Path] = {}
         for index, (name, members) in enumerate(groups):
             analysis = analyse(members)
             figures = {k: f.page_png for k, f in report_figures(analysis, files=False).items()}
