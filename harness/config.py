@@ -360,7 +360,7 @@ def experiments_from(
         error = ConfigError(source, "provider", "a sweep lists 'providers', not 'provider'")
         raise located(error, lines)
     model = SweepConfig if is_sweep else ExperimentConfig
-    known = set(model.model_fields) - {"sweep"}
+    known = set(model.model_fields) | {"columns"}  # columns: of a hf:// dataset
     problems = unknown_keys(raw, known, source, lines)
     raw = {k: v for k, v in raw.items() if k in known}
     try:

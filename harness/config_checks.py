@@ -32,7 +32,8 @@ def check_datasets(path: str | Path, runs: Sequence[ExperimentConfig]) -> None:
     file, the line of `dataset:`, and the folder it was looked for in (a relative path is
     read from the current folder, not from the file's)."""
     path = Path(path)
-    for folder in dict.fromkeys(run.dataset for run in runs):
+    local = (run.dataset for run in runs if run.hf_source is None)  # hf:// is fetched on use
+    for folder in dict.fromkeys(local):
         if folder.is_dir():
             continue
         lines = key_lines(path.read_text(encoding="utf-8")) if path.is_file() else {}
