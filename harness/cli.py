@@ -353,7 +353,7 @@ def evaluate(
     )
     metrics = evaluation.to_json()
     console.print(rich_table(str(predictions), [(predictions.stem, metrics)]))
-    for line in coverage_warnings(data.items, preds, evaluation.aggregate):
+    for line in coverage_warnings(items, preds, evaluation.aggregate):
         err_console.print(f"[bold yellow]warning:[/] {escape(line)}", highlight=False)
     if out:
         make_folder(out.parent, "--out")

@@ -137,7 +137,8 @@ def _commands() -> list[tuple[str, int, list[str]]]:
         for number, line in enumerate(lines, start=1):
             if line.startswith("```"):
                 illustrative = any(
-                    NOT_CHECKED.match(lines[i].strip()) for i in range(max(0, number - 4), number - 1)
+                    NOT_CHECKED.match(lines[i].strip())
+                    for i in range(max(0, number - 4), number - 1)
                 )
                 fenced = line.strip() == "```bash" and not fenced and not illustrative
                 continue
