@@ -354,7 +354,7 @@ def evaluate(
     metrics = evaluation.to_json()
     console.print(rich_table(str(predictions), [(predictions.stem, metrics)]))
     for line in coverage_warnings(items, preds, evaluation.aggregate):
-        err_console.print(f"[bold yellow]warning:[/] {escape(line)}", highlight=False)
+        err_console.print(f"[bold yellow]warning:[/] {terminal_text(line)}", highlight=False)
     if out:
         make_folder(out.parent, "--out")
         out.write_text(dumps_json(metrics, indent=2) + "\n")

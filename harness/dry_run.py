@@ -40,7 +40,6 @@ from harness.pricing import Price, price_for
 from harness.protocols.plans import Call
 from harness.protocols.summaries import cached_summary, summarizer_for, summary_request
 from harness.runner import Runner
-from harness.sanitize import terminal_text
 from harness.sharding import Shard
 from harness.sync import run_coroutine
 from harness.types import AudioRef, ChatRequest, ProviderConfig
