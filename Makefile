@@ -21,7 +21,7 @@ LOCK_FLAGS := --all-extras --python-version 3.11 --python-platform x86_64-manyli
 # (`uv pip sync --compile-bytecode`) compiles every module of the lock, most never imported.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: experiment test test-fast test-latest lint report bench sample-audio install install-dev \
+.PHONY: experiment docs test test-fast test-latest lint report bench sample-audio install install-dev \
 	lock clean
 
 $(BIN)/python:
@@ -52,6 +52,11 @@ sample-audio: install
 ## Run experiments/$(EXP).yaml (default: the offline quickstart on the sample set).
 experiment: sample-audio
 	$(BIN)/harness run experiments/$(EXP).yaml
+
+## Regenerate the figure blocks of README.md and docs/ (<!-- generated: NAME -->) by running
+## the documented commands on the sample set and the fake API; review the diff (a few minutes).
+docs: sample-audio
+	$(BIN)/python -m harness.testing.doc_blocks
 
 # pytest-xdist workers for make test (auto: one per core); a module's tests stay on one worker
 # so that its fixtures (tiny models, fake servers) are built once.

@@ -37,6 +37,7 @@ def run(
     cache_dir: str | Path | None = None,
     show_progress: bool = True,
     overwrite: bool = False,
+    only: Sequence[str] = (),
     **overrides: Any,
 ) -> list[RunResult]:
     """Run an experiment file, config or mapping; see `harness.api.run`."""
@@ -48,6 +49,7 @@ def run(
         cache_dir=cache_dir,
         show_progress=show_progress,
         overwrite=overwrite,
+        only=only,
         **overrides,
     )
 

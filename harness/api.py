@@ -3,18 +3,21 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.cache import ResponseCache
-from harness.config import ExperimentConfig, load_experiments
+from harness.config import ExperimentConfig, experiments_from, load_experiments
+from harness.config_checks import check_datasets, select_runs
 from harness.dataset import Dataset, load_dataset
+from harness.dry_run import unset_keys
 from harness.errors import HarnessError
 from harness.experiment import run_all
 from harness.records import Predictions, read_predictions, read_records, scores_from_ranking
 from harness.runner import RunResult
-from harness.scoring.evaluation import evaluate_predictions
+from harness.scoring.evaluation import CoverageWarning, coverage_warnings, evaluate_predictions
 from harness.scoring.metrics import Aggregate, MissingPolicy
 
 if TYPE_CHECKING:
@@ -25,17 +28,17 @@ Scores = Mapping[str, float | None]
 
 
 def _configs(experiment: Experiment, overrides: Mapping[str, Any]) -> list[ExperimentConfig]:
+    """The runs, with `overrides` applied to the experiment's settings as `--set` applies
+    them (so on a sweep, `name=` names the sweep and its runs keep their own names)."""
     if isinstance(experiment, ExperimentConfig):
-        configs = [experiment]
-    elif isinstance(experiment, Mapping):
-        configs = [ExperimentConfig.model_validate(dict(experiment))]
-    else:
-        configs = load_experiments(experiment)
-    if not overrides:
-        return configs
-    return [
-        ExperimentConfig.model_validate({**config.model_dump(), **overrides}) for config in configs
-    ]
+        if not overrides:
+            return [experiment]
+        return [ExperimentConfig.model_validate({**experiment.model_dump(), **overrides})]
+    if isinstance(experiment, Mapping):
+        return experiments_from(experiment, "experiment", replace=overrides)
+    configs = load_experiments(experiment, replace=overrides)
+    check_datasets(experiment, configs)
+    return configs
 
 
 def run(
@@ -45,16 +48,22 @@ def run(
     cache_dir: str | Path | None = None,
     show_progress: bool = True,
     overwrite: bool = False,
+    only: Sequence[str] = (),
     **overrides: Any,
 ) -> list[RunResult]:
     """Run an experiment file (or sweep), an `ExperimentConfig`, or a mapping of its fields;
     `overrides` replace fields of every run (`limit=5`, `dataset="data/other"`). Returns one
     result per run (`.aggregate.to_json()` holds the metrics; `.out_dir` the run folder).
+    `only` keeps the runs whose name matches one of its shell patterns (`["popularity*"]`).
     A finished run of another configuration under the same name is refused unless
-    `overwrite=True`. Works from inside a running event loop (a Jupyter cell) as well."""
-    configs = _configs(experiment, overrides)
+    `overwrite=True`; an API key that uncached calls need and that is not set stops it
+    before the first call. Works from inside a running event loop (a Jupyter cell) as well."""
+    configs = select_runs(_configs(experiment, overrides), only)
     cache = ResponseCache(cache_dir)
     try:
+        unset = unset_keys(configs, cache=cache, results_dir=Path(results_dir))
+        if unset:  # before the first call, not after the runs that need no key
+            raise HarnessError("\n".join(unset))
         return run_all(
             configs,
             cache=cache,
@@ -98,12 +107,16 @@ def evaluate(
     `predictions` is a predictions JSONL file, `{item_id: {candidate_id: score}}`, or a list
     of `{"item_id": ..., "scores": {...}, "repeat": 0}` (or `"ranking": [...]`) lines; `at`
     adds hit@K, recall@K, precision@K and ndcg@K. `.to_json()` gives the metrics.json form;
-    `.per_item` the per-item values."""
+    `.per_item` the per-item values. Predictions that leave items or candidates without a
+    score warn (`CoverageWarning`), saying how they were counted."""
     data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset, check_audio=False)
     given = _as_predictions(predictions, data)
-    return evaluate_predictions(
+    result = evaluate_predictions(
         data.items, given, missing=missing, n_bootstrap=n_bootstrap, seed=seed, at=at
     ).aggregate
+    for line in coverage_warnings(data.items, given, result):
+        warnings.warn(line, CoverageWarning, stacklevel=3)  # the caller of harness.evaluate
+    return result
 
 
 def load_run(folder: str | Path) -> pd.DataFrame:

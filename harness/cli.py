@@ -140,17 +140,29 @@ def run(
             "into NAME.shard-I-of-N/; `harness merge` joins the shards into the run.",
         ),
     ] = None,
+    only: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--only",
+            metavar="PATTERN",
+            help="Run only the runs of a sweep whose name matches PATTERN (shell-style: "
+            "'popularity*', '*_summary_*'); repeatable. Names: --dry-run lists them.",
+        ),
+    ] = None,
 ) -> None:
     """Run an experiment: call the model (or the cache) for every item, then write
     records.jsonl, metrics.json, report.md and the resolved config to results/NAME/."""
     from harness.cache import ResponseCache
     from harness.cache_transfer import open_seed
     from harness.config import load_experiments
+    from harness.config_checks import check_datasets, select_runs
+    from harness.dry_run import unset_keys
     from harness.experiment import run_all
     from harness.sharding import Shard
 
     part = Shard.parse(shard) if shard is not None else None
-    configs = load_experiments(experiment, overrides=set_ or ())
+    configs = select_runs(load_experiments(experiment, overrides=set_ or ()), only or ())
+    check_datasets(experiment, configs)
     if limit is not None:
         check_range("--limit", limit, 1)
         configs = [c.model_copy(update={"limit": limit}) for c in configs]
@@ -173,6 +185,15 @@ def run(
         finally:
             cache.close()
         return
+    try:
+        unset = unset_keys(configs, cache=cache, results_dir=results_dir)
+    except BaseException:
+        cache.close()
+        raise
+    if unset:  # before the first call of the first run, not after the offline ones
+        cache.close()
+        hint = "set it, or leave those runs out with --only PATTERN (see --dry-run)"
+        raise HarnessError("\n".join(f"{line}; {hint}" for line in unset))
     try:
         with termination_as_interrupt():
             results = run_all(
@@ -304,7 +325,7 @@ def evaluate(
     from harness.interop.inputs import dataset_folder, qrels_items
     from harness.records import read_predictions
     from harness.report.formatting import rich_table
-    from harness.scoring.evaluation import evaluate_predictions
+    from harness.scoring.evaluation import coverage_warnings, evaluate_predictions
 
     if missing not in ("worst", "exclude"):
         raise HarnessError(f"--missing must be 'worst' or 'exclude', not {missing!r}")
@@ -332,6 +353,8 @@ def evaluate(
     )
     metrics = evaluation.to_json()
     console.print(rich_table(str(predictions), [(predictions.stem, metrics)]))
+    for line in coverage_warnings(items, preds, evaluation.aggregate):
+        err_console.print(f"[bold yellow]warning:[/] {terminal_text(line)}", highlight=False)
     if out:
         make_folder(out.parent, "--out")
         out.write_text(dumps_json(metrics, indent=2) + "\n")

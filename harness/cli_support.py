@@ -37,11 +37,10 @@ def user_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except (HarnessError, ImportError) as exc:
-            err_console.print(
-                f"[bold red]error:[/] {terminal_text(scrub(str(exc)))}",
-                highlight=False,
-                soft_wrap=True,
-            )
+            for line in scrub(str(exc)).splitlines() or [""]:  # several mistakes: one line each
+                err_console.print(
+                    f"[bold red]error:[/] {terminal_text(line)}", highlight=False, soft_wrap=True
+                )
             raise typer.Exit(EXIT_USAGE) from None
 
     return wrapper  # type: ignore[return-value]

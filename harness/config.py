@@ -24,6 +24,8 @@ from pydantic import (
     model_validator,
 )
 
+from harness.config_blocks import MetricsOptions, RefineOptions, RerankOptions
+from harness.config_errors import located, raise_all, unknown_keys, validation_errors
 from harness.errors import ConfigError, HarnessError
 from harness.hf_dataset import HFSource, folder_for, is_hf_source, parse_hub_id
 from harness.overrides import apply_overrides
@@ -31,7 +33,7 @@ from harness.prompting.context_audio import ContextAudioBudget
 from harness.scoring.metrics import MissingPolicy
 from harness.tracking import TrackingOptions
 from harness.types import BASE_FIELDS, ProviderConfig
-from harness.yaml_files import load_yaml
+from harness.yaml_files import key_lines, load_yaml
 from providers import REGISTRY, ProviderBlock, provider_options
 
 MAX_BOOTSTRAP = 100_000
@@ -64,45 +66,6 @@ class Inputs(BaseModel):
         """How run names and reports show the inputs (`query_caption_context-audio`)."""
         parts = [self.dialogue, self.music] + (["context-audio"] if self.context_audio else [])
         return "_".join(parts)
-
-
-class MetricsOptions(BaseModel):
-    """`metrics:` block: the cut-offs K of hit@K, recall@K, precision@K and ndcg@K, and
-    groups merged in the per-group breakdown (e.g. a small subreddit into a larger one)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    at: tuple[int, ...] = ()
-    merge_groups: dict[str, str] = Field(default_factory=dict)
-
-    @field_validator("at")
-    @classmethod
-    def _positive(cls, at: tuple[int, ...]) -> tuple[int, ...]:
-        if any(k < 1 for k in at):
-            raise ValueError(f"cut-offs must be >= 1, not {list(at)}")
-        return tuple(sorted(set(at)))
-
-
-class RerankOptions(BaseModel):
-    """`rerank:` block: a scorer ranks every candidate, the judge orders only its `top`."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    retriever: ProviderBlock
-    top: int = Field(default=20, ge=2)
-
-
-class RefineOptions(BaseModel):
-    """`refine:` block of `protocol: refine`: where the user's reply to the first pick comes
-    from (`aspects`: a simulated user comparing the gold's aspects with the pick's; `item`:
-    each item's own `feedback`; `simulator`: the `user_simulator:` judge) and what the
-    aspect user mentions."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    feedback: Literal["aspects", "item", "simulator"] = "aspects"
-    mention: Literal["both", "wanted", "unwanted"] = "both"
-    max_aspects: int = Field(default=3, ge=1, description="aspects named per side")
-    skip_query_aspects: bool = Field(
-        default=True, description="leave out wanted aspects the query already names"
-    )
 
 
 class CacheOptions(BaseModel):
@@ -355,36 +318,76 @@ def _pinned_inputs(pin: Any, block: Mapping[str, Any], path: Path | str) -> Inpu
         raise ConfigError(path, field, f"inputs.{where}: {reason}") from None
 
 
-def load_experiments(path: str | Path, *, overrides: Sequence[str] = ()) -> list[ExperimentConfig]:
+def load_experiments(
+    path: str | Path,
+    *,
+    overrides: Sequence[str] = (),
+    replace: Mapping[str, Any] | None = None,
+) -> list[ExperimentConfig]:
     """Parse and validate an experiment or sweep file (providers, their options, prompt
-    variants), with `--set KEY=VALUE` overrides applied first; errors name the file (and the
-    overrides), the field and the reason."""
+    variants), with `--set KEY=VALUE` overrides (and `replace`: top-level settings, as
+    `harness.run(..., limit=5)` gives them) applied first; errors name the file (and the
+    overrides), the line, the field and the reason, every one of them at once."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(path, None, "experiment file not found")
     raw = load_yaml(path)
     if not isinstance(raw, dict):
         raise ConfigError(path, None, "expected a mapping of settings")
+    lines = key_lines(path.read_text(encoding="utf-8"))
+    return experiments_from(raw, path, overrides=overrides, replace=replace, lines=lines)
+
+
+def experiments_from(
+    raw: Mapping[str, Any],
+    path: Path | str,
+    *,
+    overrides: Sequence[str] = (),
+    replace: Mapping[str, Any] | None = None,
+    lines: Mapping[tuple[str, ...], int] | None = None,
+) -> list[ExperimentConfig]:
+    """The runs of an experiment's settings (a file's mapping, or one given in Python): a
+    sweep expands, and `name` names the sweep, not each run."""
+    raw = dict(raw)
     if overrides:
         raw = apply_overrides(raw, overrides)
-    source = f"{path} with --set {' --set '.join(overrides)}" if overrides else path
+    raw.update(replace or {})
+    lines = lines or {}
+    given = [*overrides, *(f"{k}={v!r}" for k, v in (replace or {}).items())]
+    source = f"{path} with --set {' --set '.join(given)}" if given else path
     is_sweep = any(isinstance(raw.get(k), list) for k in ("providers", "prompts", "inputs"))
     if is_sweep and "provider" in raw:
-        raise ConfigError(source, "provider", "a sweep lists 'providers', not 'provider'")
-    raw, pins = _validate_blocks(raw, source)
+        error = ConfigError(source, "provider", "a sweep lists 'providers', not 'provider'")
+        raise located(error, lines)
+    model = SweepConfig if is_sweep else ExperimentConfig
+    known = set(model.model_fields) | {"columns"}  # columns: of a hf:// dataset
+    problems = unknown_keys(raw, known, source, lines)
+    raw = {k: v for k, v in raw.items() if k in known}
+    try:
+        raw, pins = _validate_blocks(raw, source)
+    except ConfigError as exc:  # a provider block
+        raise_all([*problems, located(exc, lines)])
+        raise
     try:
         if is_sweep:
             raw = {**raw, **{k: _as_list(raw[k]) for k in ("prompts", "inputs") if k in raw}}
             sweep = SweepConfig.model_validate(raw)
+            raise_all(problems)
             sweep._pins = pins
             runs = sweep.expand()
         else:
-            runs = [ExperimentConfig.model_validate(raw)]
+            single = ExperimentConfig.model_validate(raw)
+            raise_all(problems)
+            runs = [single]
     except ValidationError as exc:
-        raise ConfigError(source, *_field_of(exc)) from None
+        raise_all([*problems, *validation_errors(exc, source, lines)])
+        raise
     except ValueError as exc:
         raise ConfigError(source, None, str(exc)) from None
-    _check_prompts(source, runs)
+    try:
+        _check_prompts(source, runs)
+    except ConfigError as exc:
+        raise located(exc, lines) from None
     return runs
 
 

@@ -8,8 +8,9 @@ typical amount of thinking; `max_tokens` (a local judge's `max_new_tokens`) boun
 output and cost are shown as a range, open-ended where nothing caps the output. Summaries a
 `dialogue: summary` run would generate are looked up in the cache like the calls themselves;
 the missing ones are counted and rendered with a placeholder. API keys a call would need and
-that are not set are reported before anything else. The rendered requests go to
-`<results>/<run>/dry_run.jsonl`.
+that are not set are reported before anything else. The rendered requests of every run go to
+one file, `<results>/<experiment>.dry_run.jsonl` (a `run` field per line); no run folder is
+made. The typical time of each run's calls is estimated too (`harness.estimates`).
 """
 
 from __future__ import annotations
@@ -18,28 +19,32 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import soundfile
 from rich.console import Console
-from rich.table import Table
 
 from harness.cache import ResponseCache
 from harness.config import ExperimentConfig
 from harness.dataset import Dataset
-from harness.pricing import PRICES_AS_OF, Price, price_for
+from harness.estimates import (
+    CHARS_PER_TOKEN,
+    Estimate,
+    call_seconds,
+    estimate_table,
+    missing_key_lines,
+)
+from harness.pricing import Price, price_for
 from harness.protocols.plans import Call
 from harness.protocols.summaries import cached_summary, summarizer_for, summary_request
 from harness.runner import Runner
-from harness.sanitize import terminal_text
 from harness.sharding import Shard
 from harness.sync import run_coroutine
 from harness.types import AudioRef, ChatRequest, ProviderConfig
+from providers import REGISTRY
 
-CHARS_PER_TOKEN = 4
 SUMMARY_PLACEHOLDER = "(a summary the run will generate)"
 SUMMARY_OUTPUT_TOKENS = 60  # one JSON sentence of 20-35 words
 # Typical thinking tokens per call of reasoning models (they vary with the prompt; billed as
@@ -47,30 +52,6 @@ SUMMARY_OUTPUT_TOKENS = 60  # one JSON sentence of 20-35 words
 GEMINI_THINKING = 1000
 REASONING_BY_EFFORT = {"minimal": 50, "low": 300, "medium": 1000, "high": 3000}
 _REASONING_MODELS = re.compile(r"^(gpt-5|o1|o3|o4)")
-
-
-@dataclass
-class Estimate:
-    name: str
-    provider: str
-    model: str
-    requests: int = 0
-    cached: int = 0
-    summaries_to_generate: int = 0
-    input_tokens: int = 0  # of the requests still to make (and summaries), audio included
-    audio_tokens: int = 0
-    output_tokens: int = 0  # typical
-    output_tokens_max: int | None = None  # bound by max_tokens; None: nothing caps it
-    usd: float | None = None  # typical
-    usd_max: float | None = None
-    batch_share: float | None = None  # share of the online price a batch job pays
-    batch: bool = False  # the run sends its requests in batch jobs (`batch: true`)
-    missing_key: str | None = None
-    note: str = ""
-
-    @property
-    def to_call(self) -> int:
-        return self.requests - self.cached
 
 
 @cache
@@ -133,7 +114,7 @@ def _with_summaries(runner: Runner, dataset: Dataset) -> tuple[Dataset, list[Cha
     return dataset.model_copy(update={"items": tuple(items)}), to_make
 
 
-def estimate_run(runner: Runner, output_tokens: int | None = None, write: bool = True) -> Estimate:
+def estimate_run(runner: Runner, output_tokens: int | None = None) -> Estimate:
     """Estimate one run; `output_tokens` fixes the output tokens per call (else the prompt
     variant's typical answer plus the model's typical thinking)."""
     config = runner.config
@@ -177,12 +158,33 @@ def estimate_run(runner: Runner, output_tokens: int | None = None, write: bool =
         capped += cap or 0
     estimate.output_tokens_max = capped if cap else None
     _price(estimate, config, provider.kind, provider.model)
-    if write:
-        runner.out_dir.mkdir(parents=True, exist_ok=True)
-        with (runner.out_dir / "dry_run.jsonl").open("w", encoding="utf-8") as handle:
-            for line in lines:
-                handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+    if per_second == 0 and any(line.get("audio") for line in lines):
+        estimate.audio_tokens = None  # sent as audio, but billed as no token count we know
+    _timing(estimate, config, len(summaries))
+    estimate.rendered = [{"run": config.name, **line} for line in lines]
     return estimate
+
+
+def _timing(estimate: Estimate, config: ExperimentConfig, summaries: int) -> None:
+    """The typical wall time of the run's uncached calls: API judges only."""
+    entry = REGISTRY[config.provider.name]
+    if getattr(config.provider, "batch", False):
+        estimate.timing = "batch: <= 24 h"
+    elif entry.kind == "judge" and entry.extra == "api":
+        estimate.seconds = call_seconds(
+            estimate.to_call + summaries,
+            estimate.output_tokens,
+            concurrency=config.provider.max_concurrency,
+            rpm=config.provider.rpm,
+        )
+    else:
+        estimate.timing = "local"
+
+
+def dry_run_file(configs: Sequence[ExperimentConfig], results_dir: Path) -> Path:
+    """Where the rendered requests of an experiment go: one file beside its run folders."""
+    first = configs[0]
+    return results_dir / f"{first.sweep or first.name}.dry_run.jsonl"
 
 
 def _price(estimate: Estimate, config: ExperimentConfig, kind: str, model: str) -> None:
@@ -196,9 +198,9 @@ def _price(estimate: Estimate, config: ExperimentConfig, kind: str, model: str) 
     e = estimate
     e.batch_share = price.batch
     e.batch = bool(getattr(config.provider, "batch", False))
-    e.usd = price.cost(e.input_tokens, e.output_tokens, e.audio_tokens)
+    e.usd = price.cost(e.input_tokens, e.output_tokens, e.audio_tokens or 0)
     if e.output_tokens_max is not None:
-        e.usd_max = price.cost(e.input_tokens, e.output_tokens_max, e.audio_tokens)
+        e.usd_max = price.cost(e.input_tokens, e.output_tokens_max, e.audio_tokens or 0)
 
 
 def _describe(call: Call, cached: bool, per_second: float) -> dict[str, Any]:
@@ -247,100 +249,29 @@ def dry_run(
             config, cache=cache, results_dir=results_dir, show_progress=False, shard=shard
         )
         estimates.append(estimate_run(runner, output_tokens))
+    path = dry_run_file(configs, results_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for estimate in estimates:
+            for request in estimate.rendered:
+                handle.write(json.dumps(request, ensure_ascii=False) + "\n")
     for line in missing_key_lines(estimates):
         console.print(line, highlight=False)
     console.print(estimate_table(estimates, output_tokens))
     return estimates
 
 
-def missing_key_lines(estimates: Sequence[Estimate]) -> list[str]:
-    """One line per run whose uncached calls need an API key that is not set."""
-    return [
-        f"[bold yellow]missing API key:[/] {terminal_text(e.name)} needs {e.missing_key} in the "
-        f"environment for {e.to_call} uncached call(s)"
-        for e in estimates
-        if e.missing_key and (e.to_call or e.summaries_to_generate)
-    ]
-
-
-def _range(low: float | int, high: float | int | None, money: bool = False) -> str:
-    def show(value: float | int) -> str:
-        return f"{value:.4f}" if money else f"{value:,}"
-
-    if high is None:
-        return f">= {show(low)}"
-    return show(low) if high == low else f"{show(low)} - {show(high)}"
-
-
-def estimate_table(estimates: Sequence[Estimate], output_tokens: int | None) -> Table:
-    per_call = (
-        f"{output_tokens} output tokens per call (--output-tokens)"
-        if output_tokens is not None
-        else "output tokens per call: the prompt variant's typical answer plus a thinking "
-        "model's typical thinking, up to max_tokens (--output-tokens fixes them)"
-    )
-    table = Table(
-        title=f"dry run: nothing was called (prices as of {PRICES_AS_OF} unless overridden)",
-        title_justify="left",
-        caption=(
-            f"Tokens are estimates: text ~{CHARS_PER_TOKEN} chars/token, audio at the provider's "
-            f"rate, {per_call}. Ranges run from typical to the max_tokens bound ('>=': nothing "
-            "caps the output). Re-asks of unparsable answers come on top. Batch: the same "
-            "requests in batch jobs (half price at OpenAI and Gemini; * the run has batch: "
-            "true), before any prompt-cache discount. "
-            "Rendered requests: <results>/<run>/dry_run.jsonl."
-        ),
-        caption_justify="left",
-    )
-    for column in ("run", "provider", "model", "requests", "cached", "to call"):
-        table.add_column(
-            column, justify="left" if column in ("run", "provider", "model") else "right"
-        )
-    columns = ("input tokens", "of which audio", "output tokens", "online (USD)", "batch (USD)")
-    for column in columns:
-        table.add_column(column, justify="right")
-    low = high = batch_low = batch_high = 0.0
-    bounded = True
-    for e in estimates:
-        cost = "n/a" if e.usd is None else _range(e.usd, e.usd_max, money=True)
-        batch = "n/a"
-        if e.usd is not None and e.batch_share is not None:
-            share = e.batch_share
-            batch_max = None if e.usd_max is None else e.usd_max * share
-            batch = _range(e.usd * share, batch_max, money=True) + (" *" if e.batch else "")
-            batch_low += e.usd * share
-            batch_high += batch_max or 0.0
-        if e.usd is not None:
-            low += e.usd
-            high += e.usd_max if e.usd_max is not None else 0.0
-            bounded = bounded and e.usd_max is not None
-        to_call = str(e.to_call)
-        if e.summaries_to_generate:
-            to_call += f" (+{e.summaries_to_generate} summaries)"
-        table.add_row(
-            terminal_text(e.name),
-            terminal_text(e.provider),
-            terminal_text(e.model),
-            str(e.requests),
-            str(e.cached),
-            to_call,
-            f"{e.input_tokens:,}",
-            f"{e.audio_tokens:,}",
-            _range(e.output_tokens, e.output_tokens_max),
-            cost,
-            batch,
-        )
-    if len(estimates) > 1:
-        table.add_row(
-            "total",
-            "",
-            "",
-            *([""] * 6),
-            _range(low, high if bounded else None, True),
-            _range(batch_low, batch_high if bounded else None, True),
-        )
-    notes = [f"{e.name}: {e.note}." for e in estimates if e.note]
-    notes += [f"{e.name}: needs {e.missing_key} (not set)." for e in estimates if e.missing_key]
-    if notes:
-        table.caption = "\n".join([str(table.caption), *map(terminal_text, notes)])
-    return table
+def unset_keys(
+    configs: Sequence[ExperimentConfig], *, cache: ResponseCache, results_dir: Path
+) -> list[str]:
+    """Why the runs cannot start: each API key that is not set while calls the cache does
+    not answer need it (a run answered wholly from the cache needs no key). Checked by
+    `harness run` before the first call of the first run, not halfway through a sweep."""
+    estimates = []
+    for config in configs:
+        if REGISTRY[config.provider.name].extra != "api":
+            continue  # local judges and scorers need no key
+        runner = Runner(config, cache=cache, results_dir=results_dir, show_progress=False)
+        if runner.provider.missing_key() is not None:
+            estimates.append(estimate_run(runner))
+    return [re.sub(r"\[/?[a-z ]*\]", "", line) for line in missing_key_lines(estimates)]

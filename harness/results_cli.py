@@ -134,7 +134,7 @@ def report(
         seed=seed,
     )
     _warn([f"--pair-by {pair_by}: {note}" for note in analysis.notes])
-    title = out.resolve().name or "comparison"
+    title = source_title(runs)
     written = write_report(
         analysis,
         out,
@@ -167,6 +167,13 @@ def _qrels_dataset(qrels: Path, sources: Sequence[Path], out: Path) -> Path:
     return out
 
 
+def source_title(paths: Sequence[Path]) -> str:
+    """What a report compares, by the names of the folders and files it was given
+    (`quickstart`, `quickstart, my_model`), as `harness view` titles its page."""
+    names = [(p.parent if p.name == "predictions.jsonl" else p).resolve().name for p in paths]
+    return ", ".join(dict.fromkeys(n for n in names if n)) or "comparison"
+
+
 def _mean(metrics: Mapping[str, Any], name: str) -> str:
     value = (metrics.get("metrics") or {}).get(name) or {}
     mean = value.get("mean") if isinstance(value, Mapping) else None
@@ -192,6 +199,7 @@ def runs(
 
     from harness.provenance import drifted_packages, unofficial_endpoints
     from harness.report.sources import discover
+    from harness.scoring.evaluation import no_scores_reason
     from providers import REGISTRY
 
     roots = folders or [Path("results")]
@@ -231,13 +239,19 @@ def runs(
             " ‡" if drifted_packages(stats) else ""
         )
         finished = str(provenance.get("finished_at") or "?")
+        failed = no_scores_reason(metrics, stats)  # chance-level numbers are not shown
+        figures = (
+            [_mean(metrics, name) for name in ("hit@1", "mrr", "ndcg")]
+            if failed is None
+            else ["no metrics", "-", "-"]
+        )
+        if failed is not None:
+            setup += f" ({failed})"
         table.add_row(
             shown(source.path) + mark,
             terminal_text(setup),
             str(metrics.get("n_items", "?")),
-            _mean(metrics, "hit@1"),
-            _mean(metrics, "mrr"),
-            _mean(metrics, "ndcg"),
+            *figures,
             "n/a" if coverage is None else f"{100 * coverage:.1f}%",
             f"{stats.get('errors', '?')}/{stats.get('calls', '?')}",
             finished.replace("T", " ")[:16],

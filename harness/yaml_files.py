@@ -96,3 +96,28 @@ def parse_yaml(text: str, source: Path | str) -> Any:
         raise ConfigError(path, None, f"not valid YAML ({exc})") from None
     finally:
         loader.dispose()
+
+
+def key_lines(text: str) -> dict[tuple[str, ...], int]:
+    """The line of every mapping key and list entry of a YAML document, by its path
+    (`("provider", "model")`, `("providers", "1")`); empty where the text does not parse."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return {}
+    found: dict[tuple[str, ...], int] = {}
+
+    def walk(node: Node | None, path: tuple[str, ...]) -> None:
+        if isinstance(node, MappingNode):
+            for key, value in node.value:
+                here = (*path, str(key.value))
+                found.setdefault(here, key.start_mark.line + 1)
+                walk(value, here)
+        elif isinstance(node, SequenceNode):
+            for index, child in enumerate(node.value):
+                here = (*path, str(index))
+                found.setdefault(here, child.start_mark.line + 1)
+                walk(child, here)
+
+    walk(root, ())
+    return found

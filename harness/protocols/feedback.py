@@ -23,7 +23,7 @@ from typing import Any
 
 from harness.answering import Answerer, RunStats, ask_until_parsed, reask_step
 from harness.cache import ResponseCache, request_key
-from harness.config import RefineOptions
+from harness.config_blocks import RefineOptions
 from harness.dataset import Clip, Dataset, Item
 from harness.errors import HarnessError
 from harness.prompting.parsing import ParseError, text_field

@@ -29,10 +29,12 @@ from harness.report.tables import (
     comparison_header,
     comparison_rows,
     endpoint_notes,
+    human_row,
     paired_note,
     paired_rows,
     paired_title,
     position_bias_rows,
+    table_metrics,
 )
 
 # Polls the server and offers a reload when the results change.
@@ -167,6 +169,7 @@ def render_html(
     audio: AudioMode | None = None,
     live: bool = False,
     warnings: Sequence[str] = (),
+    groups: Sequence[tuple[str, str]] = (),
 ) -> str:
     """The report page. Audio: linked relative to `out_dir`, embedded (`embed_audio`), or
     `audio` (a function giving each clip's URL, for a server). `live`: served by
@@ -201,7 +204,11 @@ def render_html(
         "paired_note": paired_note(analysis) if analysis.paired else None,
         "pair_notes": analysis.notes,
         "endpoint_notes": [note.replace("`", "") for note in endpoint_notes(runs)],
-        "comparison": _compact(comparison_header(runs), comparison_rows(runs)),
+        "comparison": _compact(
+            comparison_header(runs),
+            comparison_rows(runs)
+            + ([human_row(analysis.human, table_metrics(runs))] if analysis.human else []),
+        ),
         "paired": (PAIRED_HEADER, paired_rows(analysis)) if analysis.paired else None,
         "agreement": (["", *analysis.agreement.labels], agreement_rows(analysis)),
         "position": (POSITION_HEADER, position_bias_rows(analysis))
@@ -212,5 +219,6 @@ def render_html(
         "data": script_json(data),
         "live_script": LIVE_SCRIPT if live else "",
         "warnings": list(warnings),
+        "groups": list(groups),
     }
     return template.render(**context)

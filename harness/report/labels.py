@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from providers import REGISTRY
+
 ELLIPSIS = "…"
 
 
@@ -48,7 +50,10 @@ def generated_labels(
     the runs compared (model or provider label, prompt, inputs), else its name; made unique
     with the folder it sits in (the sweep's), then a number."""
     models = _models(configs)
-    parts = [(model, c.get("prompt"), _inputs(c)) for model, c in zip(models, configs, strict=True)]
+    parts = [
+        (model, c.get("prompt") if _reads_a_prompt(c) else None, _inputs(c))
+        for model, c in zip(models, configs, strict=True)
+    ]
     # A setting varies when two runs that have it differ (your predictions have neither a
     # prompt nor inputs).
     varying = [len({p[i] for p in parts if p[i] is not None}) > 1 for i in range(3)]
@@ -61,11 +66,37 @@ def generated_labels(
             continue
         shown = [str(p) for p, vary in zip(setup, varying, strict=True) if vary and p]
         labels.append(" · ".join(shown) if len(configs) > 1 and shown else name)
+    labels = _with_differing_options(labels, configs)
     labels = [
         f"{label} ({folder})" if folder and labels.count(label) > 1 else label
         for label, folder in zip(labels, folders, strict=True)
     ]
     return unique(labels)
+
+
+def _reads_a_prompt(config: Mapping[str, Any]) -> bool:
+    """A judge reads the run's prompt; a scorer never does (its runs name none)."""
+    provider = config.get("provider") or {}
+    entry = REGISTRY.get(str(provider.get("name"))) if isinstance(provider, Mapping) else None
+    return entry is None or entry.kind == "judge"
+
+
+def _with_differing_options(labels: list[str], configs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Runs whose labels are equal get the provider options in which they differ
+    (`popularity · tie_break=order`, `popularity · tie_break=none`)."""
+    out = list(labels)
+    for label in set(labels):
+        rows = [i for i, other in enumerate(labels) if other == label]
+        if len(rows) < 2:
+            continue
+        blocks = [configs[i].get("provider") or {} for i in rows]
+        keys = sorted({str(k) for block in blocks for k in block} - {"name", "model", "label"})
+        differing = [k for k in keys if len({repr(block.get(k)) for block in blocks}) > 1]
+        for i, block in zip(rows, blocks, strict=True):
+            shown = " ".join(f"{k}={block.get(k)}" for k in differing)
+            if shown:
+                out[i] = f"{label} · {shown}"
+    return out
 
 
 def unique(labels: Sequence[str]) -> list[str]:

@@ -15,7 +15,7 @@ import ipaddress
 import sys
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -27,6 +27,7 @@ from harness.dataset import Clip
 from harness.errors import HarnessError
 from harness.report.analysis import analyse
 from harness.report.html import LIVE_SCRIPT
+from harness.report.loading import RunData
 from harness.report.media import audio_type
 from harness.report.sources import discover, load_sources
 
@@ -49,8 +50,23 @@ def is_loopback(host: str) -> bool:
 @dataclass
 class Page:
     signature: tuple[Any, ...]
-    html: bytes
+    html: bytes  # the first comparison's page
     clips: dict[str, Path]
+    others: list[bytes] = field(default_factory=list)  # /group/1, /group/2, ...
+
+
+def comparisons(runs: Sequence[RunData]) -> list[tuple[str, list[RunData]]]:
+    """The runs split into what can be compared in one table: one group per dataset and
+    protocol (MusiCRS pools apart from DialBGM items, refine runs apart from rank runs),
+    in the order first seen, each named by its dataset folder (and protocol)."""
+    groups: dict[tuple[str, str], list[RunData]] = {}
+    for run in runs:
+        protocol = str(run.config.get("protocol") or "rank")
+        groups.setdefault((str(run.dataset.root.resolve()), protocol), []).append(run)
+    return [
+        (Path(root).name + ("" if protocol == "rank" else f" ({protocol})"), members)
+        for (root, protocol), members in groups.items()
+    ]
 
 
 def _signature(paths: Sequence[Path]) -> tuple[Any, ...]:
@@ -99,17 +115,33 @@ class LiveReport:
         title = ", ".join(p.resolve().name or str(p) for p in self.paths)
         if not runs:
             return Page(signature, _waiting(title, warnings).encode(), {})
-        analysis = analyse(runs)
-        figures = {name: f.page_png for name, f in report_figures(analysis, files=False).items()}
 
         def url(clip: Clip) -> str:
             return "/audio/" + quote(clip.id, safe="")
 
-        html = render_html(
-            analysis, figures, Path("."), title=title, audio=url, live=True, warnings=warnings
-        )
-        clips = {cid: clip.path for cid, clip in runs[0].dataset.clips.items() if clip.has_audio}
-        return Page(signature, html.encode(), clips)
+        groups = comparisons(runs)
+        links = [(name, "/" if i == 0 else f"/group/{i}") for i, (name, _) in enumerate(groups)]
+        pages: list[bytes] = []
+        clips: dict[str, Path] = {}
+        for index, (name, members) in enumerate(groups):
+            analysis = analyse(members)
+            figures = {k: f.page_png for k, f in report_figures(analysis, files=False).items()}
+            shown = title if len(groups) == 1 else f"{title}: {name}"
+            html = render_html(
+                analysis,
+                figures,
+                Path("."),
+                title=shown,
+                audio=url,
+                live=True,
+                warnings=warnings if index == 0 else (),
+                groups=links if len(groups) > 1 else (),
+            )
+            pages.append(html.encode())
+            for cid, clip in members[0].dataset.clips.items():
+                if clip.has_audio:
+                    clips.setdefault(cid, clip.path)
+        return Page(signature, pages[0], clips, pages[1:])
 
 
 def _waiting(title: str, warnings: Sequence[str]) -> str:
@@ -154,6 +186,13 @@ def handler(report: LiveReport, *, local: bool, token: str | None) -> type[BaseH
             try:
                 if path in ("/", "/index.html"):
                     self._send(report.page().html, "text/html; charset=utf-8")
+                elif path.startswith("/group/") and path.removeprefix("/group/").isdigit():
+                    others = report.page().others
+                    index = int(path.removeprefix("/group/")) - 1
+                    if not 0 <= index < len(others):
+                        self.send_error(HTTPStatus.NOT_FOUND, "no such comparison")
+                        return
+                    self._send(others[index], "text/html; charset=utf-8")
                 elif path == "/_signature":
                     self._send(report.signature().encode(), "text/plain; charset=utf-8")
                 elif path.startswith("/audio/"):

@@ -14,6 +14,7 @@ from typing import Literal
 from harness.dataset import Dataset
 from harness.errors import HarnessError
 from harness.report.loading import RunData, assign_labels, load_predictions, load_run
+from harness.scoring.evaluation import no_scores_reason
 from harness.sharding import SHARD_FILE
 from harness.trec import is_trec_run
 
@@ -146,9 +147,15 @@ def load_sources(
         if source.kind != "run":
             continue
         try:
-            loaded[source] = load_run(source.path, dataset=dataset, datasets=datasets, score=score)
+            run = load_run(source.path, dataset=dataset, datasets=datasets, score=score)
         except HarnessError as exc:
             warnings.append(f"skipped: {exc}")
+            continue
+        failed = no_scores_reason(run.metrics_json(), run.stats)
+        if failed is not None:  # chance-level numbers, as `harness run` says
+            warnings.append(f"skipped: {source.path}: no metrics, {failed}")
+            continue
+        loaded[source] = run
     roots = {run.dataset.root.resolve() for run in loaded.values()}
     for source in sources:
         if source.kind != "predictions":

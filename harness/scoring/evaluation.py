@@ -284,3 +284,34 @@ def no_scores_reason(metrics: Mapping[str, Any], stats: Mapping[str, Any]) -> st
     if errors == calls:
         return f"every call failed ({errors} of {calls})"
     return f"no usable score in {calls} call(s) ({errors} failed, the rest unparsable)"
+
+
+class CoverageWarning(UserWarning):
+    """Predictions that do not cover the dataset (`harness.evaluate` warns with it)."""
+
+
+def coverage_warnings(
+    items: Sequence[Item], predictions: Predictions, aggregate: Aggregate
+) -> list[str]:
+    """What to know before reading the figures of predictions that do not cover the
+    dataset: items without any prediction, and candidates left without a score."""
+    given: set[str] = set()
+    for by_item in predictions.values():
+        given.update(by_item)
+    absent = [item.id for item in items if item.id not in given]
+    lines = []
+    if absent:
+        shown = ", ".join(absent[:5]) + (", ..." if len(absent) > 5 else "")
+        treated = (
+            "left out (missing: exclude)"
+            if aggregate.missing_policy == "exclude"
+            else "counted with every candidate unscored, at chance level (missing: worst; "
+            "--missing exclude leaves them out)"
+        )
+        lines.append(f"no prediction for {len(absent)} of {len(items)} items ({shown}): {treated}")
+    if aggregate.coverage < 1.0:
+        lines.append(
+            f"coverage {100 * aggregate.coverage:.1f}%: {100 - 100 * aggregate.coverage:.1f}% "
+            "of the candidates have no score"
+        )
+    return lines

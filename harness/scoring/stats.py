@@ -193,17 +193,25 @@ class Agreement:
 def agreement_matrix(vectors: Sequence[tuple[str, ScoreVectors]]) -> Agreement:
     """Pairwise Kendall's tau-b between score vectors, per item, averaged over shared items.
 
-    Missing scores (NaN) count as tied below every scored candidate, like the metric layer's
-    default `worst` policy. Items whose vectors differ in length are skipped.
+    Only the items both scored count (at least one score each): an item a ranker has no
+    score for is left out, not counted as no agreement. Within an item, a missing score (NaN)
+    counts as tied below every scored candidate, like the metric layer's default `worst`
+    policy. Items whose vectors differ in length are skipped.
     """
     k = len(vectors)
     tau = np.full((k, k), np.nan)
     counts = np.zeros((k, k), dtype=np.int64)
+    scored = [
+        {item for item, values in given.items() if not np.isnan(values).all()}
+        for _, given in vectors
+    ]
     for i, (_, left) in enumerate(vectors):
         for j in range(i, k):
             right = vectors[j][1]
             shared = [
-                item for item in left if item in right and len(left[item]) == len(right[item])
+                item
+                for item in left
+                if item in scored[i] and item in scored[j] and len(left[item]) == len(right[item])
             ]
             counts[i, j] = counts[j, i] = len(shared)
             if not shared:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import tomllib
+import warnings
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 import harness
 from harness.errors import HarnessError
 from harness.records import read_records
+from harness.scoring.evaluation import CoverageWarning
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,7 +56,7 @@ def test_run_takes_overrides_and_validates_them(tmp_path: Path, tiny_dataset: Pa
         repeats=1,
     )
     assert result.aggregate.n_items == 1 and result.aggregate.n_repeats == 1
-    with pytest.raises(ValueError, match="limit"):
+    with pytest.raises(HarnessError, match=r"limit=-1: limit: Input should be greater than 0"):
         harness.run(experiment(tmp_path, tiny_dataset), limit=-1)
 
 
@@ -104,3 +106,68 @@ def test_evaluate_takes_ranking_lines_and_cutoffs(tmp_path: Path) -> None:
     result = harness.evaluate(pool, lines, at=[3], n_bootstrap=10)
     assert result.per_item["recall@3"][0] == 1.0
     assert result.per_item["recall@3"][1] == pytest.approx(3 / 20)  # all tied: chance
+
+
+def sweep(tmp_path: Path, dataset: Path) -> Path:
+    path = tmp_path / "sweep.yaml"
+    path.write_text(
+        f"name: grid\ndataset: {dataset}\nproviders: [{{name: random, seed: 1}}]\n"
+        "inputs: [{music: caption}, {dialogue: summary, music: caption}]\nn_bootstrap: 50\n"
+    )
+    return path
+
+
+def test_name_on_a_sweep_names_the_sweep_as_set_does(tmp_path: Path, tiny_dataset: Path) -> None:
+    """`name=` renames the sweep (its runs keep their names), as `--set name=` does: not one
+    name for every run, which made the second run collide with the first."""
+    results = harness.run(
+        sweep(tmp_path, tiny_dataset),
+        results_dir=tmp_path / "results",
+        cache_dir=tmp_path / "cache",
+        show_progress=False,
+        name="quick",
+        limit=2,
+    )
+    assert [r.out_dir.relative_to(tmp_path / "results").as_posix() for r in results] == [
+        "quick/random_default_full_caption",
+        "quick/random_default_summary_caption",
+    ]
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["quick"]
+    assert all(r.aggregate.n_items == 2 for r in results)
+
+
+def test_a_limited_run_under_its_own_name_leaves_the_full_run_alone(
+    tmp_path: Path, tiny_dataset: Path
+) -> None:
+    """The README's example: a quick run of a few items after the full experiment."""
+    common = {"results_dir": tmp_path / "r", "cache_dir": tmp_path / "c", "show_progress": False}
+    (full, _) = harness.run(sweep(tmp_path, tiny_dataset), **common)
+    before = (full.out_dir / "metrics.json").read_bytes()
+    quick = harness.run(sweep(tmp_path, tiny_dataset), name="grid_first2", limit=2, **common)
+    assert [r.aggregate.n_items for r in quick] == [2, 2]
+    assert (full.out_dir / "metrics.json").read_bytes() == before
+
+
+def test_evaluate_warns_when_predictions_leave_items_out(tiny_dataset: Path) -> None:
+    """Predictions for one item of three: the figures average all three (the two missing at
+    chance level), so the caller is told, not left to notice coverage 33%."""
+    one = {"d0": {"c0_0": 3.0, "c0_1": 2.0, "c0_2": 1.0, "c0_3": 0.0}}
+    with pytest.warns(CoverageWarning) as caught:
+        aggregate = harness.evaluate(tiny_dataset, one, n_bootstrap=50)
+    assert aggregate.n_items == 3 and aggregate.coverage == pytest.approx(1 / 3)
+    assert [str(w.message) for w in caught] == [
+        "no prediction for 2 of 3 items (d1, d2): counted with every candidate unscored, at "
+        "chance level (missing: worst; --missing exclude leaves them out)",
+        "coverage 33.3%: 66.7% of the candidates have no score",
+    ]
+    with pytest.warns(CoverageWarning) as caught:
+        assert harness.evaluate(tiny_dataset, one, missing="exclude", n_bootstrap=50).n_items == 1
+    assert str(caught[0].message).startswith("no prediction for 2 of 3 items (d1, d2): left out")
+    assert caught[0].filename == __file__  # points at the caller's line
+
+
+def test_evaluate_of_full_predictions_does_not_warn(tiny_dataset: Path) -> None:
+    full = {f"d{i}": {f"c{i}_{j}": float(3 - j) for j in range(4)} for i in range(3)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert harness.evaluate(tiny_dataset, full, n_bootstrap=50).coverage == 1.0

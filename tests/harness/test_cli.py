@@ -121,6 +121,25 @@ def test_evaluate_reports_a_bad_line(tiny_dataset: Path, tmp_path: Path) -> None
     assert f"{pred_file}:2: unknown item id 'dx'" in " ".join(result.output.split())
 
 
+def test_evaluate_warns_about_an_item_without_predictions(
+    tiny_dataset: Path, tmp_path: Path
+) -> None:
+    pred_file = tmp_path / "preds.jsonl"
+    lines = [
+        json.dumps({"item_id": f"d{i}", "scores": {f"c{i}_{j}": 3.0 - j for j in range(4)}})
+        for i in (0, 2)
+    ]
+    pred_file.write_text("\n".join(lines) + "\n")
+    args = ["evaluate", "--dataset", str(tiny_dataset), "--predictions", str(pred_file)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert " ".join(result.stderr.split()) == (
+        "warning: no prediction for 1 of 3 items (d1): counted with every candidate unscored, "
+        "at chance level (missing: worst; --missing exclude leaves them out) "
+        "warning: coverage 66.7%: 33.3% of the candidates have no score"
+    )
+
+
 def test_run_writes_a_run_folder_and_reruns_from_cache(tiny_dataset: Path, tmp_path: Path) -> None:
     experiment = tmp_path / "exp.yaml"
     experiment.write_text(

@@ -12,6 +12,7 @@ import yaml
 from typer.testing import CliRunner
 
 import harness
+import harness.errors
 from harness.cli import app
 from harness.config import load_experiments
 
@@ -161,3 +162,76 @@ def test_runs_lists_finished_runs_with_key_figures(tiny_dataset: Path, tmp_path:
     assert "unfinished run" in listed.stderr and "broken" in listed.stderr
     empty = runner.invoke(app, ["runs", str(tmp_path / "nothing")])
     assert empty.exit_code == 2 and "no finished runs" in empty.stderr
+
+
+MIXED = (
+    "providers:\n"
+    "  - {name: random, model: uniform, inputs: {music: caption}}\n"
+    "  - {name: gemini, model: gemini-2.5-flash}\n"
+)
+
+
+def test_an_unset_api_key_stops_the_run_before_the_first_call(
+    tiny_dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not after the offline runs of the sweep (they used to run, then the judge failed
+    every call with an auth error and the command exited 1)."""
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    path = experiment(tmp_path, tiny_dataset, MIXED, name="mixed")
+    code, _, stderr = run(tmp_path, str(path))
+    assert code == 2
+    (line,) = stderr.splitlines()
+    assert line == (
+        "error: missing API key: GEMINI_API_KEY (or GOOGLE_API_KEY) is not set; 12 uncached "
+        "call(s) of 1 run(s) need it: gemini_gemini-2.5-flash_zero_shot_full_audio; set it, "
+        "or leave those runs out with --only PATTERN (see --dry-run)"
+    )
+    assert not (tmp_path / "results").exists()  # nothing ran, not even the random baseline
+    with pytest.raises(harness.errors.HarnessError, match="GEMINI_API_KEY"):
+        harness.run(path, results_dir=tmp_path / "api", cache_dir=tmp_path / "cache")
+    assert not (tmp_path / "api").exists()
+
+
+def test_only_runs_part_of_a_sweep(
+    tiny_dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    path = experiment(tmp_path, tiny_dataset, MIXED, name="mixed")
+    code, _, stderr = run(tmp_path, str(path), "--only", "random*")
+    assert code == 0, stderr
+    assert [p.name for p in (tmp_path / "results" / "mixed").iterdir() if p.is_dir()] == [
+        "random_uniform_full_caption"
+    ]
+    code, _, stderr = run(tmp_path, str(path), "--only", "clap*")
+    assert code == 2
+    assert " ".join(stderr.split()) == (
+        "error: --only: clap*: matches no run of the experiment (runs: "
+        "random_uniform_full_caption, gemini_gemini-2.5-flash_zero_shot_full_audio)"
+    )
+    (result,) = harness.run(
+        path,
+        results_dir=tmp_path / "api",
+        cache_dir=tmp_path / "cache",
+        show_progress=False,
+        only=["random*"],
+    )
+    assert result.out_dir == tmp_path / "api" / "mixed" / "random_uniform_full_caption"
+
+
+def test_a_missing_dataset_names_the_file_its_line_and_where_it_was_looked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "exp.yaml"
+    path.write_text("name: x\ndataset: data/dialbgm\nprovider: {name: random}\n")
+    code, _, stderr = run(tmp_path, str(path))
+    assert code == 2
+    assert " ".join(stderr.split()) == (
+        f"error: {path}: line 2: dataset: folder 'data/dialbgm' not found (looked for "
+        f"{tmp_path / 'data' / 'dialbgm'}; a relative path is read from the current folder, "
+        f"{tmp_path})"
+    )
+    with pytest.raises(harness.errors.ConfigError, match="line 2: dataset: folder"):
+        harness.run(path)

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from harness.config import load_experiments
+from harness.config_errors import ConfigErrors
 from harness.errors import ConfigError
 
 
@@ -43,7 +44,7 @@ def test_sweep_expands_every_combination(tmp_path: Path) -> None:
         ("name: x\ndataset: d\nprovider: {name: mock}\nmissing: ignore\n", "missing"),
         (
             "name: x\ndataset: d\nprovider: {name: mock}\nbogus: 1\n",
-            "bogus: Extra inputs are not permitted",
+            "line 4: bogus: unknown key",
         ),
         ("name: x\n  dataset: [\n", "line 2"),
         ("- 1\n- 2\n", "expected a mapping"),
@@ -163,3 +164,50 @@ def test_a_retriever_block_is_checked_like_a_provider(tmp_path: Path) -> None:
         ConfigError, match=r"rerank\.retriever\.tie_brake: provider .popularity. has no"
     ):
         load_experiments(path)
+
+
+def test_a_top_level_typo_names_its_line_and_the_key_meant(tmp_path: Path) -> None:
+    path = tmp_path / "exp.yaml"
+    path.write_text("name: x\ndataset: d\nprovider: {name: mock}\npromt: cot\n")
+    with pytest.raises(ConfigError) as info:
+        load_experiments(path)
+    assert str(info.value) == f"{path}: line 4: promt: unknown key; did you mean 'prompt'?"
+
+
+def test_a_sweep_suggests_its_own_keys(tmp_path: Path) -> None:
+    path = tmp_path / "exp.yaml"
+    path.write_text("name: x\ndataset: d\nproviders: [{name: mock}]\nprompt: [cot]\n")
+    with pytest.raises(ConfigError, match="line 4: prompt: unknown key; did you mean 'prompts'"):
+        load_experiments(path)
+
+
+def test_every_mistake_of_a_file_is_reported_at_once_in_file_order(tmp_path: Path) -> None:
+    path = tmp_path / "exp.yaml"
+    path.write_text(
+        "name: x\ndataset: d\npromt: cot\nprovider: {name: mock}\nrepeats: 0\nlimt: 3\n"
+        "missing: ignore\n"
+    )
+    with pytest.raises(ConfigErrors) as info:
+        load_experiments(path)
+    assert [str(e).removeprefix(f"{path}: ") for e in info.value.errors] == [
+        "line 3: promt: unknown key; did you mean 'prompt'?",
+        "line 5: repeats: Input should be greater than or equal to 1",
+        "line 6: limt: unknown key; did you mean 'limit'?",
+        "line 7: missing: Input should be 'worst' or 'exclude'",
+    ]
+    assert str(info.value).count("\n") == 3  # one line each
+
+
+def test_a_provider_option_error_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "exp.yaml"
+    path.write_text("name: x\ndataset: d\nprovider:\n  name: random\n  sed: 3\n")
+    with pytest.raises(ConfigError, match=r"line 5: provider\.sed: provider 'random' has no"):
+        load_experiments(path)
+
+
+def test_a_key_that_matches_nothing_gets_no_suggestion(tmp_path: Path) -> None:
+    path = tmp_path / "exp.yaml"
+    path.write_text("name: x\ndataset: d\nprovider: {name: mock}\nzzzz: 1\n")
+    with pytest.raises(ConfigError) as info:
+        load_experiments(path)
+    assert str(info.value).endswith("line 4: zzzz: unknown key")

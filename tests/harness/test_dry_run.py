@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 from harness.cache import ResponseCache
 from harness.cli import app
 from harness.config import ExperimentConfig
-from harness.dry_run import SUMMARY_PLACEHOLDER, estimate_run, estimate_table
+from harness.dry_run import SUMMARY_PLACEHOLDER, estimate_run
+from harness.estimates import Estimate, estimate_table
 from harness.runner import Runner
 from harness.testing.fake_api import FakeServer
 
@@ -43,14 +44,15 @@ def test_estimates_without_calling(tmp_path: Path, tiny_dataset: Path, server: F
     assert estimate.audio_tokens == 12 * 16  # 0.5 s clips at 32 tokens a second
     assert estimate.input_tokens > estimate.audio_tokens and estimate.output_tokens == 120
     assert estimate.usd is not None and estimate.usd > 0
-    lines = [json.loads(x) for x in (runner.out_dir / "dry_run.jsonl").read_text().splitlines()]
-    assert len(lines) == 12 and not (runner.out_dir / "records.jsonl").exists()
+    lines = estimate.rendered
+    assert len(lines) == 12 and not runner.out_dir.exists()  # no run folder
+    assert {line["run"] for line in lines} == {"dry"}
     assert lines[0]["system"].startswith("You are a music supervisor")
     assert lines[0]["audio"][0]["clip_id"] in lines[0]["candidates"]
 
     asyncio.run(Runner(config, cache=cache, results_dir=tmp_path / "r2", show_progress=False).run())
     after = estimate_run(
-        Runner(config, cache=cache, results_dir=tmp_path / "r3", show_progress=False), write=False
+        Runner(config, cache=cache, results_dir=tmp_path / "r3", show_progress=False)
     )
     cache.close()
     assert (after.cached, after.to_call, after.input_tokens, after.usd) == (12, 0, 0, 0.0)
@@ -70,7 +72,7 @@ def test_missing_summaries_are_counted_and_rendered_with_a_placeholder(
     estimate = estimate_run(runner)
     cache.close()
     assert estimate.summaries_to_generate == 1 and estimate.requests == 12
-    assert SUMMARY_PLACEHOLDER in (runner.out_dir / "dry_run.jsonl").read_text()
+    assert SUMMARY_PLACEHOLDER in json.dumps(estimate.rendered)
 
 
 def test_models_without_a_price_and_scorers(tmp_path: Path, tiny_dataset: Path) -> None:
@@ -90,7 +92,7 @@ def test_models_without_a_price_and_scorers(tmp_path: Path, tiny_dataset: Path) 
     )
     scorer = experiment(tiny_dataset, {"name": "random"}, inputs={"music": "caption"})
     estimates = [
-        estimate_run(Runner(c, cache=cache, results_dir=tmp_path, show_progress=False), write=False)
+        estimate_run(Runner(c, cache=cache, results_dir=tmp_path, show_progress=False))
         for c in (judge, priced, scorer)
     ]
     cache.close()
@@ -122,15 +124,14 @@ def test_cli_dry_run(tmp_path: Path, tiny_dataset: Path, server: FakeServer) -> 
     assert result.exit_code == 0, result.output
     assert "dry run" in result.output and "cli_dry" in result.output
     assert server.stats()["requests"] == 0
-    assert (tmp_path / "res" / "cli_dry" / "dry_run.jsonl").is_file()
-    assert not (tmp_path / "res" / "cli_dry" / "metrics.json").exists()
+    assert [p.name for p in (tmp_path / "res").iterdir()] == ["cli_dry.dry_run.jsonl"]
 
 
 def estimate(config: ExperimentConfig, tmp_path: Path, **kwargs: Any) -> Any:
     cache = ResponseCache(tmp_path / "cache")
     try:
         runner = Runner(config, cache=cache, results_dir=tmp_path / "res", show_progress=False)
-        return estimate_run(runner, write=False, **kwargs)
+        return estimate_run(runner, **kwargs)
     finally:
         cache.close()
 
@@ -226,5 +227,68 @@ def test_the_dry_run_shows_online_and_batch_cost(
     assert "online (USD)" in text and "batch (USD)" in text
     (row,) = [line for line in text.splitlines() if line.startswith("│ dry ")]
     assert f"{result.usd:.4f}" in row and f"{result.usd * 0.5:.4f}" in row
-    assert row.rstrip(" │").endswith("*") == batch
+    assert (" *" in row) == batch
     assert server.stats()["requests"] == 0 and server.stats()["batch_jobs"] == 0
+
+
+def test_a_dry_run_makes_no_run_folder_and_names_each_run_in_full(
+    tmp_path: Path, tiny_dataset: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every request in one file beside the run folders (none made); each missing key once,
+    before the table (not again below it); a time per API run and in total."""
+    monkeypatch.delenv("GEMINI_API_KEY")
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    path = tmp_path / "exp.yaml"
+    path.write_text(
+        f"name: sweep\ndataset: {tiny_dataset}\n"
+        "providers:\n  - {name: gemini, model: gemini-2.5-flash, max_concurrency: 2}\n"
+        "inputs: [{dialogue: full}, {dialogue: summary}]\n"
+    )
+    args = ["run", str(path), "--dry-run", "--results-dir", str(tmp_path / "res")]
+    result = CliRunner().invoke(app, [*args, "--cache-dir", str(tmp_path / "c")])
+    assert result.exit_code == 0, result.output
+    assert [p.name for p in (tmp_path / "res").iterdir()] == ["sweep.dry_run.jsonl"]
+    lines = (tmp_path / "res" / "sweep.dry_run.jsonl").read_text().splitlines()
+    runs = [json.loads(line)["run"] for line in lines]
+    names = [
+        "gemini_gemini-2.5-flash_zero_shot_full_audio",
+        "gemini_gemini-2.5-flash_zero_shot_summary_audio",
+    ]
+    assert sorted(set(runs)) == names and len(runs) == 24
+    assert all(name in result.output for name in names)
+    assert result.output.count("GEMINI_API_KEY") == 1
+    assert "24 uncached call(s) of 2 run(s)" in " ".join(result.output.split())
+    # 12 calls, 2 at a time: 6 x (~1.5 s + ~1,008 output tokens at ~100 tokens/s)
+    assert result.output.count("~69 s") == 2 and "~2 min" in result.output
+
+
+def test_run_names_are_never_cut_on_a_narrow_terminal(tmp_path: Path, tiny_dataset: Path) -> None:
+    names = [
+        "gemini_gemini-2.5-flash_zero_shot_full_audio",
+        "gemini_gemini-2.5-flash_zero_shot_summary_audio",
+    ]
+    estimates = [Estimate(name, "gemini", "gemini-2.5-flash", requests=4) for name in names]
+    console = Console(width=110, record=True)
+    console.print(estimate_table(estimates, None))
+    text = console.export_text()
+    assert all(name in text for name in names)
+
+
+def test_time_follows_concurrency_and_rpm() -> None:
+    from harness.estimates import call_seconds, duration
+
+    assert call_seconds(0, 0, concurrency=8, rpm=None) == 0.0
+    assert call_seconds(16, 0, concurrency=8, rpm=None) == pytest.approx(3.0)
+    assert call_seconds(16, 1600, concurrency=8, rpm=None) == pytest.approx(2 * 2.5)
+    assert call_seconds(600, 0, concurrency=64, rpm=60) == pytest.approx(600.0)
+    assert [duration(s) for s in (0.2, 45, 600, 7200)] == ["~1 s", "~45 s", "~10 min", "~2.0 h"]
+
+
+def test_a_local_judge_has_no_audio_token_count_or_time(tmp_path: Path, tiny_dataset: Path) -> None:
+    config = experiment(tiny_dataset, {"name": "mock"})
+    found = estimate(config, tmp_path)
+    assert found.audio_tokens is None and found.seconds is None and found.timing == "local"
+    console = Console(width=200, record=True)
+    console.print(estimate_table([found], None))
+    row = next(line for line in console.export_text().splitlines() if line.startswith("│ dry"))
+    assert "n/a" in row and "local" in row

@@ -181,7 +181,7 @@ def test_the_dry_run_of_a_rerank_counts_the_judges_requests_only(
     cache = ResponseCache(tmp_path / "cache")
     try:
         runner = Runner(config, cache=cache, results_dir=tmp_path / "r", show_progress=False)
-        estimate = estimate_run(runner, output_tokens=10, write=False)
+        estimate = estimate_run(runner, output_tokens=10)
     finally:
         cache.close()
     assert (estimate.requests, estimate.cached) == (N_ITEMS, 0)

@@ -333,6 +333,7 @@ def test_the_dry_run_counts_both_turns_and_the_users_requests(
         "user_simulator": api("openai", server),
     }
     cfg = config(pool, api("gemini", server), **settings)
+    rendered: list[dict[str, Any]] = []
 
     def estimate() -> tuple[int, int]:
         cache = ResponseCache(tmp_path / "cache")
@@ -340,14 +341,16 @@ def test_the_dry_run_counts_both_turns_and_the_users_requests(
             found = estimate_run(Runner(cfg, cache=cache, results_dir=tmp_path / "dry"))
         finally:
             cache.close()
+        rendered.extend(found.rendered)
         return found.requests, found.cached
 
     assert estimate() == (3 * N_ITEMS, 0)  # turn 1, the user, turn 2 (from a placeholder)
     assert server.requests() == []
     run_config(cfg, tmp_path)
     assert estimate() == (2 * N_ITEMS, 2 * N_ITEMS)  # the replies are known: no user requests
-    lines = [json.loads(line) for line in (tmp_path / "dry" / "refine" / "dry_run.jsonl").open()]
-    assert sum("The listener replied" in line["user"] for line in lines) == N_ITEMS
+    assert (
+        sum("The listener replied" in line["user"] for line in rendered[-2 * N_ITEMS :]) == N_ITEMS
+    )
 
 
 def test_a_turn_one_without_scores_leaves_turn_two_unasked(tmp_path: Path, pool: Path) -> None:

@@ -287,3 +287,55 @@ def test_report_in_chromium_reads_at_benchmark_scale(page: Any, tmp_path: Path) 
                  align: getComputedStyle(a.querySelector('details[open] pre')).textAlign})""",
     )
     assert widths["pre"] > 0.8 * widths["article"] and widths["align"] in ("left", "start")
+
+
+def test_the_page_has_the_human_row_whole_agreement_headers_and_the_inputs_title(
+    tmp_path: Path,
+) -> None:
+    """Like comparison.md and the terminal: the `human (leave-one-out)` row; the agreement
+    table's headers are the full labels (they wrap, never `all-MiniLM-L…n`); the title names
+    what is compared, not the --out folder."""
+    from typer.testing import CliRunner
+
+    from harness.cli import app
+    from harness.dataset import load_dataset
+
+    sample = Path(__file__).resolve().parents[3] / "data" / "sample"
+    items = load_dataset(sample, check_audio=False).items
+    paths = []
+    for name, reverse in (("all-MiniLM-L6-v2-on-summaries", False), ("my-long-model-name", True)):
+        path = tmp_path / name / "predictions.jsonl"
+        path.parent.mkdir()
+        lines = [
+            json.dumps(
+                {"item_id": item.id, "ranking": list(item.candidates)[:: -1 if reverse else 1]}
+            )
+            for item in items
+        ]
+        path.write_text("\n".join(lines) + "\n")
+        paths.append(str(path.parent))
+    out = tmp_path / "out-folder"
+    args = [
+        "report",
+        *paths,
+        "--dataset",
+        str(sample),
+        "--out",
+        str(out),
+        "--n-permutations",
+        "100",
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    html = (out / "report.html").read_text()
+    title = "all-MiniLM-L6-v2-on-summaries, my-long-model-name"
+    assert f"<title>{title}</title>" in html and "out-folder</title>" not in html
+    comparison = html[
+        html.index('id="comparison-table"') : html.index(
+            "</table>", html.index('id="comparison-table"')
+        )
+    ]
+    assert "human (leave-one-out)" in comparison
+    agreement = html[html.index('id="agreement-table"') :]
+    header = agreement[: agreement.index("</thead>")]
+    assert "<th>all-MiniLM-L6-v2-on-summaries</th>" in header and "…" not in header

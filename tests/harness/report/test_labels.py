@@ -102,3 +102,51 @@ def test_a_run_label_is_used_as_is(tiny_dataset: Path, tmp_path: Path) -> None:
     other = tmp_path / "results" / "one"
     (run,) = load_runs([other])
     assert run.label == "My judge"
+
+
+def test_a_scorer_is_labelled_without_a_prompt_it_never_reads() -> None:
+    caption = {"dialogue": "full", "music": "caption"}
+    configs = [
+        {
+            "provider": {"name": "text-embedding", "model": "all-MiniLM-L6-v2"},
+            "prompt": "zero_shot",
+            "inputs": caption,
+        },
+        {
+            "provider": {"name": "gemini", "model": "gemini-2.5-flash"},
+            "prompt": "zero_shot",
+            "inputs": caption,
+        },
+        {
+            "provider": {"name": "gemini", "model": "gemini-2.5-flash"},
+            "prompt": "cot",
+            "inputs": caption,
+        },
+    ]
+    assert generated_labels(configs, ["a", "b", "c"], ["s", "s", "s"]) == [
+        "all-MiniLM-L6-v2",
+        "gemini-2.5-flash · zero_shot",
+        "gemini-2.5-flash · cot",
+    ]
+
+
+def test_runs_differing_only_in_a_provider_option_are_labelled_by_it() -> None:
+    query = {"dialogue": "query", "music": "caption"}
+    configs = [
+        {
+            "provider": {"name": "popularity", "tie_break": "order"},
+            "prompt": "listwise",
+            "inputs": query,
+        },
+        {
+            "provider": {"name": "popularity", "tie_break": "none"},
+            "prompt": "listwise",
+            "inputs": query,
+        },
+        {"provider": {"name": "random", "model": "uniform"}, "prompt": "listwise", "inputs": query},
+    ]
+    assert generated_labels(configs, ["a", "b", "c"], ["musicrs"] * 3) == [
+        "popularity · tie_break=order",
+        "popularity · tie_break=none",
+        "uniform",
+    ]

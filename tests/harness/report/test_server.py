@@ -108,3 +108,25 @@ def test_view_page_offers_a_reload_when_a_run_finishes(
         page.click("#live-banner a")
         sync_api.expect(page.locator("#comparison-table tbody tr")).to_have_count(2)
         browser.close()
+
+
+def test_runs_of_two_datasets_are_two_comparisons(tmp_path: Path) -> None:
+    """`harness view` of a results folder holding runs of two datasets (MusiCRS pools and
+    DialBGM items, say): one comparison each, never one table under one chance line."""
+    from harness.report.server import LiveReport
+
+    small = write_tiny_dataset(tmp_path / "small", n_items=4, seconds=0.2)
+    other = write_tiny_dataset(tmp_path / "other", n_items=6, seconds=0.2)
+    results = tmp_path / "results"
+    write_run(results / "a" / "one", small, pointwise_records(tiny_scores(4)))
+    write_run(results / "b" / "two", other, pointwise_records(tiny_scores(6)))
+    write_run(results / "b" / "three", other, pointwise_records(tiny_scores(6, reverse=True)))
+    page = LiveReport([results]).page()
+    first, (second,) = page.html.decode(), page.others
+    assert (
+        "<title>results: small</title>" in first
+        and "<title>results: other</title>" in second.decode()
+    )
+    for html in (first, second.decode()):
+        assert '<a href="/">small</a> · <a href="/group/1">other</a>' in html
+    assert first.count("<tr><th>") < second.decode().count("<tr><th>")

@@ -134,3 +134,65 @@ def test_a_shard_is_skipped_with_a_warning_beside_its_merged_run(
     found = discover([results])
     assert [source.path.name for source in found.sources] == ["run"]
     assert found.warnings == [f"{shard}: skipped, shard 0/2 of a run (`harness merge` joins them)"]
+
+
+def _sweep_with_a_failed_run(tmp_path: Path, dataset: Path) -> Path:
+    """A real sweep: one run answered, one whose every call failed (coverage 0)."""
+    experiment = tmp_path / "mixed.yaml"
+    experiment.write_text(
+        f"name: mixed\ndataset: {dataset}\nn_bootstrap: 50\nproviders:\n"
+        "  - {name: mock, label: works}\n"
+        "  - {name: mock, label: broken, answers: {'*': '!permanent'}, max_attempts: 1}\n"
+    )
+    args = ["run", str(experiment), "--results-dir", str(tmp_path / "results")]
+    result = runner.invoke(app, [*args, "--cache-dir", str(tmp_path / "cache"), "--no-progress"])
+    assert result.exit_code == 1, result.output  # the broken run's calls failed
+    return tmp_path / "results" / "mixed"
+
+
+@pytest.mark.slow
+def test_a_run_without_a_usable_score_shows_no_chance_level_numbers(
+    dataset: Path, tmp_path: Path
+) -> None:
+    """`harness run` says a run with coverage 0 has no metrics; `harness runs`, `harness
+    report` and `harness view` (the same sources) say so too, never its Hit@1."""
+    sweep = _sweep_with_a_failed_run(tmp_path, dataset)
+    found = discover([sweep])
+    runs, warnings = load_sources(found.sources)
+    assert [run.name for run in runs] == ["mock_works_zero_shot_full_audio"]
+    assert any(
+        "mock_broken_zero_shot_full_audio: no metrics, every call failed (48 of 48)" in w
+        for w in warnings
+    ), warnings
+    report = runner.invoke(app, ["report", str(sweep), "--out", str(tmp_path / "out")])
+    assert report.exit_code == 0, report.output
+    assert [row["run"] for row in _csv(tmp_path / "out" / "comparison.csv")] == [
+        "mock_works_zero_shot_full_audio"
+    ]
+    assert "broken" not in report.stdout and "no metrics" in " ".join(report.stderr.split())
+    listing = runner.invoke(app, ["runs", str(sweep)], terminal_width=250)
+    assert listing.exit_code == 0, listing.output
+    (broken,) = [line for line in listing.stdout.splitlines() if "broken" in line]
+    cells = [cell.strip() for cell in broken.split("│")[1:-1]]
+    assert cells[3:6] == ["no metrics", "-", "-"] and cells[6:8] == ["0.0%", "48/48"]
+    assert "every call" in listing.stdout and "(48 of 48)" in listing.stdout
+
+
+def test_a_predictions_file_missing_an_item_agrees_fully_with_itself(
+    dataset: Path, tmp_path: Path
+) -> None:
+    scores = tiny_scores(12)
+    del scores["d3"]
+    one = write_predictions(tmp_path / "one" / "predictions.jsonl", scores)
+    two = write_predictions(tmp_path / "two" / "predictions.jsonl", scores)
+    out = tmp_path / "out"
+    result = runner.invoke(
+        app, ["report", str(one), str(two), "--dataset", str(dataset), "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    agreement = {row[""]: row for row in _csv(out / "agreement.csv")}
+    assert [agreement["one"]["one"], agreement["one"]["two"], agreement["two"]["two"]] == [
+        "1.0",
+        "1.0",
+        "1.0",
+    ]

@@ -217,3 +217,14 @@ def test_adjusted_p_values_match_their_definitions(p: list[float]) -> None:
     assert list(adjust_p_values(p, "holm")) == pytest.approx(_holm_by_definition(p))
     assert list(adjust_p_values(p, "bh")) == pytest.approx(_bh_by_definition(p))
     assert all(a >= q - 1e-12 for a, q in zip(adjust_p_values(p, "holm"), p, strict=True))
+
+
+def test_agreement_leaves_out_an_item_a_ranker_did_not_score() -> None:
+    """A ranker against itself agrees fully: an item it has no score for is not one both
+    scored (it used to count as tau 0 and pull 1.000 down to 0.962)."""
+    rng = np.random.default_rng(5)
+    given = {f"i{k}": rng.permutation(4).astype(float) for k in range(25)}
+    given["unscored"] = np.full(4, np.nan)
+    agreement = agreement_matrix([("a", given), ("copy", dict(given))])
+    assert agreement.tau.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    assert agreement.n_items.tolist() == [[25, 25], [25, 25]]
