@@ -312,9 +312,7 @@ def materialize(source: HFSource, out: Path | None = None) -> Path:
     titles: dict[str, str] | None = {} if clips_data is None else None
     items = list(_items(items_data, columns.items, titles))
     if clips_data is not None and columns.clips is not None:
-        clips = list(
-            _clips(clips_data, columns.clips, out / "audio", out, source.uri)
-        )
+        clips = list(_clips(clips_data, columns.clips, out / "audio", out, source.uri))
     else:
         clips = [{"id": cid, "title": title} for cid, title in (titles or {}).items()]
     _write_jsonl(out / "items.jsonl", items)
