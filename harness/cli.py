@@ -334,6 +334,8 @@ def evaluate(
     check_range("--seed", seed, 0)
     if out is not None and out.is_dir():
         raise HarnessError(f"--out {out} is a folder: give the path of the metrics file")
+    if out is not None:
+        make_folder(out.parent, "--out")  # refused before the work, not after it
     if (dataset is None) == (qrels is None):
         raise HarnessError("give --dataset DIR or --qrels FILE (with a TREC run file)")
     if qrels is not None:
@@ -356,7 +358,6 @@ def evaluate(
     for line in coverage_warnings(items, preds, evaluation.aggregate):
         err_console.print(f"[bold yellow]warning:[/] {terminal_text(line)}", highlight=False)
     if out:
-        make_folder(out.parent, "--out")
         out.write_text(dumps_json(metrics, indent=2) + "\n")
 
 
