@@ -70,7 +70,9 @@ def test_d4_credentials_in_a_base_url_are_not_in_the_endpoint_line_or_report_md(
     if report.exit_code == 0:  # a run with no usable score is left out of reports (exit 2)
         _nowhere(URL_KEY, tmp_path / "rep", "")
     else:
-        assert result.exit_code == 1 and "no metrics, every call failed" in report.output, report.output
+        assert result.exit_code == 1 and "no metrics, every call failed" in report.output, (
+            report.output
+        )
 
 
 @pytest.mark.slow
