@@ -21,9 +21,7 @@ import json
 import os
 import pickle
 import pickletools
-import socket
 import sqlite3
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,40 +31,13 @@ import diskcache
 from diskcache.core import MODE_PICKLE, MODE_RAW, MODE_TEXT, UNKNOWN
 
 from harness.cache_values import Shape, TooLarge, bounded, well_formed
+from harness.claims import Claims
 from harness.errors import StorageError
 from harness.types import Request
 
 CACHE_SCHEMA_VERSION = 1
 DEFAULT_CACHE_DIR = Path(".cache/responses")
 CLAIM_LEASE_S = 60.0
-_HOST = socket.gethostname()
-_TOKENS: dict[int, str] = {}
-
-
-def _owner() -> dict[str, Any]:
-    """This process, as it appears in the claims it holds (a fork gets its own token)."""
-    pid = os.getpid()
-    token = _TOKENS.setdefault(pid, uuid.uuid4().hex)
-    return {"host": _HOST, "pid": pid, "token": token}
-
-
-def _is_dead(holder: dict[str, Any]) -> bool:
-    """Whether a claim's holder is a process of this host that no longer runs."""
-    if holder.get("host") != _HOST:
-        return False  # another machine's claim ends with its lease
-    pid = int(holder.get("pid", 0))
-    if pid == os.getpid():
-        return bool(holder.get("token") != _owner()["token"])
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    try:  # a killed process its parent has not reaped yet (Linux)
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def default_cache_dir() -> Path:
@@ -263,9 +234,7 @@ class ResponseCache:
                 disk=JsonDisk,
             )
         with self._guard(claims=True):
-            self._claims = diskcache.Cache(
-                str(self.directory / "claims"), eviction_policy="none", timeout=60, disk=JsonDisk
-            )
+            self._claims = Claims(self.directory / "claims")
 
     @contextmanager
     def _guard(self, claims: bool = False) -> Iterator[None]:
@@ -362,40 +331,20 @@ class ResponseCache:
         """Take the claim on asking the model for `key`; False while another process holds
         it. A claim lapses after `lease_s` unless renewed, or at once when its process died."""
         with self._guard(claims=True):
-            return bool(self._claims.add(key, _owner(), expire=lease_s))
+            return self._claims.claim(key, lease_s)
 
     def renew(self, key: str, lease_s: float = CLAIM_LEASE_S) -> None:
         with self._guard(claims=True):
-            self._claims.touch(key, expire=lease_s)
+            self._claims.renew(key, lease_s)
 
     def release(self, key: str) -> None:
-        with self._guard(claims=True), self._claims.transact():
-            if self._holder(key) == _owner():
-                self._claims.delete(key)
+        with self._guard(claims=True):
+            self._claims.release(key)
 
     def claimed_elsewhere(self, key: str) -> bool:
         """Whether another live process holds the claim on `key` (a dead one's is dropped)."""
         with self._guard(claims=True):
-            holder = self._holder(key)
-            if holder is None:
-                return False
-            if not _is_dead(holder):
-                return True
-            with self._claims.transact():
-                if self._holder(key) == holder:
-                    self._claims.delete(key)
-            return False
-
-    def _holder(self, key: str) -> dict[str, Any] | None:
-        """The claim's holder; a damaged claim is dropped."""
-        try:
-            holder = self._claims.get(key)
-        except DamagedEntry:
-            holder = False
-        if holder is None or isinstance(holder, dict):
-            return holder
-        self._claims.delete(key)
-        return None
+            return self._claims.held_elsewhere(key)
 
     def close(self) -> None:
         self._store.close()

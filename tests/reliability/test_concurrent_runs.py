@@ -32,9 +32,12 @@ HOLDER = """
 import os, sys, time
 from harness.cache import ResponseCache
 cache = ResponseCache(sys.argv[1])
-key, hold_s, then = sys.argv[2], float(sys.argv[3]), sys.argv[4]
+key, hold_s, then, go = sys.argv[2], float(sys.argv[3]), sys.argv[4], sys.argv[5]
 assert cache.claim(key)
 print("claimed", flush=True)
+deadline = time.monotonic() + 60
+while go and not os.path.exists(go) and time.monotonic() < deadline:
+    time.sleep(0.01)  # until the other process is waiting for this claim
 time.sleep(hold_s)
 if then == "die":
     os._exit(0)
@@ -45,10 +48,13 @@ cache.close()
 """
 
 
-def _hold_claim(cache_dir: Path, key: str, hold_s: float, then: str) -> subprocess.Popen[str]:
-    """Another process that claims `key`, holds it, then answers, gives up, or dies."""
+def _hold_claim(
+    cache_dir: Path, key: str, hold_s: float, then: str, go: Path | None = None
+) -> subprocess.Popen[str]:
+    """Another process that claims `key`, holds it (until the file `go` exists, when given,
+    then `hold_s` more), then answers, gives up, or dies."""
     process = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(cache_dir), key, str(hold_s), then],
+        [sys.executable, "-c", HOLDER, str(cache_dir), key, str(hold_s), then, str(go or "")],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -88,7 +94,7 @@ def test_claim_of_a_dead_process_is_taken_over(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("then", ["answer", "release", "die"])
 def test_runner_waits_for_the_process_holding_a_claim(
-    then: str, make_dataset: MakeDataset, tmp_path: Path
+    then: str, make_dataset: MakeDataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     config = ExperimentConfig(
         name="c", dataset=make_dataset(n_items=1), provider=provider_config(name="mock")
@@ -98,7 +104,15 @@ def test_runner_waits_for_the_process_holding_a_claim(
     try:
         runner = Runner(config, cache=cache, results_dir=tmp_path / "results", show_progress=False)
         first = runner.prepare(runner.dataset())[0]
-        holder = _hold_claim(cache_dir, first.key, 0.3, then)
+        go = tmp_path / "go"
+        holder = _hold_claim(cache_dir, first.key, 0.1, then, go)
+        asked = cache.claimed_elsewhere
+
+        def waiting(key: str) -> bool:
+            go.touch()  # the run found the claim held: the holder may go on
+            return asked(key)
+
+        monkeypatch.setattr(cache, "claimed_elsewhere", waiting)
         result = run_experiment(
             config, cache=cache, results_dir=tmp_path / "results", show_progress=False
         )
