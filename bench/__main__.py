@@ -1,5 +1,8 @@
-"""`python -m bench [NAME ...] [--tiny]`: run the benchmarks, print one summary line each,
-and write their figures with the machine and date to bench/RESULTS.md."""
+"""`python -m bench [NAME ...] [--tiny] [--results FILE]`: run the benchmarks, print one
+summary line each, and write their figures with the machine and date: to bench/RESULTS.md
+when every benchmark runs at full size, else to bench/out/ unless `--results` names a file.
+Writing over an earlier results file keeps the sections of the benchmarks not run this time
+and flags every tracked ratio more than 10% worse than before (`bench.results`)."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from pathlib import Path
 import psutil
 
 from bench.common import OUT, REPO, BenchResult, Size, fresh
+from bench.results import write_results
 
 BENCHMARKS: dict[str, tuple[str, str]] = {
     "throughput": (
@@ -28,7 +32,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "(1c) the 4,800 calls at latency 0: CPU per call and wall vs the bare SDK",
     ),
     "rate_limit": ("bench.rate_limit", "(2) rate-limited server, harness rpm set to the limit"),
-    "replay": ("bench.replay", "(3) warm-cache replay of the 4,800-call run, whole process"),
+    "replay": ("bench.replay", "(3) warm-cache replay of a 50,000-call run, whole process"),
     "metrics": ("bench.metrics_speed", "(4) metrics + bootstrap + agreement matrix"),
     "memory": ("bench.memory", "(5) peak RSS, 4,800 calls over 1,000 10-second clips"),
     "memory_series": (
@@ -86,27 +90,6 @@ def machine() -> list[str]:
     ]
 
 
-def write_results(path: Path, results: list[BenchResult], header: list[str], command: str) -> None:
-    lines = [
-        "# Benchmark results",
-        "",
-        f"Written by `{command}`. Every ratio is measured in the same run as its reference.",
-        "",
-        *header,
-        "",
-        "| benchmark | result | goal | met |",
-        "|---|---|---|---|",
-    ]
-    for r in results:
-        met = {True: "yes", False: "**no**", None: "-"}[r.met]
-        lines.append(f"| {r.name} | {r.summary} | {r.goal or '-'} | {met} |")
-    for r in results:
-        lines += ["", f"## {r.name}", "", BENCHMARKS[r.name][1], ""]
-        lines += [f"- {key}: {value}" for key, value in r.figures.items()]
-        lines += [f"- note: {note}" for note in r.notes]
-    path.write_text("\n".join(lines) + "\n")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument(
@@ -141,7 +124,9 @@ def main(argv: list[str] | None = None) -> int:
         results.append(result)
         print(result.line(), flush=True)
     command = " ".join(["python -m bench", *(argv if argv is not None else sys.argv[1:])])
-    write_results(out_path, results, header, command)
+    write_results(
+        out_path, results, header, command, lambda name: BENCHMARKS[name][1], list(BENCHMARKS)
+    )
     print(f"results written to {out_path}")
     return 1 if failed else 0
 

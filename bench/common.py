@@ -78,6 +78,9 @@ class BenchResult:
     goal: str = ""
     met: bool | None = None
     notes: list[str] = field(default_factory=list)
+    # Figures (ratios against a reference of the same run; lower is better) that
+    # bench/RESULTS.md compares with its previous figures (`bench.results`).
+    tracked: tuple[str, ...] = ()
 
     def line(self) -> str:
         verdict = {True: "goal met", False: "GOAL MISSED", None: "no goal"}[self.met]

@@ -58,4 +58,5 @@ def run(size: Size, work: Path) -> BenchResult:
         },
         goal=f"wall/ideal <= {GOAL}",
         met=wall_ratio <= GOAL,
+        tracked=("wall/ideal (process)",),
     )

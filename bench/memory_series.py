@@ -67,4 +67,5 @@ def run(size: Size, work: Path) -> BenchResult:
         },
         goal=f"peak RSS of {largest:,} calls < {GOAL_MIB} MiB" if size == "full" else "",
         met=mib[-1] < GOAL_MIB if size == "full" else None,
+        tracked=("peak(largest)/peak(smallest)",),
     )
