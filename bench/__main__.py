@@ -54,6 +54,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "(10) a pool of 1-8 servers (at most 4 requests each, 1 s or more) vs the ideal; the "
         "coordinator's ceiling; a server killed mid-run; a slow server",
     ),
+    "startup": (
+        "bench.startup",
+        "(11) start-up: harness --help, harness run --help, a 1-item run, vs the bare interpreter",
+    ),
 }
 
 
