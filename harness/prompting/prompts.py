@@ -59,6 +59,9 @@ def prompts_dir() -> Path:
 
 @lru_cache(maxsize=8)
 def environment(directory: Path) -> BoundedSandbox:
+    """The sandbox of one prompts folder. Its compiled templates are not checked against
+    the files at every render (four `stat`s a call): `reload_templates` drops them, and each
+    run calls it as it starts (`TemplateHashes`), so a run renders the files it hashed."""
     return BoundedSandbox(
         loader=FolderLoader(directory),
         undefined=jinja2.StrictUndefined,
@@ -66,7 +69,16 @@ def environment(directory: Path) -> BoundedSandbox:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=False,
+        auto_reload=False,
     )
+
+
+def reload_templates() -> None:
+    """Templates are read from disk again at their next use (an edit since is seen)."""
+    environment.cache_clear()
+
+
+_BLANK_RUN = re.compile(r"\n{3,}")
 
 
 def audio_placeholder(index: int) -> str:
@@ -101,6 +113,7 @@ class TemplateHashes:
     def __init__(self, directory: Path | None = None) -> None:
         self.directory = directory
         self._hashes: dict[str, str] = {}
+        reload_templates()  # a new run renders the templates as they are now
 
     def __call__(self, name: str) -> str:
         hashed = self._hashes.get(name)
@@ -122,7 +135,9 @@ def _render_block(template: jinja2.Template, block: str, context: dict[str, Any]
     if block not in template.blocks:
         raise TemplateError(f"template {template.name} has no '{block}' block")
     text = check_output(template.blocks[block](template.new_context(context)))
-    return re.sub(r"\n{3,}", "\n\n", text).strip()
+    if "\n\n\n" in text:
+        text = _BLANK_RUN.sub("\n\n", text)
+    return text.strip()
 
 
 def render(

@@ -96,6 +96,8 @@ def known_options() -> frozenset[str]:
 
 def check_options(options: Mapping[str, Any]) -> None:
     """Unknown `prompt_options` keys are refused (a typo would otherwise be ignored)."""
+    if not options:
+        return  # checked for every item: the registry is not walked when nothing is given
     known = known_options()
     unknown = sorted(set(options) - known)
     if unknown:

@@ -242,3 +242,23 @@ def test_a_checkout_renders_its_own_prompts_folder() -> None:
     root = Path(__file__).resolve().parents[3]
     assert root / "prompts" == DEFAULT_PROMPTS_DIR
     assert (DEFAULT_PROMPTS_DIR / "zero_shot.jinja").is_file()
+
+
+def test_a_run_renders_the_templates_it_hashed_and_the_next_run_sees_an_edit(
+    tmp_path: Path,
+) -> None:
+    """Issue 26: templates are not stat'ed at every render; a run (`TemplateHashes`) reads
+    them once as it starts, so an edit is seen by the next run, never half-way through one."""
+    from harness.prompting.prompts import TemplateHashes, render
+
+    template = tmp_path / "t.jinja"
+    template.write_text("{% block system %}one{% endblock %}{% block user %}u{% endblock %}")
+    hashes = TemplateHashes(tmp_path)
+    first = hashes("t.jinja")
+    assert render("t.jinja", {}, [], tmp_path).system == "one"
+    template.write_text("{% block system %}two{% endblock %}{% block user %}u{% endblock %}")
+    assert render("t.jinja", {}, [], tmp_path).system == "one"  # the run's version
+    assert hashes("t.jinja") == first
+    next_run = TemplateHashes(tmp_path)
+    assert render("t.jinja", {}, [], tmp_path).system == "two"
+    assert next_run("t.jinja") != first
