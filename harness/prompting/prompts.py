@@ -54,7 +54,13 @@ class RenderedPrompt:
 
 
 def prompts_dir() -> Path:
-    return Path(os.environ.get("BGM_JUDGE_PROMPTS", DEFAULT_PROMPTS_DIR))
+    configured = os.environ.get("BGM_JUDGE_PROMPTS")
+    return DEFAULT_PROMPTS_DIR if configured is None else _as_path(configured)
+
+
+@lru_cache(maxsize=8)
+def _as_path(folder: str) -> Path:
+    return Path(folder)  # asked at every render: a Path is not built each time
 
 
 @lru_cache(maxsize=8)
