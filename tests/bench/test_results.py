@@ -41,7 +41,9 @@ def test_a_regression_beyond_ten_percent_is_flagged(tmp_path: Path) -> None:
     text = path.read_text()
     assert "| ceiling | harness/floor CPU | 1.3 | 1.4 | +7.7% |  |" in text
     _write(path, [_ceiling(1.60)], "2026-11-26 10:00 UTC")  # +14.3%
-    assert "| ceiling | harness/floor CPU | 1.4 | 1.6 | +14.3% | **regressed** |" in path.read_text()
+    assert (
+        "| ceiling | harness/floor CPU | 1.4 | 1.6 | +14.3% | **regressed** |" in path.read_text()
+    )
     _write(path, [_ceiling(1.20)], "2026-11-27 10:00 UTC")
     assert "| -25.0% | improved |" in path.read_text()
 
