@@ -8,8 +8,6 @@ from typing import Annotated
 
 import typer
 
-from harness.cache import ResponseCache
-from harness.cache_transfer import KEYS_FILE, export_cache, import_cache, run_keys
 from harness.cli_support import console, user_errors
 from harness.errors import HarnessError
 from harness.locking import make_folder
@@ -41,6 +39,9 @@ def export(
     """Write the answers a run used (`--run`) or the whole cache (`--all`) to one portable
     file (gzip JSON lines, docs/formats.md) that `harness cache import` reads on another
     machine."""
+    from harness.cache import ResponseCache  # here: `harness --help` needs no pydantic
+    from harness.cache_transfer import export_cache
+
     if bool(run) == all_:
         raise HarnessError("give --run RUN (repeatable) or --all, not both or neither")
     if out.is_dir():
@@ -63,6 +64,8 @@ def export(
 
 
 def _keys_under(folder: Path) -> list[str]:
+    from harness.cache_transfer import KEYS_FILE, run_keys
+
     if not folder.is_dir():
         raise HarnessError(f"--run {folder}: no such folder")
     if (folder / KEYS_FILE).is_file() or (folder / "config.yaml").is_file():
@@ -88,6 +91,9 @@ def import_(
     """Add portable files' answers to the cache; an answer the cache holds already is kept
     as it is (never replaced). Each file is checked whole first: a damaged one adds nothing
     (and stops the import there, the files before it imported)."""
+    from harness.cache import ResponseCache
+    from harness.cache_transfer import import_cache
+
     cache = ResponseCache(cache_dir)
     try:
         for file in files:

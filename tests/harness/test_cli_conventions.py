@@ -235,3 +235,14 @@ def test_a_missing_dataset_names_the_file_its_line_and_where_it_was_looked_for(
     )
     with pytest.raises(harness.errors.ConfigError, match="line 2: dataset: folder"):
         harness.run(path)
+
+
+def test_the_cli_module_imports_no_pydantic() -> None:
+    """Issue 26: `harness --help` starts without building the cache's pydantic schemas; the
+    commands import what they use."""
+    import subprocess
+    import sys
+
+    code = "import sys, harness.cli; print('pydantic' in sys.modules, 'numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
