@@ -23,6 +23,7 @@ from tenacity.wait import wait_exponential_jitter
 from harness.batch.jobs import BatchCollector
 from harness.batch.ledger import BatchLedger
 from harness.cache import CLAIM_LEASE_S, ResponseCache, cache_key
+from harness.errors import StorageError
 from harness.prompting.prompts import TemplateHashes, render
 from harness.sanitize import clean_value
 from harness.secrets import env_secrets, scrub, scrub_value
@@ -105,6 +106,7 @@ class Answerer:
         self._limiter = AsyncLimiter(1, 60.0 / settings.rpm) if settings.rpm else None
         self._inflight: dict[str, asyncio.Future[tuple[dict[str, Any], bool]]] = {}
         self._halted: ProviderError | None = None
+        self._storage_failed: StorageError | None = None  # the cache could not store an answer
         self._held: set[str] = set()  # keys whose claims this run holds
         self._renewer: asyncio.Future[None] | None = None
         self._permanent_streak = 0
@@ -151,8 +153,15 @@ class Answerer:
             return answer, True
         task = asyncio.ensure_future(self._fetch(key, request))
         self._inflight[key] = task
-        task.add_done_callback(lambda _: self._inflight.pop(key, None))
+        task.add_done_callback(lambda _: self._fetched(key, task))
         return await task
+
+    def _fetched(self, key: str, task: asyncio.Future[tuple[dict[str, Any], bool]]) -> None:
+        self._inflight.pop(key, None)
+        if not task.cancelled():
+            # read here: when the run stops, the call that awaited it may be cancelled first,
+            # and asyncio would print the unread failure with its traceback at exit
+            task.exception()
 
     async def _invoke(self, request: Request) -> dict[str, Any]:
         """One fresh answer from the provider, retried on transient errors only. The first
@@ -203,6 +212,8 @@ class Answerer:
             await self._limiter.acquire()
         await self.provider.ready()  # e.g. loading local weights: not timed
         async with self._semaphore:
+            if self._storage_failed is not None:  # nothing more is paid for that is not kept
+                raise StorageError(str(self._storage_failed))
             if self._halted is not None:
                 raise ProviderError(
                     f"the run stopped calling the model after a {self._halted.kind} "
@@ -265,7 +276,11 @@ class Answerer:
                 answer = await self._invoke(request)
                 answer = scrub_value(answer, self._env_secrets)  # answers may quote a key
             answer = clean_value(answer)  # a lone surrogate ("\ud800" in JSON) is no UTF-8
-            self.cache.set(key, answer)
+            try:
+                self.cache.set(key, answer)
+            except StorageError as exc:  # a full disk: the run stops, sending nothing more
+                self._storage_failed = exc
+                raise
             return answer, False
         finally:
             self._held.discard(key)

@@ -294,6 +294,9 @@ class Runner:
             nonlocal pending
             while len(pending) > until:
                 done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for future in done:  # each failure read, so none is logged as never retrieved
+                    if not future.cancelled():
+                        future.exception()
                 for future in done:
                     future.result()
 

@@ -121,3 +121,28 @@ def test_an_auth_failure_stops_every_later_call(tmp_path: Path) -> None:
     kinds = [o.kind for o in outcomes if isinstance(o, ProviderError)]
     assert kinds == ["auth", "not_sent", "not_sent"]
     cache.close()
+
+
+def test_once_the_cache_cannot_store_an_answer_nothing_more_is_sent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk: the answer in hand is lost with the run, but no later call is paid for
+    an answer that could not be kept (issue 26: claims no longer fail with the store)."""
+    from harness.errors import StorageError
+
+    judge = ScriptedJudge(['{"score": 5}'], delay_s=0.01)
+    path, cache = answerer(judge, tmp_path, max_concurrency=1)
+
+    def full(key: str, value: dict[str, Any]) -> None:
+        raise StorageError("the disk holding the response cache is full")
+
+    monkeypatch.setattr(cache, "set", full)
+
+    async def three() -> list[Any]:
+        calls = (path.answer(f"k{i}", REQUEST) for i in range(3))
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    results = asyncio.run(three())
+    assert all(isinstance(result, StorageError) for result in results)
+    assert judge.calls == 1
+    cache.close()
