@@ -37,7 +37,11 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "memory": ("bench.memory", "(5) peak RSS, 4,800 calls over 1,000 10-second clips"),
     "memory_series": (
         "bench.memory_series",
-        "(5b) peak RSS of 1k / 10k / 100k calls of the random scorer; warm re-run of the 100k",
+        "(5b) peak RSS of 1k / 10k / 100k calls of the random scorer (100k three times); its warm re-run",
+    ),
+    "memory_million": (
+        "bench.memory_million",
+        "(5c) a 1,000,000-call run of the random scorer: completes, peak RSS, once",
     ),
     "inspect": ("bench.vs_inspect", "(6) the 4,800-call workload through inspect_ai and bgm-judge"),
     "musicnn": ("bench.musicnn_speed", "(7) musicnn tags/s on CPU, port vs TensorFlow"),
