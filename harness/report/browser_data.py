@@ -107,9 +107,10 @@ def _candidates(item: Item, runs: list[RunData]) -> tuple[list[dict[str, Any]], 
     return shown, more
 
 
-def item_data(runs: list[RunData]) -> tuple[list[dict[str, Any]], dict[str, str]]:
+def item_data(runs: list[RunData]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Items of the first run's dataset that any run scored, in dataset order, as the page
-    script reads them; and the captions of the candidates only "show all" draws."""
+    script reads them (`n_more`: how many candidates "show all" adds); and what "show all"
+    draws: `items` (item id -> the other candidates' columns) and `captions`."""
     reference = runs[0].dataset
     hits = [run.per_item()["hit@1"] for run in runs]
     grouped: list[dict[str, list[Record]]] = []
@@ -118,7 +119,7 @@ def item_data(runs: list[RunData]) -> tuple[list[dict[str, Any]], dict[str, str]
         for record in run.records:
             by_item.setdefault(record.item_id, []).append(record)
         grouped.append(by_item)
-    out, captions = [], {}
+    out, captions, columns = [], {}, {}
     for item in reference.items:
         if not any(item.id in run.scores for run in runs):
             continue
@@ -153,6 +154,7 @@ def item_data(runs: list[RunData]) -> tuple[list[dict[str, Any]], dict[str, str]
             "protocols": views,  # a refine run's turns and reply, a describe run's text
         }
         if more:
-            entry["more"] = more
+            entry["n_more"] = len(more["ids"])
+            columns[item.id] = more
         out.append(entry)
-    return out, captions
+    return out, {"items": columns, "captions": captions}

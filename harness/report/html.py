@@ -53,6 +53,10 @@ LIVE_SCRIPT = """<script>
 })();
 </script>"""
 
+# What "show all" draws of pools, as a script next to report.html (a page opened from disk
+# may load a script from its folder, not fetch a JSON file).
+SIDECAR = "report-candidates.js"
+SIDECAR_CALLBACK = "bgmReportCandidates"
 HEADER_WIDTH = 14  # characters of a run's label in a column header (the full one on hover)
 
 
@@ -84,11 +88,14 @@ def render_html(
     live: bool = False,
     warnings: Sequence[str] = (),
     groups: Sequence[tuple[str, str]] = (),
-) -> str:
-    """The report page. Audio: linked relative to `out_dir`, embedded (`embed_audio`), or
-    `audio` (a function giving each clip's URL, for a server). `live`: served by
-    `harness view`, which the page polls for new results. `warnings`: what could not be
-    read, shown at the top."""
+    sidecar: bool = False,
+) -> tuple[str, str | None]:
+    """The report page, and with `sidecar` the script SIDECAR (None when no item has more
+    candidates than the page draws): what "show all" draws, which the page then loads from
+    next to it, so that it opens quickly. Audio: linked relative to `out_dir`, embedded
+    (`embed_audio`), or `audio` (a function giving each clip's URL, for a server). `live`:
+    served by `harness view`, which the page polls for new results. `warnings`: what could
+    not be read, shown at the top."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("harness.report", "templates"),
         autoescape=True,
@@ -101,18 +108,29 @@ def render_html(
     labels = [run.label for run in runs]
     short = dict(zip(labels, shorten_unique(labels, HEADER_WIDTH), strict=True))
     short["human"] = "human"
-    items, captions = item_data(runs) if runs else ([], {})
-    shown = {c["id"] for item in items for c in item["candidates"]} | set(captions)
-    clips = [clip for cid, clip in runs[0].dataset.clips.items() if cid in shown] if runs else []
+    items, more = item_data(runs) if runs else ([], {"items": {}, "captions": {}})
+    drawn = {c["id"] for item in items for c in item["candidates"]}
     mode: AudioMode = audio if audio is not None else "embed" if embed_audio else "link"
-    data = {
+    dataset_clips = runs[0].dataset.clips if runs else {}
+    sources = audio_sources(
+        [clip for cid, clip in dataset_clips.items() if cid in drawn or cid in more["captions"]],
+        out_dir,
+        mode,
+    )
+    more["audio"] = {cid: src for cid, src in sources.items() if cid not in drawn}
+    data: dict[str, Any] = {
         "runs": [{"label": label, "short": short[label]} for label in labels],
-        "audio": audio_sources(clips, out_dir, mode),
+        "audio": {cid: src for cid, src in sources.items() if cid in drawn},
         "items": items,
-        "captions": captions,
         "top_k": TOP_K,
         "order_shown": ORDER_SHOWN,
     }
+    script = None
+    if sidecar and more["items"]:
+        data["sidecar"] = SIDECAR
+        script = f"window.{SIDECAR_CALLBACK}({script_json(more)});\n"
+    else:
+        data["more"] = more
     context: dict[str, Any] = {
         "title": title,
         "runs": runs,
@@ -137,5 +155,6 @@ def render_html(
         "live_script": LIVE_SCRIPT if live else "",
         "warnings": list(warnings),
         "groups": list(groups),
+        "sidecar": data.get("sidecar"),
     }
-    return template.render(**context)
+    return template.render(**context), script

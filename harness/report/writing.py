@@ -70,12 +70,22 @@ def write_report(
     for key, figure in figures.items():
         files |= {f"{key}.{fmt}": data for fmt, data in figure.files.items()}
     if html:
-        from harness.report.html import render_html  # jinja2 is only needed here
+        from harness.report.html import SIDECAR, render_html  # jinja2 is only needed here
 
         pages = {key: figure.page_png for key, figure in figures.items()}
-        files["report.html"] = render_html(
-            analysis, pages, out, title=title, embed_audio=embed_audio, warnings=warnings
+        files["report.html"], more = render_html(
+            analysis,
+            pages,
+            out,
+            title=title,
+            embed_audio=embed_audio,
+            warnings=warnings,
+            sidecar=True,
         )
+        if more is not None:
+            files[SIDECAR] = more
+        else:
+            (out / SIDECAR).unlink(missing_ok=True)  # an earlier report's
     written = []
     for name, content in files.items():
         path = out / name

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from harness.records import Record
 from harness.report.analysis import analyse
 from harness.report.browser_data import TOP_K, run_ranks
-from harness.report.writing import write_report
+from harness.report.html import SIDECAR, SIDECAR_CALLBACK, render_html
+from harness.report.writing import report_figures, write_report
 from tests.conftest import load_runs, write_pool_dataset
 from tests.harness.report import test_html
 from tests.harness.report._runs import pointwise_records, write_run
@@ -58,14 +59,25 @@ def test_a_runs_rank_counts_the_candidates_scored_higher(values: list[float]) ->
     assert [int(r) for r in ranks] == [1 + int((low > v).sum()) for v in low]
 
 
+def sidecar_data(report: Path) -> dict[str, Any]:
+    """What "show all" draws: the JSON inside report-candidates.js next to `report`."""
+    text = (report.parent / SIDECAR).read_text()
+    prefix, suffix = f"window.{SIDECAR_CALLBACK}(", ");\n"
+    assert text.startswith(prefix) and text.endswith(suffix) and "<" not in text
+    payload: dict[str, Any] = json.loads(text[len(prefix) : -len(suffix)])
+    return payload
+
+
 def test_the_page_carries_the_gold_and_each_runs_top_k_and_the_rest_in_columns(
     tmp_path: Path,
 ) -> None:
-    data = report_data(pool_report(tmp_path).read_text())
-    assert data["top_k"] == TOP_K
+    report = pool_report(tmp_path)
+    data, more = report_data(report.read_text()), sidecar_data(report)
+    assert data["top_k"] == TOP_K and data["sidecar"] == SIDECAR and "more" not in data
     for item in data["items"]:
         shown = [c["id"] for c in item["candidates"]]
-        rest = item["more"]["ids"]
+        rest = more["items"][item["id"]]["ids"]
+        assert item["n_more"] == len(rest)
         assert len(shown) + len(rest) == POOL and not set(shown) & set(rest)
         i = int(item["id"][1:])
         gold = [f"s{i + 5 + k * (i + 1)}" for k in range(3)]
@@ -77,9 +89,22 @@ def test_the_page_carries_the_gold_and_each_runs_top_k_and_the_rest_in_columns(
         assert by_id[gold[0]]["run_ranks"] == [6, POOL - 5]  # the gold's rank in each run
         assert by_id[pool[0]]["cells"][0] == [f"{POOL:.3g}", 1]
         first_rest = pool.index(rest[0])
-        assert item["more"]["ranks"][0][0] == first_rest + 1
-        assert all(cid in data["captions"] for cid in rest)
+        assert more["items"][item["id"]]["ranks"][0][0] == first_rest + 1
+        assert all(cid in more["captions"] for cid in rest)
     assert SCRIPT in [a["raw"] for a in data["items"][0]["answers"]]
+
+
+def test_served_pages_carry_the_rest_inline(tmp_path: Path) -> None:
+    """`harness view` serves one page: what "show all" draws is inside it."""
+    report = pool_report(tmp_path)
+    runs = load_runs([tmp_path / "runs" / "order", tmp_path / "runs" / "reverse"])
+    analysis = analyse(runs)
+    figures = {k: f.page_png for k, f in report_figures(analysis, files=False).items()}
+    page, script = render_html(analysis, figures, report.parent, sidecar=False)
+    assert script is None
+    inline = report_data(page)["more"]
+    assert inline["items"] == sidecar_data(report)["items"]
+    assert inline["captions"] == sidecar_data(report)["captions"]
 
 
 def _rows(page: Any, item: str) -> int:
@@ -117,3 +142,13 @@ def test_a_page_of_pool_items_stays_small_and_show_all_draws_the_rest(
 
     page.click("#item-q0 button.show-all")
     assert _rows(page, "q0") <= limit
+
+
+def test_show_all_names_a_missing_candidates_file(page: Any, tmp_path: Path) -> None:
+    report = pool_report(tmp_path)
+    (report.parent / SIDECAR).unlink()
+    page.goto(report.as_uri())
+    page.click("#item-q0 button.show-all")
+    button = page.locator("#item-q0 button.show-all")
+    assert button.inner_text() == f"could not read {SIDECAR} next to this page"
+    assert button.is_disabled() and _rows(page, "q0") <= 3 + 2 * TOP_K
