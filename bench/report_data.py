@@ -81,7 +81,15 @@ def refine_dataset(scale: Scale, root: Path) -> Path:
     if (out / "items.jsonl").is_file():
         return out
     source = musiccaps_csv(root / f"musiccaps_{scale.catalogue}.csv", scale.catalogue)
-    command = [*harness_command(), "construct", "refine-set", "--musiccaps", str(source), "--out", str(out)]
+    command = [
+        *harness_command(),
+        "construct",
+        "refine-set",
+        "--musiccaps",
+        str(source),
+        "--out",
+        str(out),
+    ]
     command += ["--pool", str(scale.pool), "--items", str(scale.items), "--overwrite"]
     checked(run_timed(command), "harness construct refine-set")
     return out

@@ -13,7 +13,7 @@ from typing import Any
 
 from bench import browser
 from bench.common import OUT, BenchResult, Size, checked, harness_command, run_timed
-from bench.report_data import Scale, rank_dataset, random_sweep, refine_dataset
+from bench.report_data import Scale, random_sweep, rank_dataset, refine_dataset
 
 SCALES: dict[Size, Scale] = {
     "full": Scale(items=200, pool=500, catalogue=5500, many_runs=20, many_items=1200),
@@ -93,9 +93,7 @@ def run(size: Size, work: Path) -> BenchResult:
         min(walls) < GOALS["many_wall_s"],
         min(peaks) < GOALS["many_peak_mib"],
     ]
-    summary.append(
-        f"{scale.many_runs} runs: {min(walls):.2f} s, {min(peaks):.0f} MiB peak"
-    )
+    summary.append(f"{scale.many_runs} runs: {min(walls):.2f} s, {min(peaks):.0f} MiB peak")
     notes = [] if browser.chromium() else ["chromium not installed: browser figures skipped"]
     return BenchResult(
         name="report_scale",
