@@ -7,6 +7,7 @@ after it."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import statistics
 from pathlib import Path
@@ -25,23 +26,19 @@ FLAGS = [
 
 # Runs an action, then waits for the frame after it: the time until the browser has drawn
 # the result (content-visibility lays out on-screen content at the next frame). Milliseconds.
-FRAMES = "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
-TIMED = (
-    """async (action) => {
+TIMED = """async (action) => {
   const started = performance.now();
   await (new Function(action))();
   document.body.getBoundingClientRect();
-  await %s;
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
   return performance.now() - started;
 }"""
-    % FRAMES
-)
 # The time from navigation to the frame after the load event.
 PAINTED = """addEventListener("load", () => {
   requestAnimationFrame(() => requestAnimationFrame(() => { window.__painted = performance.now(); }));
 });"""
 
-SEARCH = """const s = document.getElementById('search'); s.value = %s;
+SEARCH = """const s = document.getElementById('search'); s.value = {};
 s.dispatchEvent(new Event('input'));"""
 NEXT_PAGE = "document.getElementById('next-page').click();"
 # The first dialogue's "show all", until its rows are there (the page may load them first).
@@ -94,8 +91,8 @@ def measure_once(html: Path, query: str) -> dict[str, float]:
             metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
             pss = _renderer_pss(browser.new_browser_cdp_session())
             elements = page.evaluate("document.getElementsByTagName('*').length")
-            search_ms = page.evaluate(TIMED, SEARCH % repr(query))
-            page.evaluate(TIMED, SEARCH % "''")
+            search_ms = page.evaluate(TIMED, SEARCH.format(json.dumps(query)))
+            page.evaluate(TIMED, SEARCH.format('""'))
             page_ms = page.evaluate(TIMED, NEXT_PAGE)
             show_all_ms = page.evaluate(TIMED, SHOW_ALL)
             after_all = cdp.send("Memory.getDOMCounters")["nodes"]
