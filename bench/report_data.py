@@ -128,8 +128,8 @@ def rank_dataset(scale: Scale, root: Path) -> Path:
 def random_sweep(
     work: Path, name: str, dataset: Path, n_runs: int, *, refine: bool = False
 ) -> list[Path]:
-    """`n_runs` runs of the seeded random scorer (seeds 1..n) in one `harness run`; their
-    folders."""
+    """`n_runs` runs of the seeded random scorer (seeds 1..n) in one `harness run`, with the
+    run defaults (1,000 bootstrap resamples); their folders."""
     config: dict[str, object] = {
         "name": name,
         "dataset": str(dataset),
@@ -138,7 +138,6 @@ def random_sweep(
             for s in range(1, n_runs + 1)
         ],
         "inputs": [{"dialogue": "query" if refine else "full", "music": "caption"}],
-        "n_bootstrap": 200,
     }
     if refine:
         config |= {"protocol": "refine", "refine": {"feedback": "aspects", "mention": "both"}}

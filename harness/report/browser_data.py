@@ -30,12 +30,19 @@ def score_text(value: float) -> str:
 
 
 def run_ranks(scores: FloatArray) -> npt.NDArray[np.int64]:
-    """Each candidate's rank by score: 1 + the candidates scored strictly higher (ties share
-    the best rank; a missing score ranks after every score)."""
-    values = np.where(np.isfinite(scores), scores, -np.inf)
-    ordered = np.sort(values)
-    higher = len(values) - np.searchsorted(ordered, values, side="right")
-    return (1 + higher).astype(np.int64)
+    """Each candidate's rank by score along the last axis (one row per run): 1 + the
+    candidates scored strictly higher (ties share the best rank; a missing score ranks after
+    every score)."""
+    lowered = -np.where(np.isfinite(scores), scores, -np.inf)
+    order = np.argsort(lowered, axis=-1, kind="stable")
+    ordered = np.take_along_axis(lowered, order, axis=-1)
+    n = ordered.shape[-1]
+    starts = np.ones(ordered.shape, dtype=bool)
+    starts[..., 1:] = ordered[..., 1:] != ordered[..., :-1]
+    first = np.maximum.accumulate(np.where(starts, np.arange(n), 0), axis=-1)
+    ranks = np.empty(ordered.shape, dtype=np.int64)
+    np.put_along_axis(ranks, order, first + 1, axis=-1)
+    return ranks
 
 
 def _answer(run_index: int, record: Record) -> dict[str, Any]:
@@ -56,41 +63,48 @@ def _answer(run_index: int, record: Record) -> dict[str, Any]:
 def _candidates(item: Item, runs: list[RunData]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(the shown candidates, the others in columns), each in display order: the human's
     order, else the gold first (most relevant first), then by the best rank any run gives."""
-    ranking = list(item.human_ranking or [])
-    human = {cid: ranking.index(cid) + 1 for cid in ranking}
+    ids = item.candidates
+    n = len(ids)
+    human = {cid: rank for rank, cid in enumerate(item.human_ranking or (), start=1)}
     relevance = item.relevance if item.relevance_form else {}
-    n = len(item.candidates)
-    scores, ranks, texts = [], [], []
-    for run in runs:
-        given = run.scores.get(item.id)
-        vector = given if given is not None and len(given) == n else np.full(n, np.nan)
-        scores.append(vector)
-        ranks.append(run_ranks(vector))
-        texts.append([score_text(float(v)) for v in vector])
-    best = np.min(np.vstack(ranks), axis=0) if runs else np.zeros(n)
+    missing = np.full(n, np.nan)
+    matrix = np.vstack(
+        [
+            given if (given := run.scores.get(item.id)) is not None and len(given) == n else missing
+            for run in runs
+        ]
+    )
+    finite = np.isfinite(matrix)
+    ranks = run_ranks(matrix)
+    texts = [[score_text(v) for v in row] for row in matrix.tolist()]
+    tops = ((ranks == 1) & finite).astype(int).tolist()
+    rank_lists = ranks.tolist()
+    best = ranks.min(axis=0).tolist()
     order = sorted(
         range(n),
         key=lambda i: (
-            item.candidates[i] not in human,
-            human.get(item.candidates[i], 0),
-            -relevance.get(item.candidates[i], 0.0),
+            ids[i] not in human,
+            human.get(ids[i], 0),
+            -relevance.get(ids[i], 0.0),
             best[i],
         ),
     )
-    keep = {i for i, cid in enumerate(item.candidates) if cid in human or relevance.get(cid)}
-    for vector in scores:
-        if np.isfinite(vector).any():
-            top = np.argsort(-np.nan_to_num(vector, nan=-np.inf), kind="stable")[:TOP_K]
-            keep.update(int(i) for i in top)
+    keep = {i for i, cid in enumerate(ids) if cid in human or relevance.get(cid)}
+    if n > TOP_K:
+        for r in np.flatnonzero(finite.any(axis=1)):
+            keep.update(np.argsort(ranks[r], kind="stable")[:TOP_K].tolist())
+    else:
+        keep = set(range(n))
+    runs_range = range(len(runs))
     shown, rest = [], [i for i in order if i not in keep]
     for i in (i for i in order if i in keep):
-        cid = item.candidates[i]
+        cid = ids[i]
         candidate: dict[str, Any] = {
             "id": cid,
             "caption": "",
             "rank": human.get(cid),
-            "cells": [[texts[r][i], int(ranks[r][i] == 1)] for r in range(len(runs))],
-            "run_ranks": [int(ranks[r][i]) for r in range(len(runs))],
+            "cells": [[texts[r][i], tops[r][i]] for r in runs_range],
+            "run_ranks": [rank_lists[r][i] for r in runs_range],
         }
         if relevance.get(cid):
             candidate["relevance"] = relevance[cid]
@@ -98,13 +112,18 @@ def _candidates(item: Item, runs: list[RunData]) -> tuple[list[dict[str, Any]], 
     more: dict[str, Any] = {}
     if rest:
         more = {
-            "ids": [item.candidates[i] for i in rest],
-            "scores": [[texts[r][i] for i in rest] for r in range(len(runs))],
-            "ranks": [[int(ranks[r][i]) for i in rest] for r in range(len(runs))],
+            "ids": [ids[i] for i in rest],
+            "scores": [[texts[r][i] for i in rest] for r in runs_range],
+            "ranks": [[rank_lists[r][i] for i in rest] for r in runs_range],
         }
         if human:
-            more["human"] = [human.get(item.candidates[i]) for i in rest]
+            more["human"] = [human.get(ids[i]) for i in rest]
     return shown, more
+
+
+def _has_view(record: Record) -> bool:
+    """Whether the record is a refine turn or a description (what protocol_view shows)."""
+    return "turn" in record.extra or isinstance(record.extra.get("description"), str)
 
 
 def item_data(runs: list[RunData]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -120,6 +139,7 @@ def item_data(runs: list[RunData]) -> tuple[list[dict[str, Any]], dict[str, Any]
             by_item.setdefault(record.item_id, []).append(record)
         grouped.append(by_item)
     out, captions, columns = [], {}, {}
+    viewed = [run for run in runs if any(_has_view(r) for r in run.records)]
     for item in reference.items:
         if not any(item.id in run.scores for run in runs):
             continue
@@ -134,7 +154,8 @@ def item_data(runs: list[RunData]) -> tuple[list[dict[str, Any]], dict[str, Any]
         views = [
             asdict(view)
             for run, by_item in zip(runs, grouped, strict=True)
-            if (view := protocol_view(run, by_item.get(item.id, []), item)) is not None
+            if run in viewed
+            and (view := protocol_view(run, by_item.get(item.id, []), item)) is not None
         ]
         answers = [
             _answer(i, record)

@@ -1,6 +1,7 @@
 """Writing `harness report`'s files: comparison.md/.csv/.tex, pivot.tex/.csv (several
 prompts), paired.csv, agreement.csv, position_bias.csv, the figures (metrics, agreement,
-position bias) as PNG, PDF and SVG, and report.html."""
+position bias) as the page's PNG and a vector PDF, and report.html (with
+report-candidates.js when items have more candidates than the page draws)."""
 
 from __future__ import annotations
 

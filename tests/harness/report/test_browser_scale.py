@@ -57,6 +57,8 @@ def test_a_runs_rank_counts_the_candidates_scored_higher(values: list[float]) ->
     ranks = run_ranks(scores)
     low = np.where(np.isnan(scores), -np.inf, scores)
     assert [int(r) for r in ranks] == [1 + int((low > v).sum()) for v in low]
+    both = run_ranks(np.vstack([scores, scores[::-1]]))  # one row per run
+    assert (both[0] == ranks).all() and (both[1] == run_ranks(scores[::-1])).all()
 
 
 def sidecar_data(report: Path) -> dict[str, Any]:
