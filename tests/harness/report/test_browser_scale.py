@@ -154,3 +154,18 @@ def test_show_all_names_a_missing_candidates_file(page: Any, tmp_path: Path) -> 
     button = page.locator("#item-q0 button.show-all")
     assert button.inner_text() == f"could not read {SIDECAR} next to this page"
     assert button.is_disabled() and _rows(page, "q0") <= 3 + 2 * TOP_K
+
+
+def test_the_docs_state_the_trimming_and_the_figure_sizes_the_code_uses() -> None:
+    from harness.report.plots import ANNOTATED, MAX_HEATMAP, MAX_HEIGHT, PAGE_DPI
+
+    root = Path(__file__).resolve().parents[3]
+    reports = " ".join((root / "docs" / "reports.md").read_text().split())
+    readme = " ".join((root / "README.md").read_text().split())
+    assert f"the gold and each run's top {TOP_K} (the cut-off of the @{TOP_K} metrics)" in reports
+    assert f"the gold and each run's top {TOP_K}" in readme
+    assert f"drawn once for the page, at {PAGE_DPI} dpi" in reports
+    assert (
+        f"at most {MAX_HEIGHT:g} inches tall, the heatmap {MAX_HEATMAP:g} inches a side" in reports
+    )
+    assert f"in the cells up to {ANNOTATED} rankers" in reports

@@ -128,7 +128,9 @@ def test_figures_as_a_vector_pdf_and_the_pages_png_with_the_chance_level(table7:
             assert image.info["dpi"] == pytest.approx((PAGE_DPI, PAGE_DPI), abs=0.1)
             assert image.width <= 1500
     # the dashed chance line: its colour (#c0392b) as a stroke colour in the PDF
-    assert "0.7529411765 0.2235294118 0.168627451 RG" in _pdf_text((table7 / "metrics.pdf").read_bytes())
+    assert "0.7529411765 0.2235294118 0.168627451 RG" in _pdf_text(
+        (table7 / "metrics.pdf").read_bytes()
+    )
     first = (table7 / "metrics.pdf").read_bytes()
     first_png = (table7 / "metrics.png").read_bytes()
     assert runner.invoke(app, ["report", str(table7)]).exit_code == 0
@@ -146,7 +148,9 @@ def test_figures_of_many_runs_fit_the_page(n_runs: int) -> None:
 
     labels = [f"a long run label number {i}" for i in range(n_runs)]
     tau = np.random.default_rng(0).uniform(-1, 1, (n_runs + 1, n_runs + 1))
-    heatmap = plots.agreement_heatmap(Agreement(["human", *labels], tau, np.ones(tau.shape, dtype=np.int64)))
+    heatmap = plots.agreement_heatmap(
+        Agreement(["human", *labels], tau, np.ones(tau.shape, dtype=np.int64))
+    )
     summary = MetricSummary(mean=0.5, ci95=(0.4, 0.6))
     bars = plots.metric_bars([(label, dict.fromkeys(METRIC_NAMES, summary)) for label in labels])
     for figure, widest in ((heatmap, 1000), (bars, 1500)):
