@@ -163,7 +163,7 @@ def item_data(runs: list[RunData]) -> tuple[list[dict[str, Any]], dict[str, Any]
             for record in by_item.get(item.id, [])
             if record.raw is not None or record.error or record.parse_error
         ]
-        entry = {
+        entry: dict[str, Any] = {
             "id": item.id,
             "turns": [[turn.speaker, turn.text] for turn in item.dialogue],
             "query": item.query,
