@@ -169,3 +169,16 @@ def test_the_docs_state_the_trimming_and_the_figure_sizes_the_code_uses() -> Non
         f"at most {MAX_HEIGHT:g} inches tall, the heatmap {MAX_HEATMAP:g} inches a side" in reports
     )
     assert f"in the cells up to {ANNOTATED} rankers" in reports
+
+
+def test_show_all_of_a_served_page_draws_the_rest_from_the_page(page: Any, tmp_path: Path) -> None:
+    report = pool_report(tmp_path)
+    (report.parent / SIDECAR).unlink()  # the served page needs none
+    runs = load_runs([tmp_path / "runs" / "order", tmp_path / "runs" / "reverse"])
+    analysis = analyse(runs)
+    figures = {k: f.page_png for k, f in report_figures(analysis, files=False).items()}
+    served, _ = render_html(analysis, figures, report.parent, sidecar=False)
+    report.write_text(served)
+    page.goto(report.as_uri())
+    page.click("#item-q1 button.show-all")
+    assert _rows(page, "q1") == POOL
