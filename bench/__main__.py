@@ -62,6 +62,11 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "bench.startup",
         "(11) start-up: harness --help, harness run --help, a 1-item run, vs the bare interpreter",
     ),
+    "report_scale": (
+        "bench.report_scale",
+        "(12) report.html of 2 runs x 200 items x 500 candidates (rank, refine) in Chromium; "
+        "a 20-run report, whole process",
+    ),
 }
 
 

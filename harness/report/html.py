@@ -1,27 +1,25 @@
 """The self-contained HTML report: one file with the tables, the figures (inlined PNGs) and a
 dialogue browser for benchmark-sized runs: the dialogues travel as JSON and the page draws
 one page of them at a time, with search, filters (disagreement with the human, parse
-failures) and pagination. Per dialogue: the turns, the candidates in the human's order with
-captions and one audio player each (every clip's audio once in the file), each run's score,
-and every raw answer full-width below."""
+failures) and pagination. Per dialogue: the turns, the candidates in the human's order (the
+gold first) with captions and one audio player each (every clip's audio once in the file),
+each run's score, and the raw answers full-width below. Of a pool (hundreds of candidates)
+the page draws the gold and each run's top K with each run's rank of them, and the rest on
+"show all" (harness.report.browser_data)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import jinja2
-import numpy as np
 
-from harness.records import Record
 from harness.report.analysis import Analysis
+from harness.report.browser_data import ORDER_SHOWN, TOP_K, item_data
 from harness.report.labels import shorten_unique
-from harness.report.loading import RunData
 from harness.report.media import AudioMode, audio_sources, data_uri
-from harness.report.protocol_views import protocol_view
 from harness.report.tables import (
     PAIRED_HEADER,
     POSITION_HEADER,
@@ -55,91 +53,11 @@ LIVE_SCRIPT = """<script>
 })();
 </script>"""
 
+# What "show all" draws of pools, as a script next to report.html (a page opened from disk
+# may load a script from its folder, not fetch a JSON file).
+SIDECAR = "report-candidates.js"
+SIDECAR_CALLBACK = "bgmReportCandidates"
 HEADER_WIDTH = 14  # characters of a run's label in a column header (the full one on hover)
-
-
-def _answer(run_index: int, record: Record) -> dict[str, Any]:
-    return {
-        "run": run_index,
-        "candidates": record.candidates,
-        "repeat": record.repeat,
-        "raw": record.raw,
-        "error": record.error,
-        "parse_error": record.parse_error,
-    }
-
-
-def _score_text(value: float) -> str:
-    return "n/a" if not np.isfinite(value) else f"{value:.3g}"
-
-
-def item_data(runs: list[RunData]) -> list[dict[str, Any]]:
-    """Items of the first run's dataset that any run scored, in dataset order, as the page
-    script reads them; candidates in the human's order, or gold first where items name
-    relevant candidates instead of a ranking."""
-    reference = runs[0].dataset
-    hits = [run.per_item()["hit@1"] for run in runs]
-    grouped: list[dict[str, list[Record]]] = []
-    for run in runs:
-        by_item: dict[str, list[Record]] = {}
-        for record in run.records:
-            by_item.setdefault(record.item_id, []).append(record)
-        grouped.append(by_item)
-    out = []
-    for item in reference.items:
-        if not any(item.id in run.scores for run in runs):
-            continue
-        ranking = list(item.human_ranking or [])
-        relevance = item.relevance if item.relevance_form else {}
-        per_run = []  # each run's scores of the item and its best score, once per item
-        for run in runs:
-            scores = run.scores.get(item.id)
-            if scores is None or len(scores) != len(item.candidates):
-                scores = np.full(len(item.candidates), np.nan)
-            per_run.append((scores, np.nanmax(scores) if np.isfinite(scores).any() else np.nan))
-        candidates = []
-        for pos, cid in enumerate(item.candidates):
-            cells = []
-            for scores, best in per_run:
-                value = float(scores[pos])
-                cells.append([_score_text(value), int(value == best)])  # compact: 100s a page
-            clip = reference.clips.get(cid)
-            candidate: dict[str, Any] = {
-                "id": cid,
-                "caption": clip.text if clip else "",
-                "rank": ranking.index(cid) + 1 if cid in ranking else None,
-                "cells": cells,
-            }
-            if relevance.get(cid):
-                candidate["relevance"] = relevance[cid]
-            candidates.append(candidate)
-        # the human's order; else the gold first (most relevant first), else dataset order
-        candidates.sort(key=lambda c: (c["rank"] is None, c["rank"] or 0, -c.get("relevance", 0)))
-        views = [
-            asdict(view)
-            for run, by_item in zip(runs, grouped, strict=True)
-            if (view := protocol_view(run, by_item.get(item.id, []), item)) is not None
-        ]
-        answers = [
-            _answer(i, record)
-            for i, by_item in enumerate(grouped)
-            for record in by_item.get(item.id, [])
-            if record.raw is not None or record.error or record.parse_error
-        ]
-        out.append(
-            {
-                "id": item.id,
-                "turns": [[turn.speaker, turn.text] for turn in item.dialogue],
-                "query": item.query,
-                "summary": item.summary,
-                "candidates": candidates,
-                "answers": answers,
-                "disagree": [i for i, hit in enumerate(hits) if hit.get(item.id, 1.0) < 1.0],
-                "parse_failure": any(a["parse_error"] is not None for a in answers),
-                "protocols": views,  # a refine run's turns and reply, a describe run's text
-            }
-        )
-    return out
 
 
 def script_json(value: Any) -> str:
@@ -170,11 +88,14 @@ def render_html(
     live: bool = False,
     warnings: Sequence[str] = (),
     groups: Sequence[tuple[str, str]] = (),
-) -> str:
-    """The report page. Audio: linked relative to `out_dir`, embedded (`embed_audio`), or
-    `audio` (a function giving each clip's URL, for a server). `live`: served by
-    `harness view`, which the page polls for new results. `warnings`: what could not be
-    read, shown at the top."""
+    sidecar: bool = False,
+) -> tuple[str, str | None]:
+    """The report page, and with `sidecar` the script SIDECAR (None when no item has more
+    candidates than the page draws): what "show all" draws, which the page then loads from
+    next to it, so that it opens quickly. Audio: linked relative to `out_dir`, embedded
+    (`embed_audio`), or `audio` (a function giving each clip's URL, for a server). `live`:
+    served by `harness view`, which the page polls for new results. `warnings`: what could
+    not be read, shown at the top."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("harness.report", "templates"),
         autoescape=True,
@@ -187,15 +108,29 @@ def render_html(
     labels = [run.label for run in runs]
     short = dict(zip(labels, shorten_unique(labels, HEADER_WIDTH), strict=True))
     short["human"] = "human"
-    items = item_data(runs) if runs else []
-    shown = {c["id"] for item in items for c in item["candidates"]}
-    clips = [clip for cid, clip in runs[0].dataset.clips.items() if cid in shown] if runs else []
+    items, more = item_data(runs) if runs else ([], {"items": {}, "captions": {}})
+    drawn = {c["id"] for item in items for c in item["candidates"]}
     mode: AudioMode = audio if audio is not None else "embed" if embed_audio else "link"
-    data = {
+    dataset_clips = runs[0].dataset.clips if runs else {}
+    sources = audio_sources(
+        [clip for cid, clip in dataset_clips.items() if cid in drawn or cid in more["captions"]],
+        out_dir,
+        mode,
+    )
+    more["audio"] = {cid: src for cid, src in sources.items() if cid not in drawn}
+    data: dict[str, Any] = {
         "runs": [{"label": label, "short": short[label]} for label in labels],
-        "audio": audio_sources(clips, out_dir, mode),
+        "audio": {cid: src for cid, src in sources.items() if cid in drawn},
         "items": items,
+        "top_k": TOP_K,
+        "order_shown": ORDER_SHOWN,
     }
+    script = None
+    if sidecar and more["items"]:
+        data["sidecar"] = SIDECAR
+        script = f"window.{SIDECAR_CALLBACK}({script_json(more)});\n"
+    else:
+        data["more"] = more
     context: dict[str, Any] = {
         "title": title,
         "runs": runs,
@@ -220,5 +155,6 @@ def render_html(
         "live_script": LIVE_SCRIPT if live else "",
         "warnings": list(warnings),
         "groups": list(groups),
+        "sidecar": data.get("sidecar"),
     }
-    return template.render(**context)
+    return template.render(**context), script

@@ -57,6 +57,7 @@ def audio_sources(clips: Iterable[Clip], out_dir: Path, mode: AudioMode) -> dict
     """Clip id -> the `src` of its player, once per clip that has audio."""
     out_dir = out_dir.resolve()
     sources: dict[str, str] = {}
+    folders: dict[Path, str] = {}  # a clip folder -> its path relative to the report
     for clip in clips:
         if clip.id in sources or not clip.has_audio:
             continue
@@ -64,8 +65,12 @@ def audio_sources(clips: Iterable[Clip], out_dir: Path, mode: AudioMode) -> dict
             if clip.path.is_file():
                 sources[clip.id] = data_uri(*preview(clip.path))
         elif mode == "link":
-            relative = os.path.relpath(clip.path.resolve(), out_dir)
-            sources[clip.id] = quote(Path(relative).as_posix())
+            path = clip.path  # checked inside the dataset folder on each access
+            if path.parent not in folders:
+                folders[path.parent] = Path(
+                    os.path.relpath(path.parent.resolve(), out_dir)
+                ).as_posix()
+            sources[clip.id] = quote(f"{folders[path.parent]}/{path.name}")
         else:
             sources[clip.id] = mode(clip)
     return sources

@@ -1,7 +1,8 @@
 """Report figures (matplotlib, Agg backend): metric bars with CI whiskers and the chance
-level, the agreement heatmap, and position-bias bars; each as a PNG for the HTML page and
-as PNG, PDF and SVG files at 300 dpi for a paper. Run labels are shortened to fit, never to
-the same text."""
+level, the agreement heatmap, and position-bias bars; each drawn once as a PNG at a size that
+fits the HTML page (also written as the figure's PNG file) and once as a vector PDF for a
+paper. Figures grow with the number of runs up to a cap, their text shrinking past it. Run
+labels are shortened to fit, never to the same text."""
 
 from __future__ import annotations
 
@@ -16,17 +17,18 @@ from harness.report.labels import shorten_unique
 from harness.scoring.metrics import METRIC_NAMES, FloatArray, MetricSummary
 from harness.scoring.stats import Agreement, PositionBias
 
-FILE_FORMATS = ("png", "pdf", "svg")
-FILE_DPI = 300
-PAGE_DPI = 110
-# No creation dates: the same runs give byte-identical figure files.
-_NO_DATES = {"pdf": {"CreationDate": None}, "svg": {"Date": None}, "png": {}}
+PAGE_DPI = 110  # 13 inches (the widest figure) make 1,430 px: the page is 1,400 px wide
+MAX_HEIGHT = 12.0  # inches
+# The heatmap writes its values in the cells up to this many rankers (each text costs ~2 ms to
+# draw; the report's agreement table has them all).
+ANNOTATED = 12
+MAX_HEATMAP = 7.5  # inches a side: with the colour bar, under 1,000 px
 
 
 @dataclass(frozen=True)
 class Figure:
     page_png: bytes  # for the HTML report
-    files: dict[str, bytes]  # format -> bytes at FILE_DPI
+    files: dict[str, bytes]  # format -> bytes: "png" (the page's) and "pdf"
 
 
 METRIC_TITLES = {"hit@1": "Hit@1", "mrr": "MRR", "ndcg": "nDCG@N", "kendall_tau_b": "Kendall tau-b"}
@@ -41,24 +43,32 @@ def _pyplot() -> Any:
     return plt
 
 
-def _save(fig: Any, fmt: str, dpi: int, bbox: Any) -> bytes:
+def _png(fig: Any) -> bytes:
+    """The figure as drawn on its Agg canvas (no second rendering), as PNG."""
+    from PIL import Image
+
+    canvas = fig.canvas
+    width, height = canvas.get_width_height(physical=True)
+    image = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
     buffer = io.BytesIO()
-    fig.savefig(buffer, format=fmt, dpi=dpi, bbox_inches=bbox, metadata=_NO_DATES[fmt])
+    image.convert("RGB").save(buffer, format="PNG", dpi=(PAGE_DPI, PAGE_DPI))
     return buffer.getvalue()
 
 
 def _render(fig: Any, files: bool) -> Figure:
-    """The figure laid out and cropped once, then saved in every format (a layout engine
-    and a tight crop would otherwise redo the layout on each save)."""
+    """The figure laid out and drawn once at PAGE_DPI (its PNG), then, with `files`, saved as
+    a PDF with that layout (no creation date: the same runs give the same bytes)."""
     try:
+        fig.set_dpi(PAGE_DPI)
         fig.canvas.draw()
-        bbox = fig.get_tightbbox(fig.canvas.get_renderer()).padded(0.1)
-        fig.set_layout_engine("none")
-        formats = FILE_FORMATS if files else ()
-        return Figure(
-            _save(fig, "png", PAGE_DPI, bbox),
-            {fmt: _save(fig, fmt, FILE_DPI, bbox) for fmt in formats},
-        )
+        page = _png(fig)
+        fig.set_layout_engine("none")  # keep the layout just computed
+        out = {"png": page}
+        if files:
+            buffer = io.BytesIO()
+            fig.savefig(buffer, format="pdf", metadata={"CreationDate": None})
+            out["pdf"] = buffer.getvalue()
+        return Figure(page, out)
     finally:
         _pyplot().close(fig)
 
@@ -73,10 +83,11 @@ def metric_bars(
     dashed line at the metric's chance level (a random ranking's expected value)."""
     plt = _pyplot()
     labels = shorten_unique([label for label, _ in runs], 40)
-    height = 1.0 + 0.35 * len(runs)
+    height = min(1.0 + 0.35 * len(runs), MAX_HEIGHT)
     fig, axes = plt.subplots(
         1, len(METRIC_NAMES), figsize=(13, height), sharey=True, layout="constrained"
     )
+    font = min(10.0, 10.0 * (MAX_HEIGHT - 1.0) / (0.35 * len(runs)))  # the labels' size
     y = np.arange(len(runs))
     for ax, name in zip(axes, METRIC_NAMES, strict=True):
         means = np.array([_or_nan(m[name].mean) for _, m in runs])
@@ -90,7 +101,7 @@ def metric_bars(
         if chance and name in chance:
             ax.axvline(chance[name], color="#c0392b", linestyle="--", linewidth=1, label="chance")
         ax.grid(axis="x", alpha=0.3)
-    axes[0].set_yticks(y, labels)
+    axes[0].set_yticks(y, labels, fontsize=font)
     axes[0].invert_yaxis()
     if chance:
         axes[-1].legend(fontsize=7, loc="lower right")
@@ -102,23 +113,25 @@ def _or_nan(value: float | None) -> float:
 
 
 def agreement_heatmap(agreement: Agreement, *, files: bool = True) -> Figure:
-    """Mean per-item Kendall tau-b between every pair of rankers (human included)."""
+    """Mean per-item Kendall tau-b between every pair of rankers (human included), the
+    values in the cells up to ANNOTATED rankers."""
     plt = _pyplot()
     k = len(agreement.labels)
-    size = 2.0 + 0.55 * k
-    fig, ax = plt.subplots(figsize=(size + 1.2, size))
+    size = min(2.0 + 0.55 * k, MAX_HEATMAP)
+    scale = min(1.0, (MAX_HEATMAP - 2.0) / (0.55 * k))  # text shrinks once the size is capped
+    fig, ax = plt.subplots(figsize=(size + 1.2, size), layout="constrained")
     labels = shorten_unique(agreement.labels, 32)
     image = ax.imshow(np.ma.masked_invalid(agreement.tau), cmap="RdBu_r", vmin=-1, vmax=1)
-    ax.set_xticks(range(k), labels, rotation=40, ha="right")
-    ax.set_yticks(range(k), labels)
-    for i in range(k):
-        for j in range(k):
-            value = agreement.tau[i, j]
-            text = "n/a" if np.isnan(value) else f"{value:.2f}"
-            dark = not np.isnan(value) and abs(value) > 0.6
-            ax.text(
-                j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black"
-            )
+    ax.set_xticks(range(k), labels, rotation=40, ha="right", fontsize=10 * scale)
+    ax.set_yticks(range(k), labels, fontsize=10 * scale)
+    if k <= ANNOTATED:
+        for i in range(k):
+            for j in range(k):
+                value = agreement.tau[i, j]
+                text = "n/a" if np.isnan(value) else f"{value:.2f}"
+                dark = not np.isnan(value) and abs(value) > 0.6
+                color = "white" if dark else "black"
+                ax.text(j, i, text, ha="center", va="center", fontsize=8 * scale, color=color)
     fig.colorbar(image, ax=ax, label="Kendall tau-b (mean over items)")
     ax.set_title("Agreement between rankers")
     return _render(fig, files)
@@ -128,7 +141,8 @@ def position_bars(biases: Mapping[str, PositionBias], *, files: bool = True) -> 
     """Top-1 rate per presentation position for each joint run, against the uniform rate."""
     plt = _pyplot()
     n = max(b.n_positions for b in biases.values())
-    fig, ax = plt.subplots(figsize=(2.0 + 1.2 * n, 3.2), layout="constrained")
+    height = min(3.2 + 0.15 * len(biases), MAX_HEIGHT)
+    fig, ax = plt.subplots(figsize=(min(2.0 + 1.2 * n, 13.0), height), layout="constrained")
     width = 0.8 / len(biases)
     labels = shorten_unique(list(biases), 40)
     for index, (bias, label) in enumerate(zip(biases.values(), labels, strict=True)):
@@ -136,9 +150,9 @@ def position_bars(biases: Mapping[str, PositionBias], *, files: bool = True) -> 
         x = np.arange(1, bias.n_positions + 1) + (index - (len(biases) - 1) / 2) * width
         ax.bar(x, rates, width=width, label=label)
         ax.hlines(bias.uniform, 0.5, bias.n_positions + 0.5, colors="#333333", linestyles="--")
-    ax.set_xticks(range(1, n + 1))
+    ax.set_xticks(range(1, n + 1) if n <= 30 else np.linspace(1, n, 11).round())
     ax.set_xlabel("presentation position")
     ax.set_ylabel("top-1 rate")
     ax.set_title("Position bias (dashed: uniform)")
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncols=1)
+    fig.legend(fontsize=7, loc="outside lower center", ncols=1)
     return _render(fig, files)

@@ -127,7 +127,7 @@ class LiveReport:
             analysis = analyse(members)
             figures = {k: f.page_png for k, f in report_figures(analysis, files=False).items()}
             shown = title if len(groups) == 1 else f"{title}: {name}"
-            html = render_html(
+            html, _ = render_html(
                 analysis,
                 figures,
                 Path("."),

@@ -1,6 +1,7 @@
 """Writing `harness report`'s files: comparison.md/.csv/.tex, pivot.tex/.csv (several
 prompts), paired.csv, agreement.csv, position_bias.csv, the figures (metrics, agreement,
-position bias) as PNG, PDF and SVG, and report.html."""
+position bias) as the page's PNG and a vector PDF, and report.html (with
+report-candidates.js when items have more candidates than the page draws)."""
 
 from __future__ import annotations
 
@@ -70,12 +71,22 @@ def write_report(
     for key, figure in figures.items():
         files |= {f"{key}.{fmt}": data for fmt, data in figure.files.items()}
     if html:
-        from harness.report.html import render_html  # jinja2 is only needed here
+        from harness.report.html import SIDECAR, render_html  # jinja2 is only needed here
 
         pages = {key: figure.page_png for key, figure in figures.items()}
-        files["report.html"] = render_html(
-            analysis, pages, out, title=title, embed_audio=embed_audio, warnings=warnings
+        files["report.html"], more = render_html(
+            analysis,
+            pages,
+            out,
+            title=title,
+            embed_audio=embed_audio,
+            warnings=warnings,
+            sidecar=True,
         )
+        if more is not None:
+            files[SIDECAR] = more
+        else:
+            (out / SIDECAR).unlink(missing_ok=True)  # an earlier report's
     written = []
     for name, content in files.items():
         path = out / name

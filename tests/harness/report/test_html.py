@@ -169,6 +169,8 @@ def _visible_items(page: Any) -> list[str]:
 
 
 def _playable(page: Any, selector: str = "audio") -> float:
+    if page.locator(selector).count() == 0:  # a clip's player is drawn when asked for
+        page.locator("button.play").first.click()
     page.eval_on_selector(selector, "a => { a.preload = 'metadata'; a.load(); }")
     page.wait_for_function(f"document.querySelector('{selector}').readyState >= 1", timeout=10000)
     duration: float = page.eval_on_selector(selector, "a => a.duration")

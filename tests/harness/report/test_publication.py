@@ -1,16 +1,19 @@
 """Outputs for a paper: LaTeX tables (booktabs, best per column in bold, CIs), the model x
-prompt pivot, figures as PNG/PDF/SVG at 300 dpi with the chance level, `--pair-by`, and
+prompt pivot, figures as a vector PDF and the page's PNG with the chance level, `--pair-by`, and
 p-values adjusted when many are reported."""
 
 from __future__ import annotations
 
+import base64
 import csv
 import io
 import json
 import math
 import re
+import zlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 from PIL import Image
 from typer.testing import CliRunner
@@ -18,6 +21,8 @@ from typer.testing import CliRunner
 from harness.cli import app
 from harness.report.analysis import analyse, chance_levels
 from harness.report.latex import escape
+from harness.report.plots import PAGE_DPI
+from harness.scoring.metrics import METRIC_NAMES
 from harness.scoring.stats import adjust_p_values
 from tests.conftest import load_runs, write_tiny_dataset
 from tests.harness.report._runs import pointwise_records, tiny_scores, write_run
@@ -97,18 +102,61 @@ def test_latex_escapes_what_tex_would_read_as_markup() -> None:
     )
 
 
-def test_figures_as_png_pdf_and_svg_at_300_dpi_with_the_chance_level(table7: Path) -> None:
+def _pdf_text(pdf: bytes) -> str:
+    """The PDF's drawing operators (its content streams, inflated)."""
+    streams = re.findall(rb"stream\r?\n(.*?)\r?\nendstream", pdf, re.S)
+    out = []
+    for stream in streams:
+        try:
+            out.append(zlib.decompress(stream).decode("latin-1"))
+        except zlib.error:
+            continue
+    return "\n".join(out)
+
+
+def test_figures_as_a_vector_pdf_and_the_pages_png_with_the_chance_level(table7: Path) -> None:
+    """Each figure drawn once for the page (PNG, the same bytes as in report.html) and once
+    as a vector PDF for a paper; no SVG, no 300-dpi raster."""
     assert runner.invoke(app, ["report", str(table7)]).exit_code == 0
+    html = (table7 / "report.html").read_text()
     for name in ("metrics", "agreement"):
         assert (table7 / f"{name}.pdf").read_bytes().startswith(b"%PDF")
-        assert "<svg" in (table7 / f"{name}.svg").read_text()[:500]
-        with Image.open(io.BytesIO((table7 / f"{name}.png").read_bytes())) as image:
-            assert image.info["dpi"] == pytest.approx((300, 300), abs=0.1)
-    svg = (table7 / "metrics.svg").read_text()
-    assert "<!-- chance -->" in svg and "#c0392b" in svg  # the dashed chance line and its legend
+        assert not (table7 / f"{name}.svg").exists()
+        png = (table7 / f"{name}.png").read_bytes()
+        assert base64.b64encode(png).decode() in html
+        with Image.open(io.BytesIO(png)) as image:
+            assert image.info["dpi"] == pytest.approx((PAGE_DPI, PAGE_DPI), abs=0.1)
+            assert image.width <= 1500
+    # the dashed chance line: its colour (#c0392b) as a stroke colour in the PDF
+    assert "0.7529411765 0.2235294118 0.168627451 RG" in _pdf_text(
+        (table7 / "metrics.pdf").read_bytes()
+    )
     first = (table7 / "metrics.pdf").read_bytes()
+    first_png = (table7 / "metrics.png").read_bytes()
     assert runner.invoke(app, ["report", str(table7)]).exit_code == 0
     assert (table7 / "metrics.pdf").read_bytes() == first  # no creation date: reproducible
+    assert (table7 / "metrics.png").read_bytes() == first_png
+
+
+@pytest.mark.parametrize("n_runs", [2, 20, 60])
+def test_figures_of_many_runs_fit_the_page(n_runs: int) -> None:
+    """The heatmap and the bars of 20 runs were 3528 x 3231 and 3934 x 2434 px files (and
+    their page PNGs half that): the page shows them at most 1,400 px wide."""
+    from harness.report import plots
+    from harness.scoring.metrics import MetricSummary
+    from harness.scoring.stats import Agreement
+
+    labels = [f"a long run label number {i}" for i in range(n_runs)]
+    tau = np.random.default_rng(0).uniform(-1, 1, (n_runs + 1, n_runs + 1))
+    heatmap = plots.agreement_heatmap(
+        Agreement(["human", *labels], tau, np.ones(tau.shape, dtype=np.int64))
+    )
+    summary = MetricSummary(mean=0.5, ci95=(0.4, 0.6))
+    bars = plots.metric_bars([(label, dict.fromkeys(METRIC_NAMES, summary)) for label in labels])
+    for figure, widest in ((heatmap, 1000), (bars, 1500)):
+        with Image.open(io.BytesIO(figure.page_png)) as image:
+            assert image.width <= widest and image.height <= 1600, image.size
+        assert figure.files["png"] == figure.page_png and set(figure.files) == {"png", "pdf"}
 
 
 def test_chance_levels_are_a_random_rankings_expected_metrics(tmp_path: Path) -> None:

@@ -100,6 +100,7 @@ def test_view_page_offers_a_reload_when_a_run_finishes(
         page = browser.new_page()
         page.goto(url + "/")
         assert page.locator("#comparison-table tbody tr").count() == 1
+        page.locator("button.play").first.click()  # a clip's player is drawn when asked for
         page.eval_on_selector("audio", "a => { a.preload = 'metadata'; a.load(); }")
         page.wait_for_function("document.querySelector('audio').readyState >= 1")
         assert page.locator("#live-banner").is_hidden()
