@@ -109,9 +109,19 @@ def test_served_pages_carry_the_rest_inline(tmp_path: Path) -> None:
     assert inline["captions"] == sidecar_data(report)["captions"]
 
 
+ROWS = "#item-{item} table.candidates tbody tr:not(.more-divider)"
+
+
 def _rows(page: Any, item: str) -> int:
-    count: int = page.locator(f"#item-{item} table.candidates tbody tr:not(.more-divider)").count()
+    count: int = page.locator(ROWS.format(item=item)).count()
     return count
+
+
+def _shown_all(page: Any, item: str) -> int:
+    """The rows once "show all" has drawn them (the candidates file loads asynchronously)."""
+    rows = ROWS.format(item=item)
+    page.wait_for_function(f"document.querySelectorAll('{rows}').length > {3 + 2 * TOP_K}")
+    return _rows(page, item)
 
 
 def test_a_page_of_pool_items_stays_small_and_show_all_draws_the_rest(
@@ -132,7 +142,7 @@ def test_a_page_of_pool_items_stays_small_and_show_all_draws_the_rest(
     assert gold.locator(".run-rank").all_inner_texts() == ["#6", f"#{POOL - 5}"]
 
     page.click("#item-q0 button.show-all")
-    assert _rows(page, "q0") == POOL
+    assert _shown_all(page, "q0") == POOL
     assert page.locator("#item-q0 button.show-all").inner_text().startswith("show only")
     hidden = page.locator("#item-q0 tbody tr", has_text=f"s{POOL - TOP_K - 1}")
     assert hidden.locator("td.caption").inner_text() == f"Song number {POOL - TOP_K - 1}"
@@ -152,6 +162,7 @@ def test_show_all_names_a_missing_candidates_file(page: Any, tmp_path: Path) -> 
     page.goto(report.as_uri())
     page.click("#item-q0 button.show-all")
     button = page.locator("#item-q0 button.show-all")
+    page.wait_for_function("document.querySelector('#item-q0 button.show-all').disabled")
     assert button.inner_text() == f"could not read {SIDECAR} next to this page"
     assert button.is_disabled() and _rows(page, "q0") <= 3 + 2 * TOP_K
 
@@ -181,4 +192,4 @@ def test_show_all_of_a_served_page_draws_the_rest_from_the_page(page: Any, tmp_p
     report.write_text(served)
     page.goto(report.as_uri())
     page.click("#item-q1 button.show-all")
-    assert _rows(page, "q1") == POOL
+    assert _shown_all(page, "q1") == POOL
