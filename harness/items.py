@@ -3,11 +3,9 @@ turns, as compact objects: slots, no per-instance dict, candidate ids shared wit
 (a dataset's items name the same clips over and over), speaker names interned. A 100,000-item
 dataset is held in a few hundred bytes per item beyond its text.
 
-Validation is pydantic's (`Schema.Item`, whose messages name the field), reached in one of two
-ways: `Item(...)` and `Item.model_validate` always validate with it; `fast_item` checks an
-item in the common shape (dialogue or query, candidates, human_ranking or relevant) with
-plain type checks and leaves anything else, and anything wrong, to the schema, so that a bad
-line gets the schema's message."""
+Validation is pydantic's (`Schema.Item`, whose messages name the field): `Item(...)`,
+`Item.model_validate` and `harness.dataset.load_items` validate with it, then keep the
+compact object (`from_schema`) and drop the validated model."""
 
 from __future__ import annotations
 
@@ -86,7 +84,8 @@ def _check_item(item: Schema.Item) -> None:
     rankings = [] if item.human_ranking is None else [("human_ranking", item.human_ranking)]
     rankings += [(f"annotations[{i}]", r) for i, r in enumerate(item.annotations or ())]
     for field, ranking in rankings:
-        if sorted(ranking) != sorted(item.candidates):
+        # (the candidates are distinct: a permutation has their length and their set)
+        if len(ranking) != len(item.candidates) or set(ranking) != set(item.candidates):
             raise ValueError(
                 f"{field} {list(ranking)} is not a permutation of candidates "
                 f"{list(item.candidates)}"
@@ -296,7 +295,7 @@ def _validated(data: Mapping[str, Any]) -> Schema.Item:
 
 def from_schema(checked: Schema.Item, ids: Mapping[str, str] | None) -> Item:
     """The compact item of a validated one; candidate ids replaced by the equal strings of
-    `ids` (the clips' own) where given."""
+    `ids` (the clips' own) where given (KeyError if one is not there)."""
     return _new(*_schema_fields(checked, ids))
 
 
@@ -305,81 +304,8 @@ def _schema_fields(
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     fields = {name: getattr(checked, name) for name in FIELDS}
     fields["dialogue"] = tuple(Turn(sys.intern(t.speaker), t.text) for t in checked.dialogue)
-    if ids is not None:
+    if ids is not None:  # KeyError: a candidate not in `ids`
         for name in ("candidates", "human_ranking", "relevant"):
             if fields[name] is not None:
-                fields[name] = tuple(ids.get(cid, cid) for cid in fields[name])
+                fields[name] = tuple(map(ids.__getitem__, fields[name]))
     return fields, dict(checked.model_extra) if checked.model_extra else None
-
-
-_COMMON = frozenset(
-    {"id", "dialogue", "query", "summary", "group", "candidates", "human_ranking", "relevant"}
-)
-_RARE = frozenset({"context_audio", "annotations", "relevance", "graded"})
-
-
-def fast_item(obj: dict[str, Any], ids: Mapping[str, str]) -> Item | None:
-    """The item of a parsed line in the common shape, if it is a valid item whose candidates
-    are all among `ids` (clip id -> the clip's own string); None for anything else, which the
-    schema then checks (so that errors read the same whichever way a line goes). Accepts
-    only what the schema accepts, with the same values."""
-    if not _RARE.isdisjoint(obj):
-        return None
-    item_id, query, summary, group = (obj.get(k) for k in ("id", "query", "summary", "group"))
-    if type(item_id) is not str or not item_id:
-        return None
-    if query is not None and (type(query) is not str or not query):
-        return None
-    if (summary is not None and type(summary) is not str) or (
-        group is not None and (type(group) is not str or not group)
-    ):
-        return None
-    candidates = _known(obj.get("candidates"), ids)
-    if candidates is None or len(candidates) < 2 or len(set(candidates)) != len(candidates):
-        return None
-    dialogue = _turns(obj.get("dialogue", []))
-    if dialogue is None or not (dialogue or query):
-        return None
-    ranking, relevant = obj.get("human_ranking"), obj.get("relevant")
-    if ranking is not None and relevant is not None:
-        return None
-    if ranking is not None:
-        ranking = _known(ranking, ids)
-        if ranking is None or len(ranking) != len(candidates) or set(ranking) != set(candidates):
-            return None
-    if relevant is not None:
-        relevant = _known(relevant, ids)
-        if relevant is None or len(set(relevant)) != len(relevant):
-            return None
-        if not set(relevant) <= set(candidates):
-            return None
-    fields = dict(_DEFAULTS)
-    fields |= {"id": item_id, "query": query, "summary": summary, "group": group}
-    fields |= {"candidates": candidates, "dialogue": dialogue}
-    fields |= {"human_ranking": ranking, "relevant": relevant}
-    extra = {k: v for k, v in obj.items() if k not in _COMMON}
-    return _new(fields, extra or None)
-
-
-def _known(values: object, ids: Mapping[str, str]) -> tuple[str, ...] | None:
-    """`values` as the clips' own strings, if it is a list of known clip ids."""
-    if type(values) is not list:
-        return None
-    try:
-        return tuple(map(ids.__getitem__, values))
-    except (KeyError, TypeError):  # not a clip id (or not a string at all)
-        return None
-
-
-def _turns(values: object) -> tuple[Turn, ...] | None:
-    if type(values) is not list:
-        return None
-    turns = []
-    for turn in values:
-        if type(turn) is not dict or len(turn) != 2:
-            return None
-        speaker, text = turn.get("speaker"), turn.get("text")
-        if type(speaker) is not str or not speaker or type(text) is not str or not text:
-            return None
-        turns.append(Turn(sys.intern(speaker), text))
-    return tuple(turns)

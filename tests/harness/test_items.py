@@ -1,5 +1,5 @@
-"""harness.items: what a loaded item holds in memory, the fast path against the schema, and
-the pydantic-like surface the rest of the harness uses."""
+"""harness.items: what a loaded item holds in memory, and the pydantic-like surface the rest
+of the harness uses."""
 
 from __future__ import annotations
 
@@ -8,15 +8,11 @@ import json
 import pickle
 import tracemalloc
 from pathlib import Path
-from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from harness.dataset import Item, Turn, load_dataset
-from harness.items import Schema, fast_item, from_schema
 
 N_ITEMS = 2000
 WORDS = ["rain", "window", "coffee", "late", "train", "morning", "guitar", "quiet", "city", "dance"]
@@ -73,52 +69,6 @@ def test_candidate_ids_are_the_clips_own_strings(tmp_path: Path) -> None:
     for item in data.items:
         assert all(cid is clip_ids[cid] for cid in item.candidates)
         assert all(cid is clip_ids[cid] for cid in item.human_ranking or ())
-
-
-IDS = {f"c{k}": f"c{k}" for k in range(6)}
-ident = st.sampled_from([*IDS, "zz", "", 3, None, True])
-turn = st.one_of(
-    st.fixed_dictionaries(
-        {"speaker": st.sampled_from(["A", "", 1]), "text": st.sampled_from(["hi", ""])}
-    ),
-    st.fixed_dictionaries(
-        {"speaker": st.just("A"), "text": st.just("hi"), "mood": st.just("calm")}
-    ),
-    st.just("hello"),
-    st.just({"text": "hi"}),
-)
-optional_text = st.sampled_from([None, "", "x", 5])
-line = st.fixed_dictionaries(
-    {"id": st.sampled_from(["d1", "", 7])},
-    optional={
-        "dialogue": st.one_of(st.lists(turn, max_size=3), st.just("hi"), st.none()),
-        "query": optional_text,
-        "summary": optional_text,
-        "group": optional_text,
-        "candidates": st.one_of(st.lists(ident, max_size=5), st.just("c1")),
-        "human_ranking": st.one_of(st.lists(ident, max_size=5), st.none()),
-        "relevant": st.one_of(st.lists(ident, max_size=3), st.none(), st.just("c1")),
-        "relevance": st.just({"c1": 1.0}),
-        "context_audio": st.just(["a.wav"]),
-        "split": st.sampled_from(["train", None, [1]]),
-    },
-)
-
-
-@settings(max_examples=400, deadline=None)
-@given(line)
-def test_the_fast_path_accepts_only_what_the_schema_accepts_with_the_same_values(
-    obj: dict[str, Any],
-) -> None:
-    fast = fast_item(obj, IDS)
-    try:
-        checked = Schema.Item.model_validate(obj)
-    except ValidationError:
-        assert fast is None
-        return
-    if fast is not None:
-        assert fast == from_schema(checked, IDS)
-        assert fast.model_extra == (checked.model_extra or {})
 
 
 def test_the_pydantic_like_surface() -> None:
