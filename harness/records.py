@@ -171,6 +171,9 @@ class ScoreRow(Mapping[str, float | None]):
 
 def score_row(scores: dict[str, float | None], candidates: tuple[str, ...]) -> ScoreRow | None:
     """`scores` as a row over `candidates`; None if it names another candidate."""
+    if len(scores) == len(candidates) and tuple(scores) == candidates:
+        # every candidate, in its order (as `write_predictions` writes them): no lookups
+        return ScoreRow(candidates, np.array(list(scores.values()), dtype=np.float64), None)
     # None (null) and absent candidates both become NaN, as build_matrix reads them.
     values = np.array(list(map(scores.get, candidates)), dtype=np.float64)
     given: NDArray[np.bool_] | None = None

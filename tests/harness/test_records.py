@@ -10,6 +10,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from harness.cache import ResponseCache
@@ -141,6 +142,7 @@ def test_score_rows_read_as_the_scores_of_the_file(tmp_path: Path) -> None:
         {"item_id": "q0", "scores": {"s0_2": 1.5, "s0_0": 2, "s0_1": -1.0}},
         {"item_id": "q1", "scores": {"s1_0": None, "s1_2": 0.5}},  # null and absent
         {"item_id": "q2", "scores": {}},
+        {"item_id": "q0", "repeat": 1, "scores": {"s0_0": 1.0, "s0_1": None, "s0_2": 3.0}},
     ]
     path = tmp_path / "pred.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
@@ -150,7 +152,8 @@ def test_score_rows_read_as_the_scores_of_the_file(tmp_path: Path) -> None:
             "q0": {"s0_0": 2.0, "s0_1": -1.0, "s0_2": 1.5},
             "q1": {"s1_0": None, "s1_2": 0.5},
             "q2": {},
-        }
+        },
+        1: {"q0": {"s0_0": 1.0, "s0_1": None, "s0_2": 3.0}},  # all, in candidate order
     }
     row = predictions[0]["q1"]
     assert isinstance(row, ScoreRow) and len(row) == 2 and list(row) == ["s1_0", "s1_2"]
@@ -162,3 +165,5 @@ def test_score_rows_read_as_the_scores_of_the_file(tmp_path: Path) -> None:
     from_dicts = build_matrix(items, {k: dict(v) for k, v in predictions[0].items()})
     for a, b in zip(from_rows.scores, from_dicts.scores, strict=True):
         assert a.tobytes() == b.tobytes()
+    in_order = build_matrix(items, predictions[1]).scores[0]
+    assert in_order.tobytes() == np.array([1.0, np.nan, 3.0]).tobytes()
