@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -191,18 +192,28 @@ class PredictionsBuilder:
     usable scores, summed in the order the records came."""
 
     def __init__(self) -> None:
-        self._sums: dict[tuple[int, str, str], list[float]] = defaultdict(list)
+        # a candidate's first usable score sits in its row; a list only for those scored twice
         self._seen: dict[int, dict[str, dict[str, float | None]]] = defaultdict(dict)
+        self._several: dict[tuple[int, str, str], list[float]] = {}
 
     def add(self, record: Record) -> None:
         row = self._seen[record.repeat].setdefault(record.item_id, {})
-        for cid, score in record.scores.items():
-            row.setdefault(cid, None)
-            if score is not None:
-                self._sums[(record.repeat, record.item_id, cid)].append(score)
+        for name, score in record.scores.items():
+            cid = sys.intern(name)  # a run's records name the same clips over and over
+            current = row.get(cid)
+            if current is None:
+                row[cid] = score
+            elif score is not None:
+                key = (record.repeat, record.item_id, cid)
+                self._several.setdefault(key, [current]).append(score)
 
     def predictions(self) -> Predictions:
-        for (repeat, item_id, cid), values in self._sums.items():
+        for by_item in self._seen.values():
+            for row in by_item.values():
+                for cid, value in row.items():
+                    if value is not None:
+                        row[cid] = sum([value])  # as the mean of one score (0.0 for -0.0)
+        for (repeat, item_id, cid), values in self._several.items():
             self._seen[repeat][item_id][cid] = sum(values) / len(values)
         return dict(self._seen)
 

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from harness.cache import ResponseCache
 from harness.config import ExperimentConfig, provider_config
@@ -21,6 +23,7 @@ from harness.records import (
     RecordsFile,
     RecordWriter,
     ScoreRow,
+    predictions_from_records,
     read_predictions,
     read_records,
     sort_records,
@@ -167,3 +170,67 @@ def test_score_rows_read_as_the_scores_of_the_file(tmp_path: Path) -> None:
         assert a.tobytes() == b.tobytes()
     in_order = build_matrix(items, predictions[1]).scores[0]
     assert in_order.tobytes() == np.array([1.0, np.nan, 3.0]).tobytes()
+
+
+def _scorer_records(n_items: int) -> list[Record]:
+    """Records as a scorer run reads them back: fresh strings for every record."""
+    return [
+        Record.model_validate_json(
+            json.dumps(
+                {
+                    "item_id": f"d{i}",
+                    "candidates": [f"c{(4 * i + j) % 400:05d}" for j in range(4)],
+                    "scores": {f"c{(4 * i + j) % 400:05d}": (i + j) / 9 for j in range(4)},
+                }
+            )
+        )
+        for i in range(n_items)
+    ]
+
+
+def test_merging_a_scorer_runs_records_holds_little_per_score() -> None:
+    """A run's predictions are built from its records at the end of the run: a score
+    given once (every score of a scorer run) is held as its row's entry, not also under a
+    (repeat, item, candidate) key with a list, and the candidate names are shared."""
+    records = _scorer_records(2000)
+    tracemalloc.start()
+    try:
+        predictions = predictions_from_records(records)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(predictions[0]) == 2000
+    assert peak / (2000 * 4) < 110  # was ~265 bytes a score
+
+
+scores_st = st.dictionaries(
+    st.sampled_from(["a", "b", "c"]),
+    st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False, width=32)),
+    max_size=3,
+)
+
+
+@given(st.lists(st.tuples(st.integers(0, 1), st.sampled_from(["d0", "d1"]), scores_st)))
+def test_merged_scores_are_the_mean_of_each_candidates_usable_scores_in_order(
+    lines: list[tuple[int, str, dict[str, float | None]]],
+) -> None:
+    records = [
+        Record(item_id=item, candidates=list(scores), repeat=repeat, scores=scores)
+        for repeat, item, scores in lines
+    ]
+    expected: dict[int, dict[str, dict[str, float | None]]] = {}
+    usable: dict[tuple[int, str, str], list[float]] = {}
+    for record in records:
+        row = expected.setdefault(record.repeat, {}).setdefault(record.item_id, {})
+        for cid, score in record.scores.items():
+            row.setdefault(cid, None)
+            if score is not None:
+                usable.setdefault((record.repeat, record.item_id, cid), []).append(score)
+    for (repeat, item, cid), values in usable.items():
+        expected[repeat][item][cid] = sum(values) / len(values)
+    got = predictions_from_records(records)
+    assert got == expected
+    assert [list(row) for by in got.values() for row in by.values()] == [
+        list(row) for by in expected.values() for row in by.values()
+    ]
+    assert json.dumps(got) == json.dumps(expected)  # -0.0 and 0.0 too
