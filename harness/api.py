@@ -81,7 +81,7 @@ def _as_predictions(predictions: Any, dataset: Dataset) -> Predictions:
     if isinstance(predictions, Mapping):
         return {0: {str(k): dict(v) for k, v in predictions.items()}}
     if isinstance(predictions, Iterable):
-        out: Predictions = {}
+        out: dict[int, dict[str, Mapping[str, float | None]]] = {}
         for line in predictions:
             if not isinstance(line, Mapping) or "item_id" not in line:
                 raise HarnessError("each prediction must be a mapping with item_id and scores")

@@ -5,15 +5,19 @@ of records into predictions, so that metrics have one code path for runs and for
 from __future__ import annotations
 
 import json
+import math
 import os
+import sys
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
+from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from harness.dataset import Item, jsonl_lines, pydantic_reason
+from harness.dataset import Item, gc_paused, jsonl_lines, pydantic_reason
 from harness.errors import DatasetError, StorageError
 from harness.trec import is_trec_run, read_run
 
@@ -120,7 +124,66 @@ def sort_records(source: Path, path: Path, item_order: list[str]) -> None:
     os.replace(tmp, path)
 
 
-Predictions = dict[int, dict[str, dict[str, float | None]]]  # repeat -> item -> candidate -> score
+# repeat -> item -> candidate -> score (read-only: a file's rows are `ScoreRow`s)
+Predictions = Mapping[int, Mapping[str, Mapping[str, float | None]]]
+
+
+class ScoreRow(Mapping[str, float | None]):
+    """An item's scores as read from a predictions file: one float per candidate, in the
+    item's candidate order (NaN for null or absent), which `build_matrix` takes as it is,
+    instead of a dict of candidate strings and float objects (~16x the memory)."""
+
+    __slots__ = ("_position", "array", "candidates", "given")
+
+    def __init__(
+        self,
+        candidates: tuple[str, ...],
+        array: NDArray[np.float64],
+        given: NDArray[np.bool_] | None,
+    ) -> None:
+        array.flags.writeable = False
+        self.candidates, self.array = candidates, array
+        self.given = given  # which candidates the line names; None: every one
+        self._position: dict[str, int] | None = None
+
+    def _index(self, cid: str) -> int:
+        if self._position is None:
+            self._position = {c: i for i, c in enumerate(self.candidates)}
+        i = self._position[cid]
+        if self.given is not None and not self.given[i]:
+            raise KeyError(cid)
+        return i
+
+    def __getitem__(self, cid: str) -> float | None:
+        value = float(self.array[self._index(cid)])
+        return None if math.isnan(value) else value
+
+    def __iter__(self) -> Iterator[str]:
+        if self.given is None:
+            return iter(self.candidates)
+        return (c for c, g in zip(self.candidates, self.given, strict=True) if g)
+
+    def __len__(self) -> int:
+        return len(self.candidates) if self.given is None else int(self.given.sum())
+
+    def __repr__(self) -> str:
+        return f"ScoreRow({dict(self)!r})"
+
+
+def score_row(scores: dict[str, float | None], candidates: tuple[str, ...]) -> ScoreRow | None:
+    """`scores` as a row over `candidates`; None if it names another candidate."""
+    if len(scores) == len(candidates) and tuple(scores) == candidates:
+        # every candidate, in its order (as `write_predictions` writes them): no lookups
+        return ScoreRow(candidates, np.array(list(scores.values()), dtype=np.float64), None)
+    # None (null) and absent candidates both become NaN, as build_matrix reads them.
+    values = np.array(list(map(scores.get, candidates)), dtype=np.float64)
+    given: NDArray[np.bool_] | None = None
+    if len(scores) != len(candidates) or np.isnan(values).any():  # not one number each
+        if not set(scores) <= set(candidates):
+            return None
+        given = np.fromiter(map(scores.__contains__, candidates), bool, len(candidates))
+        given = None if given.all() else given
+    return ScoreRow(candidates, values, given)
 
 
 class PredictionsBuilder:
@@ -129,18 +192,28 @@ class PredictionsBuilder:
     usable scores, summed in the order the records came."""
 
     def __init__(self) -> None:
-        self._sums: dict[tuple[int, str, str], list[float]] = defaultdict(list)
+        # a candidate's first usable score sits in its row; a list only for those scored twice
         self._seen: dict[int, dict[str, dict[str, float | None]]] = defaultdict(dict)
+        self._several: dict[tuple[int, str, str], list[float]] = {}
 
     def add(self, record: Record) -> None:
         row = self._seen[record.repeat].setdefault(record.item_id, {})
-        for cid, score in record.scores.items():
-            row.setdefault(cid, None)
-            if score is not None:
-                self._sums[(record.repeat, record.item_id, cid)].append(score)
+        for name, score in record.scores.items():
+            cid = sys.intern(name)  # a run's records name the same clips over and over
+            current = row.get(cid)
+            if current is None:
+                row[cid] = score
+            elif score is not None:
+                key = (record.repeat, record.item_id, cid)
+                self._several.setdefault(key, [current]).append(score)
 
     def predictions(self) -> Predictions:
-        for (repeat, item_id, cid), values in self._sums.items():
+        for by_item in self._seen.values():
+            for row in by_item.values():
+                for cid, value in row.items():
+                    if value is not None:
+                        row[cid] = sum([value])  # as the mean of one score (0.0 for -0.0)
+        for (repeat, item_id, cid), values in self._several.items():
             self._seen[repeat][item_id][cid] = sum(values) / len(values)
         return dict(self._seen)
 
@@ -191,8 +264,13 @@ def read_predictions(path: Path, items: Sequence[Item]) -> Predictions:
     one line would ask for a million)."""
     if is_trec_run(path):
         return read_run(path, items)
+    with gc_paused():
+        return _read_predictions(path, items)
+
+
+def _read_predictions(path: Path, items: Sequence[Item]) -> Predictions:
     candidates = {item.id: item.candidates for item in items}
-    predictions: Predictions = defaultdict(dict)
+    predictions: dict[int, dict[str, Mapping[str, float | None]]] = defaultdict(dict)
     n_lines, highest = 0, (0, 0)  # (repeat, its line)
     for line_no, line in jsonl_lines(path, missing="predictions file not found"):
         n_lines += 1
@@ -203,8 +281,9 @@ def read_predictions(path: Path, items: Sequence[Item]) -> Predictions:
         highest = max(highest, (pred.repeat, line_no), key=lambda pair: pair[0])
         if pred.item_id not in candidates:
             raise DatasetError(path, line_no, f"unknown item id {pred.item_id!r}")
+        row = None if pred.scores is None else score_row(pred.scores, candidates[pred.item_id])
         named = pred.scores if pred.scores is not None else pred.ranking or []
-        unknown = sorted(set(named) - set(candidates[pred.item_id]))
+        unknown = [] if row is not None else sorted(set(named) - set(candidates[pred.item_id]))
         if unknown:
             raise DatasetError(
                 path, line_no, f"unknown candidate id(s) {unknown} for {pred.item_id}"
@@ -220,7 +299,8 @@ def read_predictions(path: Path, items: Sequence[Item]) -> Predictions:
             scores = scores_from_ranking(pred.ranking, candidates[pred.item_id])
             predictions[pred.repeat][pred.item_id] = dict(scores)
         else:
-            predictions[pred.repeat][pred.item_id] = pred.scores or {}
+            assert row is not None
+            predictions[pred.repeat][pred.item_id] = row
     repeat, line_no = highest
     if repeat >= n_lines:
         raise DatasetError(

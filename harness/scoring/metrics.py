@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 
 from harness.dataset import Item
 from harness.errors import HarnessError
+from harness.records import ScoreRow
 from harness.scoring.ranking import (
     CORE_NAMES,
     FloatArray,
@@ -156,8 +157,10 @@ def build_matrix(
                 "relevance): annotate the dataset before evaluating"
             )
         given = predictions.get(item.id, {})
-        # None (no usable score) and absent candidates both become NaN.
-        scores.append(np.array(list(map(given.get, item.candidates)), dtype=np.float64))
+        if isinstance(given, ScoreRow) and given.candidates == item.candidates:
+            scores.append(given.array)  # read from a file, already in this form
+        else:  # None (no usable score) and absent candidates both become NaN.
+            scores.append(np.array(list(map(given.get, item.candidates)), dtype=np.float64))
         relevance.append(_unit_scale(item.gains))
     return ScoreMatrix([item.id for item in items], scores, relevance)
 

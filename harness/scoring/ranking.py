@@ -316,7 +316,11 @@ class BestGroup:
     def hit(self, k: int) -> FloatArray:
         """P(a candidate of maximal gain in the top k)."""
         slots = np.clip(k - self.p + 1, 0, self.g)
-        value = np.where(self.c == 1, slots / self.g, 1.0 - none_in_first(slots, self.g, self.c))
+        value = slots / self.g
+        several = np.flatnonzero(self.c > 1)  # one gold (c = 1, most rows) needs no gammaln
+        if several.size:
+            g, c = self.g[several], self.c[several]
+            value[several] = 1.0 - none_in_first(slots[several], g, c)
         result: FloatArray = np.where(self.has_relevant, value, 0.0)
         return result
 
