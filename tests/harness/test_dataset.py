@@ -81,6 +81,21 @@ def test_unreadable_audio(tiny_dataset: Path) -> None:
         load_dataset(tiny_dataset)
 
 
+@pytest.mark.parametrize("subtype", ["PCM_16", "FLOAT"])
+def test_the_audio_header_decides_whatever_reads_it(tiny_dataset: Path, subtype: str) -> None:
+    """Issue 26: a PCM WAV's header is read by `wave`, anything else (a float WAV) by
+    libsndfile; an empty file of either kind has no samples."""
+    import numpy as np
+    import soundfile
+
+    clip = tiny_dataset / "audio" / "c0_2.wav"
+    soundfile.write(clip, np.zeros(800, dtype=np.float32), 16000, subtype=subtype)
+    assert load_dataset(tiny_dataset).clips["c0_2"].path == clip.resolve()
+    soundfile.write(clip, np.zeros(0, dtype=np.float32), 16000, subtype=subtype)
+    with pytest.raises(DatasetError, match=r"clips.jsonl:3: audio file has no samples"):
+        load_dataset(tiny_dataset)
+
+
 def test_missing_folder_and_files(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="dataset folder not found"):
         load_dataset(tmp_path / "nope")
