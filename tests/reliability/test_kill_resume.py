@@ -156,8 +156,12 @@ def test_ctrl_c_stops_cleanly_and_the_next_run_resumes(
             [*command, "--no-progress"], env=env, stderr=subprocess.PIPE, text=True
         )
         wait_until(lambda: _answered(server) >= 20 or process.poll() is not None)
+        # The rest of the run cannot end before the signal lands, however loaded the machine
+        # (it did once: a starved test sent Ctrl-C after the last answer, and the run had ended).
+        server.configure(latency_s=2.0)
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=60)
+        server.configure(latency_s=SLOW_S)
         assert process.returncode == 130, err
         assert "interrupted: re-run the same command to resume" in err
         assert "Traceback" not in err
