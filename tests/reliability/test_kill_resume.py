@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -143,6 +144,22 @@ def test_sigkill_at_several_points_then_resume(make_dataset: MakeDataset, tmp_pa
     ).read_text()
 
 
+# Ctrl-C in a terminal reaches a process whose SIGINT is neither ignored nor blocked. A test
+# worker's may be either by the time this test runs (in the full suite it was: twice the run
+# ignored the signal and finished, or hung past the timeout, while the test passed alone), and
+# a child inherits both through exec; so the child starts from a terminal's state.
+AS_FROM_A_TERMINAL = (
+    "import os, signal, sys; signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); "
+    "signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
+def _sigint_ignored_or_blocked(pid: int) -> bool:
+    status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    masks = [int(line.split()[1], 16) for line in status if line.startswith(("SigIgn", "SigBlk"))]
+    return any(mask & (1 << (signal.SIGINT - 1)) for mask in masks)
+
+
 def test_ctrl_c_stops_cleanly_and_the_next_run_resumes(
     make_dataset: MakeDataset, tmp_path: Path
 ) -> None:
@@ -153,9 +170,13 @@ def test_ctrl_c_stops_cleanly_and_the_next_run_resumes(
         experiment = write_experiment(tmp_path / "exp.yaml", dataset, server, max_concurrency=4)
         command = harness_command("run", str(experiment), "--results-dir", str(results))
         process = subprocess.Popen(
-            [*command, "--no-progress"], env=env, stderr=subprocess.PIPE, text=True
+            [sys.executable, "-c", AS_FROM_A_TERMINAL, *command, "--no-progress"],
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         wait_until(lambda: _answered(server) >= 20 or process.poll() is not None)
+        assert not _sigint_ignored_or_blocked(process.pid)
         # The rest of the run cannot end before the signal lands, however loaded the machine
         # (it did once: a starved test sent Ctrl-C after the last answer, and the run had ended).
         server.configure(latency_s=2.0)
