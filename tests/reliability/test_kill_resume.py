@@ -144,10 +144,11 @@ def test_sigkill_at_several_points_then_resume(make_dataset: MakeDataset, tmp_pa
     ).read_text()
 
 
-# Ctrl-C in a terminal reaches a process whose SIGINT is neither ignored nor blocked. A test
-# worker's may be either by the time this test runs (in the full suite it was: twice the run
-# ignored the signal and finished, or hung past the timeout, while the test passed alone), and
-# a child inherits both through exec; so the child starts from a terminal's state.
+# Ctrl-C in a terminal reaches a process whose SIGINT is neither ignored nor blocked. The test
+# process's may be ignored: a suite started as a background job of a non-interactive shell
+# (`nohup make test &`, some CI runners) ignores SIGINT in every process it starts, and a child
+# inherits that through exec (the run then ignored the signal: it finished with exit 0, or hung
+# past the timeout). So the child starts from a terminal's state.
 AS_FROM_A_TERMINAL = (
     "import os, signal, sys; signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); "
     "signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
