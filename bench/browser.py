@@ -8,21 +8,13 @@ after it."""
 from __future__ import annotations
 
 import json
-import shutil
 import statistics
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+from harness.testing.chromium import CHROMIUM, FLAGS
 
 # Runs an action, then waits for the frame after it: the time until the browser has drawn
 # the result (content-visibility lays out on-screen content at the next frame). Milliseconds.
@@ -54,10 +46,6 @@ SHOW_ALL = """return (async () => {
 })();"""
 
 
-def chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
 def _renderer_pss(browser_cdp: Any) -> int:
     """The proportional set size of the largest renderer process: the page's (Chromium also
     keeps a spare renderer or two of a few MiB)."""
@@ -75,7 +63,7 @@ def _renderer_pss(browser_cdp: Any) -> int:
 def measure_once(html: Path, query: str) -> dict[str, float]:
     from playwright.sync_api import sync_playwright
 
-    executable = chromium()
+    executable = CHROMIUM
     if executable is None:
         raise RuntimeError("chromium is not installed (Debian: apt-get install chromium)")
     with sync_playwright() as playwright:

@@ -17,6 +17,7 @@ import soundfile
 import yaml
 
 from bench.common import WORDS, checked, harness_command, run_timed
+from harness.construct.stage1 import MUSICCAPS_COLUMNS
 
 INSTRUMENTS = ["piano", "acoustic guitar", "electric guitar", "strings", "synth pad", "drums"]
 INSTRUMENTS += ["bass", "flute", "trumpet", "choir", "organ", "violin", "cello", "harp"]
@@ -54,19 +55,7 @@ def musiccaps_csv(path: Path, rows: int, seed: int = 0) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(
-            [
-                "ytid",
-                "start_s",
-                "end_s",
-                "audioset_positive_labels",
-                "aspect_list",
-                "caption",
-                "author_id",
-                "is_balanced_subset",
-                "is_audioset_eval",
-            ]
-        )
+        writer.writerow(MUSICCAPS_COLUMNS)
         for k in range(rows):
             caption, aspects = _caption(rng)
             writer.writerow(

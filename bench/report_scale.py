@@ -14,6 +14,7 @@ from typing import Any
 from bench import browser
 from bench.common import OUT, BenchResult, Size, checked, harness_command, run_timed
 from bench.report_data import Scale, random_sweep, rank_dataset, refine_dataset
+from harness.testing.chromium import CHROMIUM
 
 SCALES: dict[Size, Scale] = {
     "full": Scale(items=200, pool=500, catalogue=5500, many_runs=20, many_items=1200),
@@ -38,7 +39,7 @@ def report(runs: list[Path], out: Path) -> tuple[float, float, float]:
 
 
 def _browser_figures(kind: str, html: Path, rounds: int, work: Path) -> dict[str, Any]:
-    if browser.chromium() is None:
+    if CHROMIUM is None:
         return {}
     measured = browser.measure(html, QUERIES[kind], rounds)
     return {f"{kind} {key}": value for key, value in measured.items()}
@@ -94,7 +95,7 @@ def run(size: Size, work: Path) -> BenchResult:
         min(peaks) < GOALS["many_peak_mib"],
     ]
     summary.append(f"{scale.many_runs} runs: {min(walls):.2f} s, {min(peaks):.0f} MiB peak")
-    notes = [] if browser.chromium() else ["chromium not installed: browser figures skipped"]
+    notes = [] if CHROMIUM else ["chromium not installed: browser figures skipped"]
     return BenchResult(
         name="report_scale",
         summary="; ".join(summary),

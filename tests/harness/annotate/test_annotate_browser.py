@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import socket
 import sqlite3
 import subprocess
@@ -20,24 +19,15 @@ import pytest
 
 from harness.annotate.app import presentation_order
 from harness.dataset import load_dataset
+from harness.testing.chromium import CHROMIUM, FLAGS
 from tests.conftest import write_tiny_dataset
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if CHROMIUM is None:
     pytest.skip(
         "chromium is not installed (Debian: apt-get install chromium); browser test skipped",
         allow_module_level=True,
     )
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 def free_port() -> int:

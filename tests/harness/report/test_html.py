@@ -4,7 +4,6 @@ import base64
 import io
 import json
 import re
-import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ import soundfile
 
 from harness.report.analysis import analyse
 from harness.report.writing import write_report
+from harness.testing.chromium import CHROMIUM, FLAGS
 from tests.conftest import load_runs, write_tiny_dataset
 from tests.harness.report._runs import pointwise_records, tiny_scores, write_run
 
@@ -132,15 +132,6 @@ def test_items_carry_flags_and_candidates_in_human_order(tmp_path: Path) -> None
 
 
 # ------------------------------------------------------------------------ in Chromium
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 @pytest.fixture
