@@ -101,9 +101,11 @@ class Claims:
         )
 
     def release(self, key: str) -> None:
-        self._connection().execute(
-            "DELETE FROM claims WHERE key = ? AND token = ?", (key, owner().token)
-        )
+        self._drop(key, owner().token)
+
+    def _drop(self, key: str, token: str) -> None:
+        """Remove `key`'s claim if the holder with `token` still holds it."""
+        self._connection().execute("DELETE FROM claims WHERE key = ? AND token = ?", (key, token))
 
     def holder(self, key: str) -> Holder | None:
         """Who holds a live (not lapsed) claim on `key`."""
@@ -124,9 +126,7 @@ class Claims:
             return False
         if not is_dead(holder):
             return True
-        self._connection().execute(
-            "DELETE FROM claims WHERE key = ? AND token = ?", (key, holder.token)
-        )
+        self._drop(key, holder.token)
         return False
 
     def __len__(self) -> int:
