@@ -24,7 +24,7 @@ import numpy as np
 
 from harness.dataset import Clip, Item
 from harness.records import Record
-from harness.scoring.metrics import FloatArray, MetricSummary, summarize
+from harness.scoring.metrics import FloatArray, MetricSummary, resample_blocks, summarize
 
 BLEU_ORDERS = (1, 2, 3, 4)
 NAMES = (*(f"bleu_{n}" for n in BLEU_ORDERS), "rouge_l", "embedding_cosine")
@@ -79,10 +79,11 @@ def _bleu_summaries(
 ) -> dict[str, MetricSummary]:
     """Corpus BLEU-1..4 of the items' summed statistics, with a CI over resampled items."""
     n = len(statistics)
-    resample = np.random.default_rng(seed).integers(0, n, size=(n_bootstrap, n))
-    offsets = n * np.arange(n_bootstrap)[:, None]
-    counts = np.bincount((resample + offsets).ravel(), minlength=n_bootstrap * n)
-    summed = counts.reshape(n_bootstrap, n) @ statistics
+    summed = np.empty((n_bootstrap, statistics.shape[1]))
+    for rows, drawn in resample_blocks(n_bootstrap, n, np.random.default_rng(seed)):
+        offsets = n * np.arange(len(drawn))[:, None]
+        counts = np.bincount((drawn + offsets).ravel(), minlength=drawn.size)
+        summed[rows] = counts.reshape(len(drawn), n) @ statistics
     total = statistics.sum(axis=0)
     out = {}
     for order in BLEU_ORDERS:

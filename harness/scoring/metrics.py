@@ -12,7 +12,7 @@ candidate. An item without any relevant candidate scores 0 on every metric.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -52,7 +52,7 @@ MissingPolicy = Literal["worst", "exclude"]
 METRIC_NAMES = CORE_NAMES
 RANK_NAMES = ("median_rank", "mean_rank")
 BLOCK_ELEMENTS = 1 << 15  # rows x columns per block of items: small enough to stay in cache
-BOOTSTRAP_ELEMENTS = 1 << 22  # resamples x items per block of bootstrap resamples
+BOOTSTRAP_ELEMENTS = 1 << 20  # resamples x items per block of bootstrap resamples
 
 
 def metric_names(at: Sequence[int] = (), *, single_gold: bool = False) -> tuple[str, ...]:
@@ -241,6 +241,23 @@ def per_item_values(
     return _per_item(matrix, missing, _cutoffs(at)).values
 
 
+def resample_blocks(
+    n_resamples: int, n_items: int, rng: np.random.Generator
+) -> Iterator[tuple[slice, NDArray[np.int64]]]:
+    """The percentile bootstrap's resamples of items (row r: n_items indices drawn with
+    replacement), a block of rows at a time with the rows they fill: every bootstrap here
+    draws through this, in bounded memory.
+
+    The blocks continue one generator's stream (PCG64 keeps a half-used 64-bit draw in its
+    state), so together they equal `rng.integers(0, n_items, size=(n_resamples, n_items))`
+    drawn at once, as earlier releases did: their intervals reproduce bit for bit.
+    """
+    step = max(1, BOOTSTRAP_ELEMENTS // max(n_items, 1))
+    for first in range(0, n_resamples, step):
+        size = min(step, n_resamples - first)
+        yield slice(first, first + size), rng.integers(0, n_items, size=(size, n_items))
+
+
 def summarize(
     name: str, per_repeat: FloatArray, *, n_bootstrap: int = 1000, seed: int = 0
 ) -> MetricSummary:
@@ -253,32 +270,32 @@ def summarize(
         return MetricSummary(mean=None, ci95=None)
     values = values[:, present]
     per_item = np.nanmean(values, axis=0)
-    n = per_item.size
-    resample = np.random.default_rng(seed).integers(0, n, size=(n_bootstrap, n))
-    if name == "median_rank":
-        boot = _resampled_medians(per_item, resample)
-    else:
-        boot = per_item[resample].mean(axis=1)
+    boot = np.empty(n_bootstrap)
+    for rows, drawn in resample_blocks(n_bootstrap, per_item.size, np.random.default_rng(seed)):
+        if name == "median_rank":
+            boot[rows] = _resampled_medians(per_item, drawn)
+        else:
+            boot[rows] = per_item[drawn].mean(axis=1)
     return _summary(name, boot, values)
 
 
 def _bootstrap(
-    reported: Sequence[str], per_item: Mapping[str, FloatArray], resample: NDArray[np.int64]
+    reported: Sequence[str],
+    per_item: Mapping[str, FloatArray],
+    n_boot: int,
+    rng: np.random.Generator,
 ) -> dict[str, FloatArray]:
-    """Each metric's statistic (mean; median for `median_rank`) on every bootstrap resample,
-    a block of resamples at a time (bounded memory).
+    """Each metric's statistic (mean; median for `median_rank`) on every bootstrap resample
+    (`resample_blocks`: bounded memory, earlier releases' resamples).
 
     The four DialBGM metrics average the resampled values as earlier releases did, so their
     CIs reproduce bit for bit; the other means go through resample counts (a matrix product).
     """
-    n_boot, n = resample.shape
+    n = len(next(iter(per_item.values())))
     out = {name: np.empty(n_boot) for name in reported}
     others = [name for name in reported if name not in METRIC_NAMES and name != "median_rank"]
     table = np.stack([per_item[name] for name in others], axis=1) if others else None
-    step = max(1, BOOTSTRAP_ELEMENTS // max(n, 1))
-    for first in range(0, n_boot, step):
-        drawn = resample[first : first + step]
-        rows = slice(first, first + len(drawn))
+    for rows, drawn in resample_blocks(n_boot, n, rng):
         for name in reported:
             if name in METRIC_NAMES:
                 out[name][rows] = per_item[name][drawn].mean(axis=1)
@@ -356,9 +373,7 @@ def aggregate(
     per_item = {name: np.nanmean(stacked[name][:, present], axis=0) for name in reported}
     summaries: dict[str, MetricSummary] = {}
     if n_items:
-        rng = np.random.default_rng(seed)
-        resample = rng.integers(0, n_items, size=(n_bootstrap, n_items))
-        boot = _bootstrap(reported, per_item, resample)
+        boot = _bootstrap(reported, per_item, n_bootstrap, np.random.default_rng(seed))
         for name in reported:
             summaries[name] = _summary(name, boot[name], stacked[name])
     else:

@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 from harness.dataset import Item
 from harness.prompting.joint import position_top1_rates
 from harness.records import Record
-from harness.scoring.metrics import FloatArray, kendall_tau_b
+from harness.scoring.metrics import FloatArray, kendall_tau_b, resample_blocks
 from harness.scoring.power import minimum_detectable_difference
 
 # Below this many items every sign pattern is enumerated (2**n <= this), so p is exact.
@@ -93,9 +93,10 @@ def paired_bootstrap_ci(
     d = np.asarray(differences, dtype=np.float64)
     if d.size == 0:
         return (float("nan"), float("nan"))
-    rng = np.random.default_rng(seed)
-    index = rng.integers(0, d.size, size=(n_bootstrap, d.size))
-    low, high = np.percentile(d[index].mean(axis=1), [2.5, 97.5])
+    means = np.empty(n_bootstrap)
+    for rows, drawn in resample_blocks(n_bootstrap, d.size, np.random.default_rng(seed)):
+        means[rows] = d[drawn].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
     return float(low), float(high)
 
 
