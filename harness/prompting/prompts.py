@@ -11,16 +11,23 @@ import hashlib
 import os
 import re
 import secrets
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import jinja2
-from jinja2 import meta
+from jinja2 import meta, nodes
 
 from harness.errors import HarnessError
-from harness.prompting.sandbox import BoundedSandbox, FolderLoader, check_output, time_limit
+from harness.prompting.sandbox import (
+    BoundedSandbox,
+    FolderLoader,
+    check_output,
+    reads_of,
+    time_limit,
+)
 from harness.types import AudioRef
 
 # The project's prompts/ folder in a source checkout; a wheel carries the same files as
@@ -82,6 +89,7 @@ def environment(directory: Path) -> BoundedSandbox:
 def reload_templates() -> None:
     """Templates are read from disk again at their next use (an edit since is seen)."""
     environment.cache_clear()
+    _read_by_name.clear()
 
 
 _BLANK_RUN = re.compile(r"\n{3,}")
@@ -93,9 +101,17 @@ def audio_placeholder(index: int) -> str:
 
 def template_hash(name: str, directory: Path | None = None) -> str:
     """SHA-256 over the template's source and every template it includes, recursively."""
-    folder = directory or prompts_dir()
+    digest = hashlib.sha256()
+    for current, source, _ in _sources(name, directory or prompts_dir()):
+        digest.update(current.encode() + b"\0" + source.encode() + b"\0")
+    return digest.hexdigest()
+
+
+def _sources(name: str, folder: Path) -> Iterator[tuple[str, str, nodes.Template]]:
+    """The template, then every template it names (includes, imports, extends), recursively:
+    each one's name, source and syntax tree."""
     env = environment(folder)
-    digest, seen, queue = hashlib.sha256(), set(), [name]
+    seen, queue = set(), [name]
     while queue:
         current = queue.pop()
         if current in seen:
@@ -107,9 +123,9 @@ def template_hash(name: str, directory: Path | None = None) -> str:
             raise _not_found(current, folder) from None
         except jinja2.exceptions.SecurityError as exc:
             raise TemplateError(f"prompt template {current} was refused: {exc}") from None
-        digest.update(current.encode() + b"\0" + source.encode() + b"\0")
-        queue.extend(t for t in meta.find_referenced_templates(env.parse(source)) if t)
-    return digest.hexdigest()
+        tree = env.parse(source)
+        yield current, source, tree
+        queue.extend(t for t in meta.find_referenced_templates(tree) if t)
 
 
 class TemplateHashes:
@@ -150,13 +166,92 @@ def render(
     name: str, context: dict[str, Any], audio: list[AudioRef], directory: Path | None = None
 ) -> RenderedPrompt:
     """Render template `name` with `context`; `audio[i]` replaces placeholder i."""
+    system, user = _render_text(name, context, directory or prompts_dir())
+    return _with_audio(name, system, user, audio)
+
+
+def render_each(
+    name: str,
+    context: dict[str, Any],
+    slot: str,
+    views: Sequence[object],
+    audio: Sequence[list[AudioRef]],
+    directory: Path | None = None,
+) -> list[RenderedPrompt]:
+    """`render(name, {**context, slot: views[i]}, audio[i])` for each i, rendering again only
+    where the text could differ: a render records which fields of the view it read, and a
+    later view that has the same values there gets the same text (its own audio).
+
+    Rendering is deterministic (nothing random is offered), so the text depends only on the
+    shared context and what was read of the view; reads are seen only when every use of
+    `slot` in the template and all it includes is a plain `x.name` or `x['name']` (the object
+    handed to a filter, test, macro or variable would escape the record): otherwise each view
+    is rendered in full.
+    """
     folder = directory or prompts_dir()
+    if not views or not _read_by_name_only(name, folder, slot):
+        return [
+            render(name, {**context, slot: view}, clips, folder)
+            for view, clips in zip(views, audio, strict=True)
+        ]
+    rendered: list[tuple[dict[Any, Any], tuple[str, str]]] = []
+    out = []
+    for view, clips in zip(views, audio, strict=True):
+        texts = next((texts for reads, texts in rendered if _same_reads(view, reads)), None)
+        if texts is None:
+            with reads_of(view) as reads:
+                texts = _render_text(name, {**context, slot: view}, folder)
+            rendered.append((reads, texts))
+        out.append(_with_audio(name, *texts, clips))
+    return out
+
+
+def _same_reads(view: object, reads: dict[Any, Any]) -> bool:
+    """`view` holds the values `reads` got, each a plain str, number, bool or None."""
+    for field, value in reads.items():
+        if not isinstance(field, str) or not isinstance(value, str | int | float | None):
+            return False
+        mine = getattr(view, field, _MISSING)
+        if type(mine) is not type(value) or mine != value:
+            return False
+    return True
+
+
+_MISSING = object()
+_read_by_name: dict[tuple[Path, str, str], bool] = {}
+
+
+def _read_by_name_only(name: str, folder: Path, slot: str) -> bool:
+    """Every use of variable `slot` in template `name` and the templates it names, all of them
+    named literally, is `slot.field` or `slot['field']`."""
+    key = (folder, name, slot)
+    if key not in _read_by_name:
+        _read_by_name[key] = all(
+            None not in meta.find_referenced_templates(tree) and _only_read_by_name(tree, slot)
+            for _, _, tree in _sources(name, folder)
+        )
+    return _read_by_name[key]
+
+
+def _only_read_by_name(tree: nodes.Template, slot: str) -> bool:
+    read = {
+        id(node.node)
+        for node in tree.find_all((nodes.Getattr, nodes.Getitem))
+        if isinstance(node, nodes.Getattr)
+        or (isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const))
+    }
+    return all(id(n) in read for n in tree.find_all(nodes.Name) if n.name == slot)
+
+
+def _render_text(name: str, context: dict[str, Any], folder: Path) -> tuple[str, str]:
+    """The system and user blocks' text, a template's failure told as a TemplateError."""
     env = environment(folder)
     try:
         with time_limit():
             template = env.get_template(name)
-            system = _render_block(template, "system", context)
-            user = _render_block(template, "user", context)
+            return _render_block(template, "system", context), _render_block(
+                template, "user", context
+            )
     except jinja2.TemplateNotFound as exc:
         raise _not_found(str(exc.name), folder) from None
     except jinja2.exceptions.SecurityError as exc:
@@ -170,6 +265,10 @@ def render(
         # endless macro recursion, a bad format string) are the user's to fix.
         reason = f"{type(exc).__name__}: {exc}"
         raise TemplateError(f"template {name} failed while rendering: {reason}") from None
+
+
+def _with_audio(name: str, system: str, user: str, audio: list[AudioRef]) -> RenderedPrompt:
+    """The prompt with `audio[i]` where the user text has placeholder i."""
     if _PLACEHOLDER.search(system):
         raise TemplateError(f"template {name} puts audio in the system block")
     parts: list[str | AudioRef] = []

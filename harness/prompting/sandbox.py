@@ -233,6 +233,9 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
+        # A prompt's cache key is a hash of its text: what draws at random is not offered.
+        self.filters.pop("random")
+        self.globals.pop("lipsum")
         self.filters = {name: _bounded_filter(f, name) for name, f in self.filters.items()}
 
     def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
@@ -286,8 +289,27 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         check_time()
-        return super().getattr(obj, attribute)
+        value = super().getattr(obj, attribute)
+        if obj is getattr(_local, "watched", None):
+            _local.reads[attribute] = value
+        return value
 
     def getitem(self, obj: Any, argument: Any) -> Any:
         check_time()
-        return super().getitem(obj, argument)
+        value = super().getitem(obj, argument)
+        if obj is getattr(_local, "watched", None):
+            _local.reads[argument] = value
+        return value
+
+
+@contextmanager
+def reads_of(watched: object) -> Iterator[dict[Any, Any]]:
+    """What templates rendered inside this block read of `watched` (`x.name` and `x['name']`),
+    by name, with the values they got."""
+    previous = getattr(_local, "watched", None), getattr(_local, "reads", None)
+    reads: dict[Any, Any] = {}
+    _local.watched, _local.reads = watched, reads
+    try:
+        yield reads
+    finally:
+        _local.watched, _local.reads = previous

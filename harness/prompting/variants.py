@@ -27,7 +27,13 @@ from harness.prompting.parsing import (
     parse_ranked_prefix,
     parse_rubric,
 )
-from harness.prompting.prompts import ClipView, RenderedPrompt, audio_placeholder, render
+from harness.prompting.prompts import (
+    ClipView,
+    RenderedPrompt,
+    audio_placeholder,
+    render,
+    render_each,
+)
 from harness.types import AudioRef
 
 # pointwise: one call per candidate; joint: one call per item naming every candidate;
@@ -275,14 +281,21 @@ class PromptVariant:
                 "set inputs.music: caption"
             )
         if self.mode == "pointwise":
-            calls = []
-            for cid in ctx.item.candidates:
-                (view,), audio = self.clip_views(ctx, [cid])
-                examples, example_audio = self.example_views(ctx, len(audio))
-                context = {**ctx.base(), "mode": self.mode, "clip": view, "examples": examples}
-                prompt = render(self.template, context, audio + example_audio)
-                calls.append(PreparedCall((cid,), prompt, self.response_schema))
-            return calls
+            each = [self.clip_views(ctx, [cid]) for cid in ctx.item.candidates]
+            # Every candidate sends as many audio parts (none or one): the examples' follow.
+            examples, example_audio = self.example_views(ctx, len(each[0][1]) if each else 0)
+            context = {**ctx.base(), "mode": self.mode, "examples": examples}
+            prompts = render_each(
+                self.template,
+                context,
+                "clip",
+                [view for (view,), _ in each],
+                [clip_audio + example_audio for _, clip_audio in each],
+            )
+            return [
+                PreparedCall((cid,), prompt, self.response_schema)
+                for cid, prompt in zip(ctx.item.candidates, prompts, strict=True)
+            ]
         opts = joint_options(ctx.options)
         order = presentation_order(
             ctx.item.candidates, opts.order, seed=ctx.seed, item_id=ctx.item.id, repeat=ctx.repeat

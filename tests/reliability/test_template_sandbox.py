@@ -19,7 +19,7 @@ SECRET = "TOP-SECRET-CONTENT-4711"
 ATTACKS = {
     "class_of_a_list": ("{{ dialogue.__class__ }}", "refused by the sandbox"),
     "subclasses": ("{{ ''.__class__.__mro__[1].__subclasses__() }}", "refused by the sandbox"),
-    "function_globals": ("{{ lipsum.__globals__ }}", "refused by the sandbox"),
+    "function_globals": ("{{ range.__globals__ }}", "refused by the sandbox"),
     "cycler_globals": ("{{ cycler.__init__.__globals__.os }}", "refused by the sandbox"),
     "attr_filter": ("{{ dialogue|attr('__class__') }}", "refused by the sandbox"),
     "format_string": ("{{ '{0.__class__}'.format(dialogue) }}", "refused by the sandbox"),
