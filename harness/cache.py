@@ -17,12 +17,13 @@ from __future__ import annotations
 import errno
 import hashlib
 import io
+import itertools
 import json
 import os
 import pickle
 import pickletools
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
@@ -30,7 +31,7 @@ from typing import Any, Protocol
 import diskcache
 from diskcache.core import MODE_PICKLE, MODE_RAW, MODE_TEXT, UNKNOWN
 
-from harness.cache_values import Shape, TooLarge, bounded, well_formed
+from harness.cache_values import Shape, TooLarge, bounded, well_formed, within_bounds_as_text
 from harness.claims import Claims
 from harness.errors import StorageError
 from harness.types import Request
@@ -38,6 +39,11 @@ from harness.types import Request
 CACHE_SCHEMA_VERSION = 1
 DEFAULT_CACHE_DIR = Path(".cache/responses")
 CLAIM_LEASE_S = 60.0
+READ_AHEAD = 4096  # values `prefetch` keeps for their `get` (~300 bytes each)
+# By the (key, raw) index: a condition on expire_time makes SQLite scan its index instead.
+PREFETCH_QUERY = (
+    "SELECT key, expire_time, mode, filename, value FROM Cache WHERE raw = 1 AND key IN ({marks})"
+)
 
 
 def default_cache_dir() -> Path:
@@ -175,7 +181,9 @@ class JsonDisk(diskcache.Disk):  # type: ignore[misc]
                     value = Path(self._directory, str(filename)).read_bytes()
                 return _walkable(_plain_pickle(bytes(value)))
             if mode == MODE_TEXT or (mode == MODE_RAW and isinstance(value, str)):
-                return _walkable(json.loads(super().fetch(mode, filename, value, read)))
+                text = super().fetch(mode, filename, value, read)
+                decoded = json.loads(text)
+                return decoded if within_bounds_as_text(text) else _walkable(decoded)
         except DamagedEntry:
             raise
         except Exception as exc:  # a truncated or missing file, text that is not JSON
@@ -222,6 +230,8 @@ class ResponseCache:
         # Keys answered from or stored in this cache since `used` was last reset: the
         # answers a run used (`harness cache export --run`).
         self.used: set[str] = set()
+        self._ahead: dict[str, tuple[int, str | None, Any]] = {}  # `prefetch`: mode, file, value
+        self._reading: sqlite3.Connection | None = None
         if self.directory.exists() and not self.directory.is_dir():
             raise StorageError(f"cache folder {self.directory} is a file, not a folder")
         with self._guard():
@@ -272,8 +282,12 @@ class ResponseCache:
         any stored shape when None) with `length` scores when given; None for a miss. A
         value that cannot be read, or is of another shape, is counted in `damaged`."""
         try:
+            ahead = self._ahead.pop(key, None)
             with self._guard():
-                value = self._store.get(key, default=_ABSENT)
+                if ahead is None:
+                    value = self._store.get(key, default=_ABSENT)
+                else:
+                    value = self._store.disk.fetch(*ahead, False)
         except DamagedEntry:
             value = False
         if value is _ABSENT:
@@ -283,6 +297,37 @@ class ResponseCache:
             return self._from_seed(key, shape, length)
         self.used.add(key)
         return value  # type: ignore[no-any-return]
+
+    def prefetch(self, keys: Sequence[str]) -> None:
+        """Read the stored values of `keys` in one query, for the `get`s that follow (a warm
+        re-run then asks the database once per block of calls, not once per call). At most
+        READ_AHEAD values wait for their `get`, the oldest dropped first (a call that failed
+        before asking); a key stored meanwhile is read by `get` as usual."""
+        if not keys:
+            self._reader()
+            return
+        marks = ",".join("?" * len(keys))
+        with self._guard():
+            rows = self._reader().execute(PREFETCH_QUERY.format(marks=marks), list(keys))
+            self._ahead.update(
+                (key, (mode, name, value))
+                for key, expires, mode, name, value in rows
+                if expires is None  # diskcache's `get` decides about one that may expire
+            )
+        for key in list(itertools.islice(self._ahead, max(0, len(self._ahead) - READ_AHEAD))):
+            del self._ahead[key]
+
+    @property
+    def read_ahead(self) -> int:
+        """How many values `prefetch` read that no `get` has taken yet."""
+        return len(self._ahead)
+
+    def _reader(self) -> sqlite3.Connection:
+        """A connection for reading blocks of keys (diskcache reads one key at a time)."""
+        if self._reading is None:
+            with self._guard():
+                self._reading = sqlite3.connect(self.directory / "cache.db")
+        return self._reading
 
     def _from_seed(
         self, key: str, shape: Shape | None, length: int | None
@@ -347,6 +392,8 @@ class ResponseCache:
             return self._claims.held_elsewhere(key)
 
     def close(self) -> None:
+        if self._reading is not None:
+            self._reading.close()
         self._store.close()
         self._claims.close()
         if self.seed is not None:

@@ -79,6 +79,13 @@ def well_formed(value: Any, shape: Shape | None = None, length: int | None = Non
     return False
 
 
+def within_bounds_as_text(text: str) -> bool:
+    """Whether JSON `text` is too short and too flat to exceed the bounds once decoded (it
+    holds at most one value per character and, JSON sharing nothing, expands no further),
+    so that walking it (`bounded`) can be skipped."""
+    return len(text) <= MAX_VALUE_NODES and text.count("[") + text.count("{") <= MAX_VALUE_DEPTH
+
+
 class TooLarge(ValueError):
     """A value that would expand beyond MAX_VALUE_NODES values or MAX_VALUE_CHARS characters,
     or nest beyond MAX_VALUE_DEPTH."""

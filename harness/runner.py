@@ -58,6 +58,7 @@ PROTOCOL_BLOCKS = ("turns", "turn_gain", "description")
 # Calls started ahead of their answers (`Runner.in_flight_limit`).
 IN_FLIGHT_PER_SLOT = 4
 IN_FLIGHT_MIN = 256
+PREFETCH_BLOCK = 64  # calls whose cached answers are read in one query
 
 
 @dataclass
@@ -206,8 +207,10 @@ class Runner:
             for repeat in range(self.config.repeats)
             for item in dataset.items
         )
+        # Two resamples take the bootstrap's path; the run's thousand would only cost time.
+        config = self.config.model_copy(update={"n_bootstrap": 2})
         try:
-            self._evaluate(dataset, placeholder)
+            evaluate_items(config, dataset.items, placeholder)
         except (ArithmeticError, LookupError, TypeError, ValueError) as exc:
             raise DatasetError(
                 Path(self.config.dataset) / "items.jsonl",
@@ -302,13 +305,17 @@ class Runner:
 
         started = 0
         try:
-            for call in calls:
-                pending.add(asyncio.ensure_future(one(call)))
-                started += 1
-                if limit is not None and len(pending) >= limit:
-                    await settle(limit - 1)
-                elif started % self.config.provider.max_concurrency == 0:
-                    await asyncio.sleep(0)  # let the first requests go out while rendering
+            # Blocks no larger than the concurrency: the first requests go out as before.
+            size = min(PREFETCH_BLOCK, self.config.provider.max_concurrency)
+            for block in _blocks(calls, size):
+                self.cache.prefetch([call.key for call in block])
+                for call in block:
+                    pending.add(asyncio.ensure_future(one(call)))
+                    started += 1
+                    if limit is not None and len(pending) >= limit:
+                        await settle(limit - 1)
+                    elif started % self.config.provider.max_concurrency == 0:
+                        await asyncio.sleep(0)  # let the first requests go out while rendering
             counted(started)
             await settle(0)
         except BaseException:
@@ -348,9 +355,6 @@ class Runner:
             console=self.console,
             disable=not self.show_progress,
         )
-
-    def _evaluate(self, dataset: Dataset, records: Iterable[Record]) -> Evaluation:
-        return evaluate_items(self.config, dataset.items, records)
 
     def _finish(self, dataset: Dataset, records: Iterable[Record], started: float) -> RunResult:
         """Evaluate the run, then write its folder."""
@@ -429,6 +433,12 @@ def run_folder(results_dir: Path, config: ExperimentConfig, shard: Shard | None 
     if shard is None:
         return results_dir / config.results_subdir
     return shard.folder(results_dir, config.results_subdir)
+
+
+def _blocks(calls: Iterable[Call], size: int) -> Iterator[list[Call]]:
+    iterator = iter(calls)
+    while block := list(itertools.islice(iterator, size)):
+        yield block
 
 
 async def _cancel_all(futures: list[asyncio.Future[None]]) -> None:
