@@ -236,7 +236,6 @@ def merge_shards(folders: Sequence[Path], out: Path, *, overwrite: bool = False)
             writer.write(record)
         writer.close()
         sort_records(partial, out / "records.jsonl", [item.id for item in dataset.items])
-        partial.unlink()
         stats = _stats(shards, config, records)
         evaluation, metrics = evaluate_run(
             config,

@@ -101,9 +101,10 @@ class RecordsFile:
 
 
 def sort_records(source: Path, path: Path, item_order: list[str]) -> None:
-    """Write the records of `source` to `path` (atomically) in dataset order: by item, then
+    """Move the records of `source` to `path` (atomically) in dataset order: by item, then
     repeat, then candidates, records that tie keeping their order in `source`; so reruns
-    produce identical files. Only each line's sort key and place are held in memory."""
+    produce identical files. Only each line's sort key and place are held in memory; a file
+    already in order (a re-run answered from the cache) is renamed as it is."""
     position = {item_id: i for i, item_id in enumerate(item_order)}
     places: list[tuple[int, int, list[str], int, int]] = []
     with source.open("rb") as handle:
@@ -115,13 +116,17 @@ def sort_records(source: Path, path: Path, item_order: list[str]) -> None:
             where = position.get(head["item_id"], 1 << 30)
             places.append((where, head.get("repeat", 0), head["candidates"], offset, len(line)))
             offset += len(line)
-    places.sort(key=lambda p: (p[0], p[1], p[2]))
+    ordered = sorted(places, key=lambda p: (p[0], p[1], p[2]))
+    if ordered == places and offset == source.stat().st_size:
+        os.replace(source, path)
+        return
     tmp = path.with_suffix(".jsonl.tmp")
     with source.open("rb") as handle, tmp.open("wb") as out:
-        for *_, start, length in places:
+        for *_, start, length in ordered:
             handle.seek(start)
             out.write(handle.read(length))
     os.replace(tmp, path)
+    source.unlink()
 
 
 # repeat -> item -> candidate -> score (read-only: a file's rows are `ScoreRow`s)

@@ -263,7 +263,6 @@ class Runner:
         item_order = [item.id for item in dataset.items]
         try:
             sort_records(partial, records_path, item_order)
-            partial.unlink()
             result = self._finish(dataset, RecordsFile(records_path), started)
             write_run_keys(self.out_dir, self.cache.used)
             return result

@@ -63,6 +63,21 @@ def test_sorting_a_records_file_orders_by_item_repeat_and_candidates(tmp_path: P
     expected = "".join(r.model_dump_json(exclude_defaults=True) + "\n" for r in got)
     assert out.read_text() == expected and len(got) == len(records)
     assert [r.item_id for r in RecordsFile(out)] == [r.item_id for r in got]  # read again
+    assert not partial.exists()  # moved into place
+
+
+def test_records_already_in_order_are_moved_as_they_are(tmp_path: Path) -> None:
+    partial = tmp_path / "records.partial.jsonl"
+    writer = RecordWriter(partial)
+    for item in ("d0", "d1"):
+        writer.write(Record(item_id=item, candidates=["c1"], scores={"c1": 1.0}))
+    writer.close()
+    written = partial.read_bytes()
+    inode = partial.stat().st_ino
+    out = tmp_path / "records.jsonl"
+    sort_records(partial, out, ["d0", "d1"])
+    assert out.read_bytes() == written and not partial.exists()
+    assert out.stat().st_ino == inode  # renamed, not copied line by line
 
 
 def test_a_run_does_not_hold_its_records_until_the_end(
