@@ -326,7 +326,11 @@ class ResponseCache:
         """A connection for reading blocks of keys (diskcache reads one key at a time)."""
         if self._reading is None:
             with self._guard():
-                self._reading = sqlite3.connect(self.directory / "cache.db")
+                # Closed by whichever thread closes the cache (a run inside a notebook's
+                # event loop runs in a thread of its own); it is never used by two at once.
+                self._reading = sqlite3.connect(
+                    self.directory / "cache.db", check_same_thread=False
+                )
         return self._reading
 
     def _from_seed(

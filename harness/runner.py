@@ -303,18 +303,22 @@ class Runner:
                     future.result()
 
         started = 0
+        # Calls are prepared a block at a time, their cached answers read in one query; the
+        # blocks are no larger than the concurrency, so the first requests go out as before.
+        size = min(PREFETCH_BLOCK, self.config.provider.max_concurrency)
+        upcoming = iter(calls)
         try:
-            # Blocks no larger than the concurrency: the first requests go out as before.
-            size = min(PREFETCH_BLOCK, self.config.provider.max_concurrency)
-            for block in _blocks(calls, size):
+            while True:
+                if limit is not None:
+                    await settle(max(0, limit - size))  # room for the block in the window
+                block = list(itertools.islice(upcoming, size))
+                if not block:
+                    break
                 self.cache.prefetch([call.key for call in block])
                 for call in block:
                     pending.add(asyncio.ensure_future(one(call)))
-                    started += 1
-                    if limit is not None and len(pending) >= limit:
-                        await settle(limit - 1)
-                    elif started % self.config.provider.max_concurrency == 0:
-                        await asyncio.sleep(0)  # let the first requests go out while rendering
+                started += len(block)
+                await asyncio.sleep(0)  # let the requests go out while the next are rendered
             counted(started)
             await settle(0)
         except BaseException:
@@ -432,12 +436,6 @@ def run_folder(results_dir: Path, config: ExperimentConfig, shard: Shard | None 
     if shard is None:
         return results_dir / config.results_subdir
     return shard.folder(results_dir, config.results_subdir)
-
-
-def _blocks(calls: Iterable[Call], size: int) -> Iterator[list[Call]]:
-    iterator = iter(calls)
-    while block := list(itertools.islice(iterator, size)):
-        yield block
 
 
 async def _cancel_all(futures: list[asyncio.Future[None]]) -> None:
