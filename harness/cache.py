@@ -242,6 +242,11 @@ class ResponseCache:
                 eviction_policy="none",
                 timeout=60,
                 disk=JsonDisk,
+                # diskcache maps up to 64 MiB of the database into the process and caches
+                # 32 MiB of pages: a long run's peak memory grew with its cache. Reads in bulk
+                # go through `prefetch`; the system's file cache serves the rest.
+                sqlite_mmap_size=0,
+                sqlite_cache_size=1024,  # pages of 4 KiB
             )
         with self._guard(claims=True):
             self._claims = Claims(self.directory / "claims")

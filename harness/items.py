@@ -330,7 +330,16 @@ def _gains(item: Item) -> NDArray[np.float64]:
     gains = np.zeros(n)
     gains[where] = list(given.values())
     gains.flags.writeable = False
-    return gains
+    if n > _SHARED_GAINS_MAX_LENGTH or len(_SHARED_GAINS) >= _SHARED_GAINS_MAX:
+        return gains
+    return _SHARED_GAINS.setdefault(gains.tobytes(), gains)
+
+
+# Equal gains are one read-only array: items of a few candidates have a few dozen patterns
+# (a ranking of 4: 24), and an array costs ~130 bytes per item otherwise.
+_SHARED_GAINS: dict[bytes, NDArray[np.float64]] = {}
+_SHARED_GAINS_MAX = 10_000
+_SHARED_GAINS_MAX_LENGTH = 64
 
 
 def _fill(item: Item, fields: Mapping[str, Any], extra: dict[str, Any] | None) -> None:

@@ -150,6 +150,7 @@ def build_matrix(
     without a relevance judgement cannot be evaluated (HarnessError).
     """
     scores, relevance = [], []
+    scaled: dict[int, FloatArray] = {}  # by the gains array: items share equal ones
     for item in items:
         if item.relevance_form is None:
             raise HarnessError(
@@ -161,7 +162,12 @@ def build_matrix(
             scores.append(given.array)  # read from a file, already in this form
         else:  # None (no usable score) and absent candidates both become NaN.
             scores.append(np.array(list(map(given.get, item.candidates)), dtype=np.float64))
-        relevance.append(_unit_scale(item.gains))
+        gains = item.gains
+        unit = scaled.get(id(gains))
+        if unit is None:
+            unit = scaled[id(gains)] = _unit_scale(gains)
+            unit.flags.writeable = False  # shared by the items with these gains
+        relevance.append(unit)
     return ScoreMatrix([item.id for item in items], scores, relevance)
 
 
