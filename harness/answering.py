@@ -144,9 +144,9 @@ class Answerer:
         or from an identical request already in flight in this run). Its text has no lone
         surrogate (a cache entry of an older harness may hold one): it is keyed, written and
         printed as UTF-8 further on."""
-        cached = self._cached(key, request)
+        cached = self._cached(key, request)  # no lone surrogate: ResponseCache.get
         if cached is not None:
-            return clean_value(cached), True
+            return cached, True
         pending = self._inflight.get(key)
         if pending is not None:
             answer, _ = await asyncio.shield(pending)
@@ -269,7 +269,7 @@ class Answerer:
         try:
             cached = self._cached(key, request)  # stored between our cache miss and our claim
             if cached is not None:
-                return clean_value(cached), True
+                return cached, True
             if self.batch is not None:
                 answer = await self.batch.answer(key, request)
             else:
@@ -293,8 +293,7 @@ class Answerer:
         while self.cache.claimed_elsewhere(key):
             await asyncio.sleep(delay)
             delay = min(2 * delay, 0.5)
-        answer = self._cached(key, request)
-        return None if answer is None else clean_value(answer)
+        return self._cached(key, request)
 
     def _cached(self, key: str, request: Request) -> dict[str, Any] | None:
         """The cached answer to `request`, when it has the shape of one (else a miss)."""

@@ -22,6 +22,7 @@ import json
 import os
 import pickle
 import pickletools
+import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -34,6 +35,7 @@ from diskcache.core import MODE_PICKLE, MODE_RAW, MODE_TEXT, UNKNOWN
 from harness.cache_values import Shape, TooLarge, bounded, well_formed, within_bounds_as_text
 from harness.claims import Claims
 from harness.errors import StorageError
+from harness.sanitize import clean_value
 from harness.types import Request
 
 CACHE_SCHEMA_VERSION = 1
@@ -168,6 +170,9 @@ def _plain_pickle(data: bytes) -> Any:
         raise DamagedEntry(f"{type(exc).__name__}: {exc}") from None
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 class JsonDisk(diskcache.Disk):  # type: ignore[misc]
     """diskcache's storage with JSON text values (keys are stored as before)."""
 
@@ -179,11 +184,13 @@ class JsonDisk(diskcache.Disk):  # type: ignore[misc]
             if mode == MODE_PICKLE:
                 if value is None:
                     value = Path(self._directory, str(filename)).read_bytes()
-                return _walkable(_plain_pickle(bytes(value)))
+                return clean_value(_walkable(_plain_pickle(bytes(value))))
             if mode == MODE_TEXT or (mode == MODE_RAW and isinstance(value, str)):
                 text = super().fetch(mode, filename, value, read)
                 decoded = json.loads(text)
-                return decoded if within_bounds_as_text(text) else _walkable(decoded)
+                checked = decoded if within_bounds_as_text(text) else _walkable(decoded)
+                # A lone surrogate (no UTF-8) can only come from an escape such as \ud800.
+                return clean_value(checked) if _SURROGATE_ESCAPE.search(text) else checked
         except DamagedEntry:
             raise
         except Exception as exc:  # a truncated or missing file, text that is not JSON
@@ -285,7 +292,8 @@ class ResponseCache:
     ) -> dict[str, Any] | None:
         """The stored value of `key`, when it is a value of `shape` (`harness.cache_values`;
         any stored shape when None) with `length` scores when given; None for a miss. A
-        value that cannot be read, or is of another shape, is counted in `damaged`."""
+        value that cannot be read, or is of another shape, is counted in `damaged`. Its text
+        has no lone surrogate (an older harness may have stored one; `clean_value`)."""
         try:
             ahead = self._ahead.pop(key, None)
             with self._guard():
@@ -348,9 +356,10 @@ class ResponseCache:
         value = self.seed.get(key)
         if value is None or not well_formed(value, shape, length):
             return None
-        self.set(key, value)
+        cleaned: dict[str, Any] = clean_value(value)
+        self.set(key, cleaned)
         self.seeded += 1
-        return value
+        return cleaned
 
     def set(self, key: str, value: dict[str, Any]) -> None:
         with self._guard():

@@ -97,3 +97,19 @@ def test_a_short_json_text_nested_too_deep_is_damaged(tmp_path: Path) -> None:
     assert cache.get("flat") == ANSWERS["k3"] and cache.get("deep") is None
     assert cache.damaged == {"deep"}
     cache.close()
+
+
+def test_a_lone_surrogate_stored_by_an_older_harness_is_read_as_replacement(
+    tmp_path: Path,
+) -> None:
+    """A lone surrogate cannot be written as UTF-8 further on (records, keys, the terminal)."""
+    store = diskcache.Cache(str(tmp_path / "cache"))
+    store.set("escaped", json.dumps({"text": "ok \ud800", "extra": {"\udc00": "x"}}))
+    store.set("pair", json.dumps({"text": "ok \U0001f3b5"}))  # a pair of escapes: one character
+    store.close()
+    cache = ResponseCache(tmp_path / "cache")
+    assert cache.get("escaped") == {"text": "ok \ufffd", "extra": {"\ufffd": "x"}}
+    assert cache.get("pair") == {"text": "ok \U0001f3b5"}
+    cache.prefetch(["escaped"])
+    assert cache.get("escaped") == {"text": "ok \ufffd", "extra": {"\ufffd": "x"}}
+    cache.close()
