@@ -311,24 +311,27 @@ class ResponseCache:
         self.used.add(key)
         return value  # type: ignore[no-any-return]
 
-    def prefetch(self, keys: Sequence[str]) -> None:
+    def prefetch(self, keys: Sequence[str]) -> int:
         """Read the stored values of `keys` in one query, for the `get`s that follow (a warm
         re-run then asks the database once per block of calls, not once per call). At most
         READ_AHEAD values wait for their `get`, the oldest dropped first (a call that failed
-        before asking); a key stored meanwhile is read by `get` as usual."""
+        before asking); a key stored meanwhile is read by `get` as usual. Returns how many
+        values it read."""
         if not keys:
             self._reader()
-            return
+            return 0
         marks = ",".join("?" * len(keys))
         with self._guard():
             rows = self._reader().execute(PREFETCH_QUERY.format(marks=marks), list(keys))
-            self._ahead.update(
-                (key, (mode, name, value))
+            found = {
+                key: (mode, name, value)
                 for key, expires, mode, name, value in rows
                 if expires is None  # diskcache's `get` decides about one that may expire
-            )
+            }
+            self._ahead.update(found)
         for key in list(itertools.islice(self._ahead, max(0, len(self._ahead) - READ_AHEAD))):
             del self._ahead[key]
+        return len(found)
 
     @property
     def read_ahead(self) -> int:

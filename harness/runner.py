@@ -59,6 +59,7 @@ PROTOCOL_BLOCKS = ("turns", "turn_gain", "description")
 IN_FLIGHT_PER_SLOT = 4
 IN_FLIGHT_MIN = 256
 PREFETCH_BLOCK = 64  # calls whose cached answers are read in one query
+PREFETCH_PROBE_EVERY = 16  # blocks, while a block's query finds nothing
 
 
 @dataclass
@@ -307,6 +308,7 @@ class Runner:
         # blocks are no larger than the concurrency, so the first requests go out as before.
         size = min(PREFETCH_BLOCK, self.config.provider.max_concurrency)
         upcoming = iter(calls)
+        hits_ahead, blocks = True, 0
         try:
             while True:
                 if limit is not None:
@@ -314,7 +316,10 @@ class Runner:
                 block = list(itertools.islice(upcoming, size))
                 if not block:
                     break
-                self.cache.prefetch([call.key for call in block])
+                # A run whose answers are not cached (yet) asks again only now and then.
+                if hits_ahead or blocks % PREFETCH_PROBE_EVERY == 0:
+                    hits_ahead = self.cache.prefetch([call.key for call in block]) > 0
+                blocks += 1
                 for call in block:
                     pending.add(asyncio.ensure_future(one(call)))
                 started += len(block)

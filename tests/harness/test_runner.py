@@ -347,3 +347,27 @@ def test_the_end_of_a_run_evaluates_then_writes_its_folder(
         human=None,
     )
     assert {name: (out / name).read_bytes() for name in written} == before
+
+
+def test_cached_answers_are_read_a_block_at_a_time_and_a_cold_run_only_probes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.conftest import write_tiny_dataset
+
+    dataset = write_tiny_dataset(tmp_path / "data", n_items=20, seconds=0.05)
+    config = make_config(dataset, max_concurrency=2)  # blocks of 2 calls: 40 blocks
+    blocks: list[int] = []
+    prefetch = ResponseCache.prefetch
+
+    def counted(self: ResponseCache, keys: list[str]) -> int:
+        found = prefetch(self, keys)
+        blocks.append(found)
+        return found
+
+    monkeypatch.setattr(ResponseCache, "prefetch", counted)
+    cold, _ = run(config, tmp_path)
+    assert blocks == [0, 0, 0]  # blocks 0, 16 and 32 of 40: nothing cached to read
+    blocks.clear()
+    warm, judge = run(config, tmp_path)
+    assert warm.stats.cache_hits == cold.stats.calls == 80 and not judge.calls
+    assert blocks == [2] * 40
