@@ -163,6 +163,10 @@ class ApiJudge(Judge, Generic[C]):
     # What the SDK raises on an answer it cannot read (asked again).
     malformed_errors: ClassVar[tuple[type[BaseException], ...]] = MALFORMED_ANSWER_ERRORS
 
+    def is_malformed(self, exc: BaseException) -> bool:
+        """Whether the SDK raised `exc` on an answer it could not read (asked again)."""
+        return isinstance(exc, self.malformed_errors)
+
     @abstractmethod
     def status_code(self, exc: BaseException) -> int | None:
         """The HTTP status of an SDK error for an error answer (None: not one)."""
@@ -215,7 +219,7 @@ class ApiJudge(Judge, Generic[C]):
             error = malformed_answer(label, exc.__cause__, url)  # a body refused unread
         elif self.is_connection_error(exc):
             error = transport_error(label, exc, url, timeout=False)
-        elif isinstance(exc, self.malformed_errors):
+        elif self.is_malformed(exc):
             error = malformed_answer(label, exc, url)
         else:
             return None

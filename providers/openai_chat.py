@@ -23,10 +23,9 @@ Base URL: `base_url` (one or a list; requests are spread over the list) or OPENA
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import openai
-from openai.types.chat import ChatCompletion
 from pydantic import Field, field_validator
 
 from harness.errors import ConfigError
@@ -36,6 +35,19 @@ from providers._bounded_body import openai_transport
 from providers._expected_score import TokenChoice, api_expected_score
 from providers.api_judge import ApiJudge
 from providers.batch import BatchApi
+
+if TYPE_CHECKING:
+    import openai
+    from openai.types.chat import ChatCompletion
+
+
+def _openai() -> ModuleType:
+    """The openai SDK, imported when a client is built or one of its errors met (~0.4 s of
+    a process: a run answered from the cache never needs it)."""
+    import openai
+
+    return openai
+
 
 JsonMode = Literal["prompt", "schema", "object"]
 RESERVED_BODY_FIELDS = frozenset({"model", "messages", "stream", "n"})
@@ -67,7 +79,7 @@ class OpenAIOptions(ApiOptions):
         return value
 
 
-class ChatCompletionsJudge(ApiJudge[openai.AsyncOpenAI]):
+class ChatCompletionsJudge(ApiJudge["openai.AsyncOpenAI"]):
     """The public base of the judges behind a chat-completions API (OpenAI's, or any
     OpenAI-compatible service). A new service is a subclass that sets `label`,
     `official_base_url`, `url_variable` and `key_variables` (and `default_model`); the
@@ -81,7 +93,6 @@ class ChatCompletionsJudge(ApiJudge[openai.AsyncOpenAI]):
     audio_tokens_per_second: ClassVar[float] = 10.0
     # OpenAI's tokenizers keep "10" as one token; most open models' (Qwen's) split digits.
     splits_digits: ClassVar[bool] = False
-    malformed_errors = (openai.APIResponseValidationError, *MALFORMED_ANSWER_ERRORS)
     Options = OpenAIOptions
     config: OpenAIOptions
 
@@ -111,14 +122,16 @@ class ChatCompletionsJudge(ApiJudge[openai.AsyncOpenAI]):
         }
 
     def make_client(self, base_url: str | None, key: str) -> openai.AsyncOpenAI:
-        return openai.AsyncOpenAI(
+        sdk = _openai()
+        client: openai.AsyncOpenAI = sdk.AsyncOpenAI(
             api_key=key,
             base_url=base_url,
             max_retries=0,
             timeout=self.config.timeout_s,
             # a compressed body is inflated with a bound (a gzip bomb is that call's error)
-            http_client=openai.DefaultAsyncHttpxClient(transport=openai_transport()),
+            http_client=sdk.DefaultAsyncHttpxClient(transport=openai_transport()),
         )
+        return client
 
     def _max_tokens_field(self) -> str:
         return "max_completion_tokens"
@@ -182,24 +195,28 @@ class ChatCompletionsJudge(ApiJudge[openai.AsyncOpenAI]):
     async def send(self, client: openai.AsyncOpenAI, built: dict[str, Any]) -> ChatResponse:
         return self.read_completion(await client.chat.completions.create(**built))
 
+    def is_malformed(self, exc: BaseException) -> bool:
+        malformed = (_openai().APIResponseValidationError, *MALFORMED_ANSWER_ERRORS)
+        return isinstance(exc, malformed)
+
     def status_code(self, exc: BaseException) -> int | None:
-        return exc.status_code if isinstance(exc, openai.APIStatusError) else None
+        return exc.status_code if isinstance(exc, _openai().APIStatusError) else None
 
     def error_message(self, exc: BaseException) -> str:
-        assert isinstance(exc, openai.APIStatusError)
+        assert isinstance(exc, _openai().APIStatusError)
         body = exc.body
         message = body.get("message") if isinstance(body, dict) else None
         return str(message or exc.message)
 
     def retry_after(self, exc: BaseException) -> float | None:
-        assert isinstance(exc, openai.APIStatusError)
+        assert isinstance(exc, _openai().APIStatusError)
         return parse_retry_after(exc.response.headers.get("retry-after"))
 
     def is_timeout(self, exc: BaseException) -> bool:
-        return isinstance(exc, openai.APITimeoutError)
+        return isinstance(exc, _openai().APITimeoutError)
 
     def is_connection_error(self, exc: BaseException) -> bool:
-        return isinstance(exc, openai.APIConnectionError)
+        return isinstance(exc, _openai().APIConnectionError)
 
     def status_error(self, exc: openai.APIStatusError, url: str | None) -> ProviderError:
         """The ProviderError of an error answer (the batch adapter's files and batches)."""

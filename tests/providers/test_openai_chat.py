@@ -370,3 +370,24 @@ def test_openai_chat_models_on_the_wire(
         assert {"reasoning_effort", "max_completion_tokens"} <= set(entry.fields)
         assert "max_tokens" not in entry.fields and "modalities" not in entry.fields
     assert len(records) == 4
+
+
+def test_the_sdk_is_imported_only_when_a_client_is_built() -> None:
+    """A run answered from the cache never builds a client: it does not pay the ~0.4 s the
+    openai SDK takes to import."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from harness.config import provider_config\n"
+        "from providers import create_provider\n"
+        "judge = create_provider(provider_config(name='openai-compatible', model='m',"
+        " base_url='http://127.0.0.1:9/v1'))\n"
+        "judge.identity()\n"
+        "print('openai' in sys.modules)\n"
+        "judge.make_client('http://127.0.0.1:9/v1', 'k')\n"
+        "print('openai' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
