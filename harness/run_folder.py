@@ -23,6 +23,7 @@ from harness.run_files import read_run_config
 from harness.sanitize import dumps_json
 from harness.scoring.description_metrics import description_metrics
 from harness.scoring.evaluation import Evaluation, evaluate_records, expected_score_records
+from harness.scoring.stored import write_inputs
 from harness.secrets import scrub, scrub_value
 from harness.types import NON_IDENTITY_FIELDS
 from providers.batch import BATCH_KEYS
@@ -99,13 +100,15 @@ def write_run_folder(
     human: Mapping[str, Any] | None = None,
     subset: Sequence[str] | None = None,
 ) -> None:
-    """Write an evaluated run's files beside its records.jsonl: predictions.jsonl,
-    metrics.json, run.json (counts, cost, provenance), config.yaml and report.md. run.json
-    and config.yaml are scrubbed (a key in a base URL). `subset`: the items of a run on part
-    of its dataset (a sequential comparison's), listed in config.yaml as `items`."""
+    """Write an evaluated run's files beside its (final) records.jsonl: predictions.jsonl,
+    metrics.json with its fingerprint (metrics_inputs.json: `harness.scoring.stored`),
+    run.json (counts, cost, provenance), config.yaml and report.md. run.json and
+    config.yaml are scrubbed (a key in a base URL). `subset`: the items of a run on part of
+    its dataset (a sequential comparison's), listed in config.yaml as `items`."""
     stats = scrub_value(dict(stats))  # for run.json and report.md alike (D4)
     write_predictions(out_dir / "predictions.jsonl", predictions, items)
     (out_dir / "metrics.json").write_text(dumps_json(metrics, indent=2) + "\n")
+    write_inputs(out_dir, items, run_options(config))
     (out_dir / "run.json").write_text(scrub(dumps_json(stats, indent=2)) + "\n")
     saved = scrub_value(config.model_dump(mode="json"))
     if subset is not None:
@@ -114,20 +117,23 @@ def write_run_folder(
     write_run_report(out_dir / "report.md", config, metrics, stats, human=human)
 
 
+def run_options(config: ExperimentConfig) -> dict[str, Any]:
+    """The run's evaluation options (keyword arguments of `evaluate_records`)."""
+    return {
+        "repeats": config.repeats,
+        "missing": config.missing,
+        "n_bootstrap": config.n_bootstrap,
+        "seed": config.seed,
+        "at": tuple(config.metrics.at),
+        "merge_groups": dict(config.metrics.merge_groups),
+    }
+
+
 def evaluate_items(
     config: ExperimentConfig, items: Sequence[Item], records: Iterable[Record]
 ) -> Evaluation:
     """The records' metrics under the run's settings (repeats, missing scores, bootstrap)."""
-    return evaluate_records(
-        items,
-        records,
-        repeats=config.repeats,
-        missing=config.missing,
-        n_bootstrap=config.n_bootstrap,
-        seed=config.seed,
-        at=config.metrics.at,
-        merge_groups=config.metrics.merge_groups,
-    )
+    return evaluate_records(items, records, **run_options(config))
 
 
 def evaluate_run(

@@ -17,6 +17,7 @@ from harness.run_files import read_run_config, read_run_json
 from harness.scoring.description_metrics import description_metrics
 from harness.scoring.evaluation import evaluate_records, expected_score_records
 from harness.scoring.metrics import Aggregate, FloatArray
+from harness.scoring.stored import evaluation_options, stored_metrics, with_stored_intervals
 from providers import REGISTRY
 
 
@@ -37,6 +38,9 @@ class RunData:
     groups: dict[str, Aggregate] = field(default_factory=dict)  # per item group
     # metrics.json blocks of the protocols: `turns`, `turn_gain` (refine), `description`
     protocol: dict[str, Any] = field(default_factory=dict)
+    # the intervals are metrics.json's (its fingerprint and every other figure matched:
+    # `harness.scoring.stored`), not resampled again
+    metrics_reused: bool = False
 
     def metrics_json(self) -> dict[str, Any]:
         """The run's metrics as metrics.json holds them, `groups` (and the protocols' blocks)
@@ -140,24 +144,22 @@ def load_run(
         swapped = expected_score_records(records)
         if swapped is not None:
             evaluated, used = swapped, "expected"
-    metrics = config.get("metrics") or {}
-    evaluation = evaluate_records(
-        data.items,
-        evaluated,
-        repeats=int(config.get("repeats") or 1),
-        missing=config.get("missing", "worst"),
-        n_bootstrap=int(config.get("n_bootstrap") or 1000),
-        seed=int(config.get("seed") or 0),
-        at=tuple(metrics.get("at") or ()),
-        merge_groups=metrics.get("merge_groups") or {},
-    )
+    options = evaluation_options(config)
+    evaluation = None
+    stored = stored_metrics(path, data.items, options) if evaluated is records else None
+    if stored is not None:  # the intervals from metrics.json, the rest recomputed
+        once = evaluate_records(data.items, records, **(options | {"n_bootstrap": 1}))
+        evaluation = with_stored_intervals(once, stored)
+    reused = evaluation is not None
+    if evaluation is None:
+        evaluation = evaluate_records(data.items, evaluated, **options)
     protocol = {k: v for k, v in evaluation.to_json().items() if k in ("turns", "turn_gain")}
     described = description_metrics(
         data.items,
         data.clips,
         records,
-        n_bootstrap=int(config.get("n_bootstrap") or 1000),
-        seed=int(config.get("seed") or 0),
+        n_bootstrap=options["n_bootstrap"],
+        seed=options["seed"],
     )
     if described is not None:
         protocol["description"] = described
@@ -173,6 +175,7 @@ def load_run(
         score=used,
         groups=evaluation.groups,
         protocol=protocol,
+        metrics_reused=reused,
     )
 
 

@@ -27,7 +27,14 @@ from tests.conftest import write_pool_dataset, write_tiny_dataset
 from tests.harness.protocols.test_refine import write_refine_dataset
 
 REPO = Path(__file__).resolve().parents[2]
-COMPARED = ("records.jsonl", "metrics.json", "report.md", "predictions.jsonl", "config.yaml")
+COMPARED = (
+    "records.jsonl",
+    "metrics.json",
+    "metrics_inputs.json",  # the fingerprint a report checks before reusing metrics.json
+    "report.md",
+    "predictions.jsonl",
+    "config.yaml",
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore:Inheritance class Aiohttp:DeprecationWarning")
 
