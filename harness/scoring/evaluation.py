@@ -45,16 +45,7 @@ class Evaluation:
 
     def mean_scores(self) -> dict[str, FloatArray]:
         """Per item, the mean of each candidate's usable scores over repeats (NaN if none)."""
-        out: dict[str, FloatArray] = {}
-        for i, item_id in enumerate(self.matrices[0].item_ids):
-            stacked = np.stack([m.scores[i] for m in self.matrices])
-            usable = np.isfinite(stacked)
-            total = np.where(usable, stacked, 0.0).sum(axis=0)
-            count = usable.sum(axis=0)
-            out[item_id] = np.divide(
-                total, count, out=np.full(total.shape, np.nan), where=count > 0
-            )
-        return out
+        return mean_scores(self.matrices)
 
     def to_json(self) -> dict[str, Any]:
         """metrics.json: the overall aggregate, and `groups` (each group's aggregate) when the
@@ -66,6 +57,22 @@ class Evaluation:
             out["turns"] = [{"turn": turn, **agg.to_json()} for turn, agg in self.turns]
             out["turn_gain"] = {name: gain.to_json() for name, gain in self.turn_gain.items()}
         return out
+
+
+def mean_scores(matrices: Sequence[ScoreMatrix]) -> dict[str, FloatArray]:
+    """Per item (of the first matrix; every repeat's rows have the same lengths), the mean of
+    each candidate's finite scores over the repeats, NaN where it has none: all items at once,
+    on the repeats' concatenated rows."""
+    ids = matrices[0].item_ids
+    if not ids:
+        return {}
+    stacked = np.stack([np.concatenate(m.scores) for m in matrices])
+    usable = np.isfinite(stacked)
+    total = np.where(usable, stacked, 0.0).sum(axis=0)
+    count = usable.sum(axis=0)
+    means = np.divide(total, count, out=np.full(total.shape, np.nan), where=count > 0)
+    ends = np.cumsum([len(row) for row in matrices[0].scores])[:-1]
+    return dict(zip(ids, np.split(means, ends), strict=True))
 
 
 def _rows(matrix: ScoreMatrix, rows: Sequence[int]) -> ScoreMatrix:

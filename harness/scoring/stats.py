@@ -4,7 +4,7 @@ position bias of joint prompts. All vectorised with numpy and seeded."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -198,42 +198,100 @@ def agreement_matrix(vectors: Sequence[tuple[str, ScoreVectors]]) -> Agreement:
     score for is left out, not counted as no agreement. Within an item, a missing score (NaN)
     counts as tied below every scored candidate, like the metric layer's default `worst`
     policy. Items whose vectors differ in length are skipped.
+
+    Each ranker's vectors are laid out once (`_Laid`); the items a pair shares are found with
+    array operations, and the pairs of one ranker with the later ones go through
+    `kendall_tau_b` together, a block of rows at a time.
     """
     k = len(vectors)
     tau = np.full((k, k), np.nan)
     counts = np.zeros((k, k), dtype=np.int64)
-    scored = [
-        {item for item, values in given.items() if not np.isnan(values).all()}
-        for _, given in vectors
-    ]
-    for i, (_, left) in enumerate(vectors):
-        for j in range(i, k):
-            right = vectors[j][1]
-            shared = [
-                item
-                for item in left
-                if item in scored[i] and item in scored[j] and len(left[item]) == len(right[item])
-            ]
-            counts[i, j] = counts[j, i] = len(shared)
-            if not shared:
-                continue
-            tau[i, j] = tau[j, i] = _mean_tau([left[s] for s in shared], [right[s] for s in shared])
+    universe: dict[str, int] = {}
+    for _, given in vectors:
+        for item in given:
+            universe.setdefault(item, len(universe))
+    laid = [_Laid.of(given, universe) for _, given in vectors]
+    for i, left in enumerate(laid):
+        pieces: dict[int, list[FloatArray]] = {j: [] for j in range(i, k)}
+        for width in np.unique(left.width[left.scored]):  # ascending, as the mean's order
+            blocks: list[tuple[int, FloatArray, FloatArray]] = []
+            for j in range(i, k):
+                rows, other = left.shared_with(laid[j], int(width))
+                if rows.size:
+                    blocks.append((j, left.values[rows, :width], laid[j].values[other, :width]))
+            for j, values in _tau_blocks(blocks):
+                pieces[j].append(values)
+        for j, found in pieces.items():
+            values = np.concatenate(found) if found else np.empty(0)
+            counts[i, j] = counts[j, i] = values.size
+            if values.size:
+                tau[i, j] = tau[j, i] = float(values.mean())
     return Agreement([label for label, _ in vectors], tau, counts)
+
+
+@dataclass(frozen=True)
+class _Laid:
+    """One ranker's score vectors as arrays: its items (ids of the shared `universe`) in its
+    own order, each one's width and whether any candidate is scored, the scores padded to the
+    widest (missing ones as -inf), and each universe item's row (-1: not this ranker's)."""
+
+    items: NDArray[np.int64]
+    width: NDArray[np.int64]
+    scored: NDArray[np.bool_]
+    values: FloatArray
+    row: NDArray[np.int64]
+
+    @classmethod
+    def of(cls, given: ScoreVectors, universe: Mapping[str, int]) -> _Laid:
+        items = np.array([universe[item] for item in given], dtype=np.int64)
+        arrays = list(given.values())
+        width = np.array([len(v) for v in arrays], dtype=np.int64)
+        values = np.full((len(arrays), int(width.max(initial=0))), np.nan)
+        scored = np.zeros(len(arrays), dtype=bool)
+        for w in np.unique(width):
+            rows = np.flatnonzero(width == w)
+            block = np.stack([arrays[r] for r in rows])
+            values[rows, :w] = block
+            scored[rows] = ~np.isnan(block).all(axis=1)
+        row = np.full(len(universe), -1, dtype=np.int64)
+        row[items] = np.arange(len(items))
+        return cls(items, width, scored, _missing_worst(values), row)
+
+    def shared_with(self, other: _Laid, width: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """The rows (here, there) of the items of `width` both scored, in this ranker's order."""
+        there = other.row[self.items]
+        ok = self.scored & (self.width == width) & (there >= 0)
+        ok[ok] &= other.scored[there[ok]] & (other.width[there[ok]] == width)
+        rows = np.flatnonzero(ok)
+        return rows, there[rows]
+
+
+TAU_ELEMENTS = 1 << 21  # rows x width per call of kendall_tau_b
+
+
+def _tau_blocks(
+    blocks: Sequence[tuple[int, FloatArray, FloatArray]],
+) -> Iterator[tuple[int, FloatArray]]:
+    """Row-wise tau-b of each (key, x, y) block of one width, several blocks per call."""
+    batch: list[tuple[int, FloatArray, FloatArray]] = []
+    size = 0
+    for block in [*blocks, None]:
+        if block is not None and (not batch or size + block[1].size <= TAU_ELEMENTS):
+            batch.append(block)
+            size += block[1].size
+            continue
+        if batch:
+            x = np.concatenate([b[1] for b in batch])
+            y = np.concatenate([b[2] for b in batch])
+            taus = kendall_tau_b(x, y)
+            ends = np.cumsum([len(b[1]) for b in batch])[:-1]
+            yield from zip([b[0] for b in batch], np.split(taus, ends), strict=True)
+        batch, size = ([block], block[1].size) if block is not None else ([], 0)
 
 
 def _missing_worst(scores: FloatArray) -> FloatArray:
     filled: FloatArray = np.where(np.isnan(scores), -np.inf, scores)
     return filled
-
-
-def _mean_tau(left: Sequence[FloatArray], right: Sequence[FloatArray]) -> float:
-    values = []
-    for width in sorted({len(v) for v in left}):  # one block per candidate count
-        rows = [i for i, v in enumerate(left) if len(v) == width]
-        x = np.stack([left[i] for i in rows])
-        y = np.stack([right[i] for i in rows])
-        values.append(kendall_tau_b(_missing_worst(x), _missing_worst(y)))
-    return float(np.concatenate(values).mean())
 
 
 # ------------------------------------------------------------------------ position bias

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from harness.cli import app
 from harness.dataset import load_dataset
 from harness.records import read_predictions, scores_from_ranking
-from harness.scoring.evaluation import evaluate_predictions
-from harness.scoring.metrics import aggregate, build_matrix
+from harness.scoring.evaluation import evaluate_predictions, mean_scores
+from harness.scoring.metrics import ScoreMatrix, aggregate, build_matrix
 from tests.conftest import write_pool_dataset
 
 runner = CliRunner()
@@ -120,3 +120,31 @@ def test_a_run_without_a_usable_score_is_told_apart_from_a_poor_one() -> None:
     )
     assert no_scores_reason({"coverage": 0.25}, {"calls": 4, "errors": 3}) is None
     assert no_scores_reason({"coverage": 0.0}, {"calls": 0}) is None
+
+
+VALUES = st.sampled_from([0.0, 1.0, 2.5, -3.0, float("nan"), float("inf"), -float("inf")])
+
+
+@given(st.lists(st.integers(1, 5), min_size=0, max_size=6), st.integers(1, 3), st.data())
+def test_mean_scores_average_each_candidates_usable_scores_over_repeats(
+    widths: list[int], n_repeats: int, data: st.DataObject
+) -> None:
+    """Per item and candidate: the mean of its finite scores over the repeats, NaN if none
+    (an infinite score is not usable)."""
+    ids = [f"d{i}" for i in range(len(widths))]
+    matrices = [
+        ScoreMatrix(
+            ids,
+            [np.array(data.draw(st.lists(VALUES, min_size=w, max_size=w))) for w in widths],
+            [np.zeros(w) for w in widths],
+        )
+        for _ in range(n_repeats)
+    ]
+    means = mean_scores(matrices)
+    assert list(means) == ids
+    for i, item_id in enumerate(ids):
+        for c in range(widths[i]):
+            usable = [float(m.scores[i][c]) for m in matrices if np.isfinite(m.scores[i][c])]
+            expected = sum(usable) / len(usable) if usable else float("nan")
+            got = float(means[item_id][c])
+            assert (np.isnan(got) and np.isnan(expected)) or got == expected

@@ -228,3 +228,62 @@ def test_agreement_leaves_out_an_item_a_ranker_did_not_score() -> None:
     agreement = agreement_matrix([("a", given), ("copy", dict(given))])
     assert agreement.tau.tolist() == [[1.0, 1.0], [1.0, 1.0]]
     assert agreement.n_items.tolist() == [[25, 25], [25, 25]]
+
+
+def _tau_by_definition(x: np.ndarray, y: np.ndarray) -> float:
+    """Kendall's tau-b of one item by its pairs (missing = tied below every score; 0 where a
+    side is all tied)."""
+    x, y = np.where(np.isnan(x), -np.inf, x), np.where(np.isnan(y), -np.inf, y)
+    concordant = discordant = tied_x = tied_y = 0
+    for a, b in itertools.combinations(range(len(x)), 2):
+        dx = int(x[a] > x[b]) - int(x[a] < x[b])  # -inf - -inf would be NaN
+        dy = int(y[a] > y[b]) - int(y[a] < y[b])
+        if dx == 0 and dy == 0:
+            continue
+        if dx == 0:
+            tied_x += 1
+        elif dy == 0:
+            tied_y += 1
+        elif dx == dy:
+            concordant += 1
+        else:
+            discordant += 1
+    n0 = concordant + discordant
+    denominator = np.sqrt((n0 + tied_x) * (n0 + tied_y))
+    return float((concordant - discordant) / denominator) if denominator else 0.0
+
+
+SCORE = st.sampled_from([0.0, 1.0, 2.0, 3.0, float("nan")])
+
+
+@given(st.lists(st.integers(2, 5), min_size=1, max_size=8), st.integers(1, 4), st.data())
+def test_agreement_matrix_is_the_mean_tau_over_the_items_both_scored(
+    widths: list[int], n_rankers: int, data: st.DataObject
+) -> None:
+    """Every pair of rankers: the mean per-item tau-b over the items both have, both scored
+    and with as many candidates; whatever each ranker's item order and width."""
+    vectors = []
+    for r in range(n_rankers):
+        given = {}
+        for i, width in enumerate(widths):
+            if data.draw(st.booleans(), label="has item"):
+                n = width + (1 if data.draw(st.integers(0, 4)) == 0 else 0)  # another width
+                given[f"i{i}"] = np.array(data.draw(st.lists(SCORE, min_size=n, max_size=n)))
+        order = data.draw(st.permutations(list(given)))
+        vectors.append((f"r{r}", {item: given[item] for item in order}))
+    agreement = agreement_matrix(vectors)
+    for (i, (_, left)), (j, (_, right)) in itertools.product(enumerate(vectors), repeat=2):
+        shared = [
+            item
+            for item in left
+            if item in right
+            and len(left[item]) == len(right[item])
+            and not np.isnan(left[item]).all()
+            and not np.isnan(right[item]).all()
+        ]
+        assert agreement.n_items[i, j] == len(shared)
+        if not shared:
+            assert np.isnan(agreement.tau[i, j])
+            continue
+        taus = [_tau_by_definition(left[s], right[s]) for s in shared]
+        assert agreement.tau[i, j] == pytest.approx(np.mean(taus), abs=1e-12)
