@@ -67,6 +67,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "(12) report.html of 2 runs x 200 items x 500 candidates (rank, refine) in Chromium; "
         "a 20-run report, whole process",
     ),
+    "report_many": (
+        "bench.report_many",
+        "(12b) the 20-run report of report_scale alone, whole process",
+    ),
     "evaluate_pool": (
         "bench.evaluate_pool",
         "(13) harness evaluate of 10,000 items x 500 candidates vs pytrec_eval, whole process",

@@ -45,6 +45,33 @@ def _browser_figures(kind: str, html: Path, rounds: int, work: Path) -> dict[str
     return {f"{kind} {key}": value for key, value in measured.items()}
 
 
+def many_runs(
+    scale: Scale, work: Path, data: Path, rounds: int
+) -> tuple[dict[str, Any], list[bool], str]:
+    """`harness report` over `scale.many_runs` runs of `scale.many_items` x 4 (made by this
+    harness's `harness run`, so each carries its metrics_inputs.json), `rounds` times: its
+    figures, whether the goals are met, and a summary line."""
+    figures: dict[str, Any] = {}
+    dataset = rank_dataset(
+        Scale(scale.many_items, 4, scale.many_items * 4, scale.many_runs, 0), data
+    )
+    runs = random_sweep(work / "many", "many", dataset, scale.many_runs)
+    walls, cpus, peaks = zip(
+        *(report(runs, work / "many" / f"report{r}") for r in range(rounds)), strict=True
+    )
+    for what, values in (("wall s", walls), ("CPU s", cpus), ("peak MiB", peaks)):
+        figures[f"{scale.many_runs}-run report {what} (min)"] = round(min(values), 2)
+        figures[f"{scale.many_runs}-run report {what} (median)"] = round(
+            statistics.median(values), 2
+        )
+    met = [
+        min(walls) < GOALS["many_wall_s"],
+        min(peaks) < GOALS["many_peak_mib"],
+    ]
+    line = f"{scale.many_runs} runs: {min(walls):.2f} s, {min(peaks):.0f} MiB peak"
+    return figures, met, line
+
+
 def run(size: Size, work: Path) -> BenchResult:
     scale = SCALES[size]
     rounds = 3 if size == "full" else 1
@@ -78,23 +105,10 @@ def run(size: Size, work: Path) -> BenchResult:
             )
         summary.append(line)
 
-    dataset = rank_dataset(
-        Scale(scale.many_items, 4, scale.many_items * 4, scale.many_runs, 0), data
-    )
-    runs = random_sweep(work / "many", "many", dataset, scale.many_runs)
-    walls, cpus, peaks = zip(
-        *(report(runs, work / "many" / f"report{r}") for r in range(rounds)), strict=True
-    )
-    for what, values in (("wall s", walls), ("CPU s", cpus), ("peak MiB", peaks)):
-        figures[f"{scale.many_runs}-run report {what} (min)"] = round(min(values), 2)
-        figures[f"{scale.many_runs}-run report {what} (median)"] = round(
-            statistics.median(values), 2
-        )
-    met += [
-        min(walls) < GOALS["many_wall_s"],
-        min(peaks) < GOALS["many_peak_mib"],
-    ]
-    summary.append(f"{scale.many_runs} runs: {min(walls):.2f} s, {min(peaks):.0f} MiB peak")
+    many, many_met, many_line = many_runs(scale, work, data, rounds)
+    figures |= many
+    met += many_met
+    summary.append(many_line)
     notes = [] if CHROMIUM else ["chromium not installed: browser figures skipped"]
     return BenchResult(
         name="report_scale",
