@@ -60,22 +60,52 @@ def _answer(run_index: int, record: Record) -> dict[str, Any]:
     return answer
 
 
-def _candidates(item: Item, runs: list[RunData]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+BLOCK_ELEMENTS = 1 << 20  # items x runs x candidates ranked at once
+
+
+def _score_blocks(
+    items: list[Item], runs: list[RunData]
+) -> dict[str, tuple[FloatArray, npt.NDArray[np.int64]]]:
+    """Per item: its (runs x candidates) scores (NaN where a run has none, or scored
+    another number of candidates) and each run's ranks (`run_ranks`), ranked a block of items
+    with as many candidates at a time."""
+    by_width: dict[int, list[Item]] = {}
+    for item in items:
+        by_width.setdefault(len(item.candidates), []).append(item)
+    out: dict[str, tuple[FloatArray, npt.NDArray[np.int64]]] = {}
+    for n, same in by_width.items():
+        missing = np.full(n, np.nan)
+        step = max(1, BLOCK_ELEMENTS // max(1, n * len(runs)))
+        for first in range(0, len(same), step):
+            block = same[first : first + step]
+            matrix = np.array(
+                [
+                    [
+                        given
+                        if (given := run.scores.get(item.id)) is not None and len(given) == n
+                        else missing
+                        for run in runs
+                    ]
+                    for item in block
+                ],
+                dtype=np.float64,
+            ).reshape(len(block), len(runs), n)
+            ranks = run_ranks(matrix)
+            out |= {item.id: (matrix[i], ranks[i]) for i, item in enumerate(block)}
+    return out
+
+
+def _candidates(
+    item: Item, matrix: FloatArray, ranks: npt.NDArray[np.int64]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(the shown candidates, the others in columns), each in display order: the human's
-    order, else the gold first (most relevant first), then by the best rank any run gives."""
+    order, else the gold first (most relevant first), then by the best rank any run gives.
+    `matrix`: the runs' scores of the item's candidates; `ranks`: each run's ranks of them."""
     ids = item.candidates
     n = len(ids)
     human = {cid: rank for rank, cid in enumerate(item.human_ranking or (), start=1)}
     relevance = item.relevance if item.relevance_form else {}
-    missing = np.full(n, np.nan)
-    matrix = np.vstack(
-        [
-            given if (given := run.scores.get(item.id)) is not None and len(given) == n else missing
-            for run in runs
-        ]
-    )
     finite = np.isfinite(matrix)
-    ranks = run_ranks(matrix)
     texts = [[score_text(v) for v in row] for row in matrix.tolist()]
     tops = ((ranks == 1) & finite).astype(int).tolist()
     rank_lists = ranks.tolist()
@@ -95,7 +125,7 @@ def _candidates(item: Item, runs: list[RunData]) -> tuple[list[dict[str, Any]], 
             keep.update(np.argsort(ranks[r], kind="stable")[:TOP_K].tolist())
     else:
         keep = set(range(n))
-    runs_range = range(len(runs))
+    runs_range = range(len(matrix))
     shown, rest = [], [i for i in order if i not in keep]
     for i in (i for i in order if i in keep):
         cid = ids[i]
@@ -140,10 +170,10 @@ def item_data(runs: list[RunData]) -> tuple[list[dict[str, Any]], dict[str, Any]
         grouped.append(by_item)
     out, captions, columns = [], {}, {}
     viewed = [run for run in runs if any(_has_view(r) for r in run.records)]
-    for item in reference.items:
-        if not any(item.id in run.scores for run in runs):
-            continue
-        shown, more = _candidates(item, runs)
+    scored = [item for item in reference.items if any(item.id in run.scores for run in runs)]
+    blocks = _score_blocks(scored, runs)
+    for item in scored:
+        shown, more = _candidates(item, *blocks[item.id])
         for candidate in shown:
             clip = reference.clips.get(candidate["id"])
             candidate["caption"] = clip.text if clip else ""

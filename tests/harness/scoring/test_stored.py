@@ -22,6 +22,8 @@ from harness.report.loading import RunData
 from harness.scoring.evaluation import evaluate_records
 from harness.scoring.stored import INPUTS, stored_metrics, with_stored_intervals
 from tests.conftest import load_runs, run_config, write_pool_dataset
+from tests.harness.protocols.test_refine import config as refine_config
+from tests.harness.protocols.test_refine import write_refine_dataset
 
 runner = CliRunner()
 
@@ -230,3 +232,15 @@ def test_the_reused_report_is_the_re_evaluated_report(tmp_path: Path, pool: Path
         assert reused == (outputs["forced"] / name).read_text().replace(
             str(forced), str(runs[0].parent)
         ), name
+
+
+def test_a_refine_runs_turns_and_turn_gain_are_reused_as_re_evaluated(tmp_path: Path) -> None:
+    dataset = write_refine_dataset(tmp_path / "refine", n_items=6)
+    config = refine_config(dataset, {"name": "random", "seed": 2}, refine={"feedback": "aspects"})
+    result, _ = run_config(config, tmp_path)
+    (run,) = load_runs([result.out_dir])
+    assert run.metrics_reused
+    assert {"turns", "turn_gain"} <= set(run.protocol)
+    forced = _forced(result.out_dir, tmp_path)
+    _same(run, forced)
+    assert run.protocol == forced.protocol
