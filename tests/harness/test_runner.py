@@ -321,7 +321,8 @@ def test_the_end_of_a_run_evaluates_then_writes_its_folder(
     config = make_config(tiny_dataset)
     result, judge = run(config, tmp_path)
     out = result.out_dir
-    written = ["predictions.jsonl", "metrics.json", "run.json", "config.yaml", "report.md"]
+    written = ["predictions.jsonl", "metrics.json", "metrics_inputs.json", "run.json"]
+    written += ["config.yaml", "report.md"]
     before = {name: (out / name).read_bytes() for name in written}
     for name in written:
         (out / name).unlink()
