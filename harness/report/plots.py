@@ -84,9 +84,7 @@ def metric_bars(
     plt = _pyplot()
     labels = shorten_unique([label for label, _ in runs], 40)
     height = min(1.0 + 0.35 * len(runs), MAX_HEIGHT)
-    fig, axes = plt.subplots(
-        1, len(METRIC_NAMES), figsize=(13, height), sharey=True, layout="constrained"
-    )
+    fig, axes = plt.subplots(1, len(METRIC_NAMES), figsize=(13, height), layout="constrained")
     font = min(10.0, 10.0 * (MAX_HEIGHT - 1.0) / (0.35 * len(runs)))  # the labels' size
     y = np.arange(len(runs))
     for ax, name in zip(axes, METRIC_NAMES, strict=True):
@@ -102,7 +100,10 @@ def metric_bars(
             ax.axvline(chance[name], color="#c0392b", linestyle="--", linewidth=1, label="chance")
         ax.grid(axis="x", alpha=0.3)
     axes[0].set_yticks(y, labels, fontsize=font)
-    axes[0].invert_yaxis()
+    for ax in axes:  # the same rows in every panel; only the first names them
+        ax.set_ylim(len(runs) - 0.5, -0.5)
+    for ax in axes[1:]:
+        ax.set_yticks([])
     if chance:
         axes[-1].legend(fontsize=7, loc="lower right")
     return _render(fig, files)
