@@ -244,3 +244,25 @@ def test_a_refine_runs_turns_and_turn_gain_are_reused_as_re_evaluated(tmp_path: 
     forced = _forced(result.out_dir, tmp_path)
     _same(run, forced)
     assert run.protocol == forced.protocol
+
+
+@pytest.mark.parametrize(
+    "settings", [{"limit": 3}, {"repeats": 3, "missing": "exclude"}, {"metrics": {"at": [1, 3]}}]
+)
+def test_runs_of_other_settings_are_reused_as_re_evaluated(
+    tmp_path: Path, pool: Path, settings: dict[str, Any]
+) -> None:
+    config = ExperimentConfig.model_validate(
+        {
+            "name": "other",
+            "dataset": str(pool),
+            "provider": {"name": "random", "seed": 1},
+            "inputs": {"dialogue": "query", "music": "caption"},
+            "n_bootstrap": 30,
+            **settings,
+        }
+    )
+    result, _ = run_config(config, tmp_path)
+    (run,) = load_runs([result.out_dir])
+    assert run.metrics_reused
+    _same(run, _forced(result.out_dir, tmp_path))
