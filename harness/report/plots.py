@@ -34,13 +34,15 @@ class Figure:
 METRIC_TITLES = {"hit@1": "Hit@1", "mrr": "MRR", "ndcg": "nDCG@N", "kendall_tau_b": "Kendall tau-b"}
 
 
-def _pyplot() -> Any:
-    import matplotlib
+def _figure(**options: Any) -> Any:
+    """A matplotlib Figure on its own Agg canvas (no pyplot: nothing to import for it, no
+    figure registry to close); `options` as for Figure (figsize, layout)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    fig = Figure(**options)
+    FigureCanvasAgg(fig)
+    return fig
 
 
 def _png(fig: Any) -> bytes:
@@ -58,19 +60,16 @@ def _png(fig: Any) -> bytes:
 def _render(fig: Any, files: bool) -> Figure:
     """The figure laid out and drawn once at PAGE_DPI (its PNG), then, with `files`, saved as
     a PDF with that layout (no creation date: the same runs give the same bytes)."""
-    try:
-        fig.set_dpi(PAGE_DPI)
-        fig.canvas.draw()
-        page = _png(fig)
-        fig.set_layout_engine("none")  # keep the layout just computed
-        out = {"png": page}
-        if files:
-            buffer = io.BytesIO()
-            fig.savefig(buffer, format="pdf", metadata={"CreationDate": None})
-            out["pdf"] = buffer.getvalue()
-        return Figure(page, out)
-    finally:
-        _pyplot().close(fig)
+    fig.set_dpi(PAGE_DPI)
+    fig.canvas.draw()
+    page = _png(fig)
+    fig.set_layout_engine("none")  # keep the layout just computed
+    out = {"png": page}
+    if files:
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="pdf", metadata={"CreationDate": None})
+        out["pdf"] = buffer.getvalue()
+    return Figure(page, out)
 
 
 def metric_bars(
@@ -81,10 +80,10 @@ def metric_bars(
 ) -> Figure:
     """One panel per metric, one horizontal bar per run, whiskers at the 95% CI, and a
     dashed line at the metric's chance level (a random ranking's expected value)."""
-    plt = _pyplot()
     labels = shorten_unique([label for label, _ in runs], 40)
     height = min(1.0 + 0.35 * len(runs), MAX_HEIGHT)
-    fig, axes = plt.subplots(1, len(METRIC_NAMES), figsize=(13, height), layout="constrained")
+    fig = _figure(figsize=(13, height), layout="constrained")
+    axes = fig.subplots(1, len(METRIC_NAMES))
     font = min(10.0, 10.0 * (MAX_HEIGHT - 1.0) / (0.35 * len(runs)))  # the labels' size
     y = np.arange(len(runs))
     for ax, name in zip(axes, METRIC_NAMES, strict=True):
@@ -116,11 +115,11 @@ def _or_nan(value: float | None) -> float:
 def agreement_heatmap(agreement: Agreement, *, files: bool = True) -> Figure:
     """Mean per-item Kendall tau-b between every pair of rankers (human included), the
     values in the cells up to ANNOTATED rankers."""
-    plt = _pyplot()
     k = len(agreement.labels)
     size = min(2.0 + 0.55 * k, MAX_HEATMAP)
     scale = min(1.0, (MAX_HEATMAP - 2.0) / (0.55 * k))  # text shrinks once the size is capped
-    fig, ax = plt.subplots(figsize=(size + 1.2, size), layout="constrained")
+    fig = _figure(figsize=(size + 1.2, size), layout="constrained")
+    ax = fig.subplots()
     labels = shorten_unique(agreement.labels, 32)
     image = ax.imshow(np.ma.masked_invalid(agreement.tau), cmap="RdBu_r", vmin=-1, vmax=1)
     ax.set_xticks(range(k), labels, rotation=40, ha="right", fontsize=10 * scale)
@@ -140,10 +139,10 @@ def agreement_heatmap(agreement: Agreement, *, files: bool = True) -> Figure:
 
 def position_bars(biases: Mapping[str, PositionBias], *, files: bool = True) -> Figure:
     """Top-1 rate per presentation position for each joint run, against the uniform rate."""
-    plt = _pyplot()
     n = max(b.n_positions for b in biases.values())
     height = min(3.2 + 0.15 * len(biases), MAX_HEIGHT)
-    fig, ax = plt.subplots(figsize=(min(2.0 + 1.2 * n, 13.0), height), layout="constrained")
+    fig = _figure(figsize=(min(2.0 + 1.2 * n, 13.0), height), layout="constrained")
+    ax = fig.subplots()
     width = 0.8 / len(biases)
     labels = shorten_unique(list(biases), 40)
     for index, (bias, label) in enumerate(zip(biases.values(), labels, strict=True)):

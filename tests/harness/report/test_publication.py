@@ -231,3 +231,29 @@ def test_html_report_names_the_pairing(table7: Path) -> None:
         r"<h2>Paired comparison: each run against its own prompt=zero_shot run</h2>", html
     )
     assert "p adj." in html
+
+
+def test_figures_are_drawn_on_agg_canvases_without_pyplot() -> None:
+    """The report's figures need no pyplot (its import, its figure registry): each is a
+    Figure on its own Agg canvas, and nothing is left open."""
+    import subprocess
+    import sys
+
+    script = """
+import sys
+import numpy as np
+from harness.report import plots
+from harness.scoring.metrics import MetricSummary
+from harness.scoring.stats import Agreement, PositionBias
+summary = {n: MetricSummary(0.5, (0.4, 0.6)) for n in ("hit@1", "mrr", "ndcg", "kendall_tau_b")}
+plots.metric_bars([("a", summary), ("b", summary)], dict.fromkeys(summary, 0.5))
+tau = np.array([[1.0, 0.2], [0.2, 1.0]])
+plots.agreement_heatmap(Agreement(["a", "b"], tau, np.ones((2, 2), dtype=np.int64)))
+bias = PositionBias(10, np.array([0.5, 0.5]), np.array([0.5, 0.5]), 1.0)
+plots.position_bars({"a": bias})
+assert "matplotlib.pyplot" not in sys.modules, "pyplot imported"
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
