@@ -31,6 +31,10 @@ INPUTS = "metrics_inputs.json"
 METRICS = "metrics.json"
 RECORDS = "records.jsonl"
 CHUNK = 1 << 20
+# Bump when a change to the metrics moves an interval of unchanged records (the golden files
+# of tests/harness/scoring/test_golden_metrics.py then change): stored intervals of earlier
+# runs are not reused, even under the same harness version.
+INTERVALS_VERSION = 1
 
 
 def evaluation_options(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -71,6 +75,7 @@ def _fingerprint(
 ) -> dict[str, Any]:
     return {
         "harness_version": __version__,
+        "intervals_version": INTERVALS_VERSION,
         "records_sha256": _file_sha256(folder / RECORDS),
         "metrics_sha256": hashlib.sha256(metrics).hexdigest(),
         "items_sha256": items_sha256(items),

@@ -82,6 +82,7 @@ def test_run_writes_the_fingerprint_and_the_report_reuses_its_metrics(
     inputs = json.loads((folder / INPUTS).read_text())
     assert set(inputs) == {
         "harness_version",
+        "intervals_version",
         "records_sha256",
         "metrics_sha256",
         "items_sha256",
@@ -156,9 +157,14 @@ def test_a_changed_dataset_forces_re_evaluation(folder: Path, pool: Path) -> Non
     assert run.metrics_json()["metrics"] != written["metrics"]
 
 
-def test_a_changed_harness_version_forces_re_evaluation(folder: Path) -> None:
+@pytest.mark.parametrize(
+    ("field", "earlier"), [("harness_version", "0.0.1"), ("intervals_version", 0)]
+)
+def test_a_changed_harness_or_intervals_version_forces_re_evaluation(
+    folder: Path, field: str, earlier: object
+) -> None:
     inputs = json.loads((folder / INPUTS).read_text())
-    inputs["harness_version"] = "0.0.1"
+    inputs[field] = earlier
     (folder / INPUTS).write_text(json.dumps(inputs))
     (run,) = load_runs([folder])
     assert not run.metrics_reused
