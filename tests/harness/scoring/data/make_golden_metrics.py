@@ -1,0 +1,19 @@
+"""How golden_metrics/*.json were made (not run by the tests): each case of
+test_golden_metrics.py evaluated by `harness evaluate`, and the sha256 of its per-item
+values, on main at 1f472bb, before the pool evaluation speed work of issue 26 (goal 5):
+
+    .venv/bin/python -m tests.harness.scoring.data.make_golden_metrics
+"""
+
+import json
+import tempfile
+from pathlib import Path
+
+from tests.harness.scoring.test_golden_metrics import CASES, GOLDEN, evaluate_case, per_item_digests
+
+GOLDEN.mkdir(exist_ok=True)
+with tempfile.TemporaryDirectory() as work:
+    for name in sorted(CASES):
+        (GOLDEN / f"{name}.json").write_bytes(evaluate_case(name, Path(work)))
+    digests = {name: per_item_digests(name, Path(work) / "digests") for name in sorted(CASES)}
+    (GOLDEN / "per_item_sha256.json").write_text(json.dumps(digests, indent=1) + "\n")
