@@ -122,16 +122,28 @@ def gc_paused() -> Iterator[None]:
 def jsonl_lines(path: Path, missing: str = "file not found") -> Iterator[tuple[int, str]]:
     """(line number, text) for each non-blank line, decoded as UTF-8; DatasetError names a
     line that is not UTF-8, or says `missing` when the file is not there."""
+    for line_no, raw in raw_lines(path, missing):
+        line = decoded_line(path, line_no, raw)
+        if line is not None:
+            yield line_no, line
+
+
+def raw_lines(path: Path, missing: str = "file not found") -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes) for each line, blank or not; DatasetError says `missing` when
+    the file is not there."""
     if not path.is_file():
         raise DatasetError(path, None, missing)
     with path.open("rb") as handle:
-        for line_no, raw in enumerate(handle, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise DatasetError(path, line_no, f"not valid UTF-8 ({exc.reason})") from None
-            if line and not line.isspace():  # (strip() would copy every line)
-                yield line_no, line
+        yield from enumerate(handle, start=1)
+
+
+def decoded_line(path: Path, line_no: int, raw: bytes) -> str | None:
+    """A line's text; None if it is blank; DatasetError names a line that is not UTF-8."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(path, line_no, f"not valid UTF-8 ({exc.reason})") from None
+    return line if line and not line.isspace() else None  # (strip() would copy every line)
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:

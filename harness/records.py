@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from harness.dataset import Item, gc_paused, jsonl_lines, pydantic_reason
+from harness.dataset import Item, decoded_line, gc_paused, pydantic_reason, raw_lines
 from harness.errors import DatasetError, StorageError
 from harness.trec import is_trec_run, read_run
 
@@ -179,7 +179,11 @@ def score_row(scores: dict[str, float | None], candidates: tuple[str, ...]) -> S
     """`scores` as a row over `candidates`; None if it names another candidate."""
     if len(scores) == len(candidates) and tuple(scores) == candidates:
         # every candidate, in its order (as `write_predictions` writes them): no lookups
-        return ScoreRow(candidates, np.array(list(scores.values()), dtype=np.float64), None)
+        try:
+            array = np.fromiter(scores.values(), np.float64, len(candidates))
+        except TypeError:  # a null (NaN, as below)
+            array = np.array(list(scores.values()), dtype=np.float64)
+        return ScoreRow(candidates, array, None)
     # None (null) and absent candidates both become NaN, as build_matrix reads them.
     values = np.array(list(map(scores.get, candidates)), dtype=np.float64)
     given: NDArray[np.bool_] | None = None
@@ -244,8 +248,10 @@ def scores_from_ranking(ranking: Sequence[str], candidates: Sequence[str]) -> di
 class PredictionLine(BaseModel):
     """One line of a predictions file: `scores`, or a `ranking` (best first, any length)."""
 
-    # Strict: a score is a JSON number or null (not `true`, not "7.5").
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
+    # Strict: a score is a JSON number or null (not `true`, not "7.5"). pydantic's string
+    # cache off: a pool's ids rarely repeat within its 16,384 slots, and filling it was a
+    # fifth of reading a line of 500 scores.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True, cache_strings=False)
     item_id: str
     scores: dict[str, float | None] | None = None
     ranking: list[str] | None = None
@@ -273,16 +279,29 @@ def read_predictions(path: Path, items: Sequence[Item]) -> Predictions:
         return _read_predictions(path, items)
 
 
+def _prediction_lines(path: Path) -> Iterator[tuple[int, PredictionLine]]:
+    """Each non-blank line's prediction. A line is validated from its bytes as read (no
+    copy as text); one that does not validate so (blank, not UTF-8, not a prediction) is
+    validated again from its decoded text, whose error names the line and its reason."""
+    for line_no, raw in raw_lines(path, missing="predictions file not found"):
+        try:
+            yield line_no, PredictionLine.model_validate_json(raw)
+        except ValidationError:
+            line = decoded_line(path, line_no, raw)
+            if line is None:
+                continue
+            try:
+                yield line_no, PredictionLine.model_validate_json(line)
+            except ValidationError as exc:
+                raise DatasetError(path, line_no, pydantic_reason(exc)) from None
+
+
 def _read_predictions(path: Path, items: Sequence[Item]) -> Predictions:
     candidates = {item.id: item.candidates for item in items}
     predictions: dict[int, dict[str, Mapping[str, float | None]]] = defaultdict(dict)
     n_lines, highest = 0, (0, 0)  # (repeat, its line)
-    for line_no, line in jsonl_lines(path, missing="predictions file not found"):
+    for line_no, pred in _prediction_lines(path):
         n_lines += 1
-        try:
-            pred = PredictionLine.model_validate_json(line)
-        except ValidationError as exc:
-            raise DatasetError(path, line_no, pydantic_reason(exc)) from None
         highest = max(highest, (pred.repeat, line_no), key=lambda pair: pair[0])
         if pred.item_id not in candidates:
             raise DatasetError(path, line_no, f"unknown item id {pred.item_id!r}")

@@ -14,11 +14,14 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from harness.cache import ResponseCache
 from harness.config import ExperimentConfig, provider_config
-from harness.dataset import Item
+from harness.dataset import Item, pydantic_reason
+from harness.errors import DatasetError
 from harness.records import (
+    PredictionLine,
     Record,
     RecordsFile,
     RecordWriter,
@@ -249,3 +252,53 @@ def test_merged_scores_are_the_mean_of_each_candidates_usable_scores_in_order(
         list(row) for by in expected.values() for row in by.values()
     ]
     assert json.dumps(got) == json.dumps(expected)  # -0.0 and 0.0 too
+
+
+TRICKY_LINES = [
+    b'{"item_id": "q\xff0", "scores": {}}\n',  # not UTF-8
+    b'\xef\xbb\xbf{"item_id": "q0", "scores": {}}\n',  # a byte order mark
+    b'{"item_id": "q0", "scores": {"s0_0": NaN}}\n',
+    b'{"item_id": "q0", "scores": {"s0_0": 1e400}}\n',
+    b'{"item_id": "q0", "scores": {"s0_0": true}}\n',
+    b'{"item_id": "q0", "scores": {"s0_0": "7.5"}}\n',
+    b'{"item_id": "q0", "scores": {"s0_0": 1.0}} trailing\n',
+    b'{"item_id": "q\\ud800", "scores": {}}\n',  # a lone surrogate
+    b'{"item_id": "q0", "scores": {"s0_0": 1.0}, "scores": {"s0_1": 2.0}}\n',
+    b'{"item_id": "q0", "scores": {"s0_0": 1.0, "s0_0": 2.0}}\n',
+    b'{"item_id": "q0", "scores": {"s0_0": 1.0, "s0_1": 2, "s0_2": -0.0}}\r\n',
+    b"   \n",
+    b"\x0c\x0b\n",
+    b"[1, 2]\n",
+    b'{"item_id": "q0", "scores": {}, "repeat": true}\n',
+    b'{"item_id": "q0", "scores": {}}',  # no newline at the end
+]
+
+
+@pytest.mark.parametrize("raw", TRICKY_LINES)
+def test_a_line_reads_as_its_decoded_text_validates(raw: bytes, tmp_path: Path) -> None:
+    """Predictions are validated from the bytes of each line (no copy as text): whatever a
+    line holds, it gives the prediction or the one-line error its decoded text gives."""
+    items = _pool_items(2, 3)
+    path = tmp_path / "pred.jsonl"
+    path.write_bytes(b'{"item_id": "q1", "scores": {"s1_0": 0.5}}\n' + raw)
+    try:
+        text: str | None = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        text, expected = None, f"{path}:2: not valid UTF-8 ({exc.reason})"
+    if text is not None and text.strip() == "":
+        expected = "blank"
+    elif text is not None:
+        try:
+            line = PredictionLine.model_validate_json(text)
+            expected = json.dumps({"item_id": line.item_id, "scores": line.scores})
+        except ValidationError as exc:
+            expected = f"{path}:2: {pydantic_reason(exc)}"
+    try:
+        predictions = read_predictions(path, items)
+    except DatasetError as exc:
+        assert str(exc) == expected
+        return
+    if expected == "blank":
+        assert list(predictions[0]) == ["q1"]
+    else:
+        assert json.dumps({"item_id": "q0", "scores": dict(predictions[0]["q0"])}) == expected
