@@ -321,7 +321,7 @@ def evaluate(
     @K metrics with --at, from a predictions file (scores or rankings per item) against the
     dataset's relevance; per item group too when the items carry groups."""
     from harness.config import MAX_BOOTSTRAP
-    from harness.dataset import load_dataset
+    from harness.dataset import gc_paused, load_dataset
     from harness.interop.inputs import dataset_folder, qrels_items
     from harness.records import read_predictions
     from harness.report.formatting import rich_table
@@ -343,8 +343,10 @@ def evaluate(
     else:
         assert dataset is not None
         folder = dataset_folder(dataset, columns)
-        items = list(load_dataset(folder, check_audio=check_audio).items)
-    preds = read_predictions(predictions, items)
+    with gc_paused(freeze=True):  # the items and predictions, held to the end
+        if qrels is None:
+            items = list(load_dataset(folder, check_audio=check_audio).items)
+        preds = read_predictions(predictions, items)
     evaluation = evaluate_predictions(
         items,
         preds,

@@ -106,15 +106,21 @@ class Dataset(BaseModel):
 
 
 @contextmanager
-def gc_paused() -> Iterator[None]:
+def gc_paused(*, freeze: bool = False) -> Iterator[None]:
     """Cyclic garbage collection paused while a file's lines become objects: they make no
     reference cycles, and every collection walks all the objects alive (a tenth of reading a
-    10,000 x 500 pool); reference counting still frees what is dropped at once."""
+    10,000 x 500 pool); reference counting still frees what is dropped at once.
+
+    `freeze`, for a one-shot command that keeps what it loads to its end: the objects alive
+    at the end join the permanent generation (gc.freeze), so that the first collection after
+    the pause, and every full one, need not walk them all again."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        if freeze:
+            gc.freeze()
         if enabled:
             gc.enable()
 

@@ -263,3 +263,22 @@ def test_tag_prints_one_json_line_per_file_and_one_error_line_per_bad_file(
     assert f"{broken}: not an audio file" in result.stderr
     bad_model = CliRunner().invoke(app, ["tag", "--model", "xyz", str(good[0])])
     assert bad_model.exit_code == 2 and "--model must be mtt, msd" in bad_model.stderr
+
+
+def test_evaluate_keeps_what_it_loaded_out_of_later_collections(
+    tiny_dataset: Path, tmp_path: Path
+) -> None:
+    """A one-shot command holds its dataset and predictions to its end: they are frozen
+    (gc.freeze) once loaded, so the metrics step's collections do not walk them again."""
+    import gc
+
+    pred_file = tmp_path / "preds.jsonl"
+    pred_file.write_text('{"item_id": "d0", "scores": {"c0_0": 1}}\n')
+    gc.unfreeze()
+    try:
+        args = ["evaluate", "--dataset", str(tiny_dataset), "--predictions", str(pred_file)]
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+        assert gc.get_freeze_count() > 0 and gc.isenabled()
+    finally:
+        gc.unfreeze()

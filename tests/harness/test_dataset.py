@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 
@@ -7,7 +8,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from harness.dataset import load_dataset
+from harness.dataset import gc_paused, load_dataset
 from harness.errors import DatasetError, HarnessError
 from harness.scoring.metrics import build_matrix
 
@@ -278,3 +279,23 @@ def test_clip_with_nothing_to_show(tiny_dataset: Path) -> None:
         str(info.value)
         == f"{tiny_dataset / 'clips.jsonl'}:2: a clip needs audio, a caption or a title"
     )
+
+
+def test_what_a_paused_collector_saw_loaded_can_be_kept_out_of_later_collections() -> None:
+    """`gc_paused(freeze=True)`: the objects alive at its end join the permanent generation,
+    so no later collection walks them (a one-shot command keeps what it loads to its end);
+    nested pauses leave the collector as they found it."""
+    assert gc.isenabled()
+    before = gc.get_freeze_count()
+    try:
+        with gc_paused(freeze=True):
+            loaded = [[i] for i in range(1000)]
+            with gc_paused():
+                assert not gc.isenabled()
+            assert not gc.isenabled()
+        assert gc.isenabled() and gc.get_freeze_count() >= before + len(loaded)
+        with gc_paused():
+            pass
+        assert gc.isenabled()
+    finally:
+        gc.unfreeze()
