@@ -71,7 +71,8 @@ Schema.Item.model_rebuild()
 def _check_item(item: Schema.Item) -> None:
     if not (item.dialogue or item.query or item.context_audio):
         raise ValueError("an item needs a dialogue, a query or context_audio")
-    if len(set(item.candidates)) != len(item.candidates):
+    candidates = set(item.candidates)
+    if len(candidates) != len(item.candidates):
         raise ValueError(f"candidates contain duplicates: {list(item.candidates)}")
     given = (
         ("human_ranking", item.human_ranking),
@@ -85,13 +86,13 @@ def _check_item(item: Schema.Item) -> None:
     rankings += [(f"annotations[{i}]", r) for i, r in enumerate(item.annotations or ())]
     for field, ranking in rankings:
         # (the candidates are distinct: a permutation has their length and their set)
-        if len(ranking) != len(item.candidates) or set(ranking) != set(item.candidates):
+        if len(ranking) != len(item.candidates) or set(ranking) != candidates:
             raise ValueError(
                 f"{field} {list(ranking)} is not a permutation of candidates "
                 f"{list(item.candidates)}"
             )
     named = list(item.relevant or ()) + list(item.graded or {})
-    unknown = [cid for cid in named if cid not in item.candidates]
+    unknown = [cid for cid in named if cid not in candidates]
     if unknown:
         raise ValueError(f"{forms[0]} names id(s) not among the candidates: {unknown}")
     if item.relevant is not None and len(set(item.relevant)) != len(item.relevant):
