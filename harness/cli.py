@@ -320,12 +320,12 @@ def evaluate(
     """Compute Hit@1, MRR, nDCG and Kendall's tau-b (tie-aware, with bootstrap CIs), and the
     @K metrics with --at, from a predictions file (scores or rankings per item) against the
     dataset's relevance; per item group too when the items carry groups."""
-    from harness.config import MAX_BOOTSTRAP
     from harness.dataset import gc_paused, load_dataset
     from harness.interop.inputs import dataset_folder, qrels_items
     from harness.records import read_predictions
     from harness.report.formatting import rich_table
     from harness.scoring.evaluation import coverage_warnings, evaluate_predictions
+    from harness.scoring.metrics import MAX_BOOTSTRAP
 
     if missing not in ("worst", "exclude"):
         raise HarnessError(f"--missing must be 'worst' or 'exclude', not {missing!r}")

@@ -30,13 +30,12 @@ from harness.errors import ConfigError, HarnessError
 from harness.hf_dataset import HFSource, folder_for, is_hf_source, parse_hub_id
 from harness.overrides import apply_overrides
 from harness.prompting.context_audio import ContextAudioBudget
-from harness.scoring.metrics import MissingPolicy
+from harness.scoring.metrics import MAX_BOOTSTRAP, MissingPolicy
 from harness.tracking import TrackingOptions
 from harness.types import BASE_FIELDS, ProviderConfig
 from harness.yaml_files import key_lines, load_yaml
 from providers import REGISTRY, ProviderBlock, provider_options
 
-MAX_BOOTSTRAP = 100_000
 MAX_NAME = 200  # a run's folder name: file systems allow 255 bytes
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
 from pydantic import ValidationError
 
 from harness.dataset import Item, pydantic_reason
@@ -22,6 +21,8 @@ def dataset_folder(dataset: str, columns: str | None) -> Path:
         return Path(dataset)
     if dataset.startswith("hf://"):
         parse_hub_id(dataset)
+    import yaml  # here: only a Hugging Face dataset's columns are YAML
+
     try:
         mapping = yaml.safe_load(columns or "{}") or {}
         source = HFSource.model_validate({"uri": dataset, "columns": mapping})

@@ -31,6 +31,7 @@ from harness.scoring.ranking import (
 )
 
 __all__ = [
+    "MAX_BOOTSTRAP",
     "METRIC_NAMES",
     "RANK_NAMES",
     "Aggregate",
@@ -53,6 +54,7 @@ METRIC_NAMES = CORE_NAMES
 RANK_NAMES = ("median_rank", "mean_rank")
 BLOCK_ELEMENTS = 1 << 15  # rows x columns per block of items: small enough to stay in cache
 BOOTSTRAP_ELEMENTS = 1 << 20  # resamples x items per block of bootstrap resamples
+MAX_BOOTSTRAP = 100_000  # resamples a run or `harness evaluate` may ask for
 
 
 def metric_names(at: Sequence[int] = (), *, single_gold: bool = False) -> tuple[str, ...]:

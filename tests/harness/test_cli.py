@@ -282,3 +282,23 @@ def test_evaluate_keeps_what_it_loaded_out_of_later_collections(
         assert gc.get_freeze_count() > 0 and gc.isenabled()
     finally:
         gc.unfreeze()
+
+
+def test_evaluate_imports_no_run_machinery(tiny_dataset: Path, tmp_path: Path) -> None:
+    """`harness evaluate` of a dataset folder starts without what only runs use (experiment
+    files, providers, prompts, YAML): start-up is part of evaluating a pool end to end."""
+    import subprocess
+    import sys
+
+    pred_file = tmp_path / "preds.jsonl"
+    pred_file.write_text('{"item_id": "d0", "scores": {"c0_0": 1}}\n')
+    unwanted = ["harness.config", "harness.prompting.context_audio", "providers", "yaml"]
+    code = (
+        "import sys\nfrom harness.cli import app\n"
+        f"sys.argv = ['harness', 'evaluate', '--dataset', {str(tiny_dataset)!r}, "
+        f"'--predictions', {str(pred_file)!r}]\n"
+        "try:\n    app()\nexcept SystemExit as done:\n    assert not done.code, done.code\n"
+        f"print('imported:', sorted(m for m in sys.modules if m in {unwanted!r}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines()[-1] == "imported: []"
