@@ -167,7 +167,25 @@ def pair_counts(block: SortedBlock) -> tuple[IntArray, IntArray]:
     (discordant), and pairs tied in both score and gain."""
     if block.knight_order:
         return discordant_by_tree(block.level, block.n_levels), _tied_in_runs(block)
-    return counts_by_level(block)
+    counts = one_top_counts(block)
+    return counts if counts is not None else counts_by_level(block)
+
+
+def one_top_counts(block: SortedBlock) -> tuple[IntArray, IntArray] | None:
+    """The pair counts when every row has one candidate above all its others (a single-gold
+    pool), in closed form; None otherwise. The discordant pairs are the candidates before
+    its score tie group (its start), and the pairs tied in both are the row's score-tied
+    pairs less the g - 1 its own group of g holds with it."""
+    if block.n_levels != 2:
+        return None
+    top = block.level == 2
+    if not (top.sum(axis=1) == 1).all():
+        return None
+    rows = np.arange(top.shape[0])
+    at = np.argmax(top, axis=1)
+    start, end = block.start[rows, at], block.end[rows, at]
+    both_tied: IntArray = block.score_tied_pairs - (end - start)
+    return start, both_tied
 
 
 def counts_by_level(block: SortedBlock) -> tuple[IntArray, IntArray]:
