@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from harness.dataset import Item, Turn, load_dataset
-from harness.items import Dialogue
+from harness.items import Dialogue, Schema, from_schema
 
 N_ITEMS = 2000
 WORDS = ["rain", "window", "coffee", "late", "train", "morning", "guitar", "quiet", "city", "dance"]
@@ -130,3 +130,18 @@ def test_dialogues_with_the_same_speakers_share_them() -> None:
     first = Dialogue([Turn("A", "hi"), Turn("B", "hello")])
     second = Dialogue([Turn("A", "rain"), Turn("B", "again")])
     assert first._speakers is second._speakers
+
+
+@pytest.mark.parametrize("relevant", [(), ("b",), ("a", "c")])
+def test_ids_are_looked_up_whatever_their_number(relevant: tuple[str, ...]) -> None:
+    """Candidates, rankings and gold (none, one or several) become the strings of `ids`;
+    a name missing from `ids` is a KeyError (load_items names the unknown candidates)."""
+    ids = {c: (c + ".")[:-1] for c in "abc"}
+    checked = Schema.Item.model_validate(
+        {"id": "d1", "query": "q", "candidates": ["a", "b", "c"], "relevant": list(relevant)}
+    )
+    item = from_schema(checked, ids)
+    assert item.candidates == ("a", "b", "c") and item.relevant == relevant
+    assert all(c is ids[c] for c in (*item.candidates, *(item.relevant or ())))
+    with pytest.raises(KeyError):
+        from_schema(checked, {"a": "a", "b": "b"})
