@@ -22,8 +22,9 @@ on the order the sort leaves within a tie:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
@@ -58,13 +59,19 @@ class SortedBlock:
     gains: FloatArray
     start: IntArray  # first position of the score tie group
     end: IntArray  # last position of the score tie group
-    level: IntArray  # dense rank of the gain within the row, 1 = lowest; 0 for padding
     n_levels: int  # distinct gains, at most, in a row of the block
     knight_order: bool
     gains_desc: FloatArray  # the row's gains sorted high to low (the ideal ranking)
     score_tied_pairs: IntArray  # per row
     gain_tied_pairs: IntArray  # per row
     lengths: IntArray
+    level_of: Callable[[], IntArray] = field(repr=False)  # computes `level`
+
+    @cached_property
+    def level(self) -> IntArray:
+        """The dense rank of each gain within its row, 1 = lowest, 0 for padding; computed
+        when first asked for (the pair counts of single-gold rows do without it)."""
+        return self.level_of()
 
     @property
     def size(self) -> IntArray:
@@ -115,12 +122,19 @@ def sort_block(scores: FloatArray, gains: FloatArray, lengths: IntArray) -> Sort
         sorted_gains = np.take_along_axis(gains_desc, within, axis=1)
         level = np.take_along_axis(level_by_gain, within, axis=1)
         keys = np.take_along_axis(keys, within, axis=1)
+
+        def level_of() -> IntArray:
+            return level
+
     else:
         order = np.argsort(keys, axis=1)
         sorted_gains = np.take_along_axis(gains, order, axis=1)
-        levels = _few_levels(gains, gains_desc, dense, new_gain & valid, valid, n_levels)
-        level = np.take_along_axis(levels, order, axis=1)
         keys = np.take_along_axis(keys, order, axis=1)
+
+        def level_of() -> IntArray:
+            levels = _few_levels(gains, gains_desc, dense, new_gain & valid, valid, n_levels)
+            return np.take_along_axis(levels, order, axis=1)
+
     new_score = _new_runs(keys, valid)
     start = _fill_forward(columns, new_score)
     last = np.ones((m, n), dtype=bool)
@@ -131,13 +145,13 @@ def sort_block(scores: FloatArray, gains: FloatArray, lengths: IntArray) -> Sort
         gains=sorted_gains,
         start=start,
         end=_fill_backward(columns, last, n),
-        level=level,
         n_levels=n_levels,
         knight_order=knight_order,
         gains_desc=gains_desc,
         score_tied_pairs=(columns - start).sum(axis=1),
         gain_tied_pairs=gain_tied,
         lengths=lengths,
+        level_of=level_of,
     )
 
 
@@ -178,7 +192,7 @@ def one_top_counts(block: SortedBlock) -> tuple[IntArray, IntArray] | None:
     pairs less the g - 1 its own group of g holds with it."""
     if block.n_levels != 2:
         return None
-    top = block.level == 2
+    top = block.valid & (block.gains == block.gains_desc[:, :1])  # its level-2 candidate
     if not (top.sum(axis=1) == 1).all():
         return None
     rows = np.arange(top.shape[0])
@@ -248,7 +262,7 @@ def discordant_by_tree(level: IntArray, n_levels: int) -> IntArray:
 
 def tau_b_of(block: SortedBlock) -> FloatArray:
     """Kendall's tau-b of scores against gains per row; 0 where either side is all tied."""
-    rows = block.level.shape[0]
+    rows = block.valid.shape[0]
     if rows == 0:
         return np.zeros(0)
     discordant, both_tied = pair_counts(block)

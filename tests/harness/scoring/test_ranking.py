@@ -79,6 +79,7 @@ def test_pair_counts_of_one_top_candidate_per_row_are_the_general_ones(
     assert sorted_block.n_levels == 2 and not sorted_block.knight_order
     closed = one_top_counts(sorted_block)
     assert closed is not None
+    assert "level" not in vars(sorted_block)  # the closed form needs no gain levels
     general = counts_by_level(sorted_block)
     assert closed[0].tolist() == general[0].tolist()
     assert closed[1].tolist() == general[1].tolist()
