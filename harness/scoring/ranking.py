@@ -101,15 +101,46 @@ def _fill_backward(values: IntArray, at: BoolArray, beyond: int) -> IntArray:
     return filled
 
 
+GainSide = tuple[FloatArray, BoolArray, IntArray, IntArray]
+
+
+def gain_side(gains: FloatArray, valid: BoolArray) -> GainSide:
+    """Per row: the gains sorted high to low (padding 0), where a run of equal gains starts,
+    the pairs tied in gain, and each sorted position's dense level (1: the highest gain)."""
+    columns = np.broadcast_to(np.arange(gains.shape[1]), gains.shape)
+    gains_desc = np.where(valid, -np.sort(np.where(valid, -gains, np.inf), axis=1), 0.0)
+    new_gain = _new_runs(gains_desc, valid)
+    gain_tied: IntArray = (columns - _fill_forward(columns, new_gain)).sum(axis=1)
+    dense = np.cumsum(new_gain & valid, axis=1, dtype=np.int64)
+    return gains_desc, new_gain, gain_tied, dense
+
+
+def one_gold_gain_side(gains: FloatArray, lengths: IntArray) -> GainSide | None:
+    """`gain_side` of unpadded rows with one positive gain each (a single-gold pool's),
+    without sorting: [g, 0, ..., 0], runs at 0 and 1, C(N-1, 2) pairs tied, levels
+    1, 2, ..., 2. None for any other block."""
+    m, n = gains.shape
+    if n < 2 or not (lengths == n).all() or not (np.count_nonzero(gains, axis=1) == 1).all():
+        return None
+    top = gains.max(axis=1)
+    if not (top > 0).all():  # (the one nonzero gain must be the highest)
+        return None
+    gains_desc = np.zeros((m, n))
+    gains_desc[:, 0] = top
+    new_gain = np.zeros((m, n), dtype=bool)
+    new_gain[:, :2] = True
+    dense = np.full((m, n), 2, dtype=np.int64)
+    dense[:, 0] = 1
+    return gains_desc, new_gain, np.full(m, (n - 1) * (n - 2) // 2, dtype=np.int64), dense
+
+
 def sort_block(scores: FloatArray, gains: FloatArray, lengths: IntArray) -> SortedBlock:
     """Sort each row by score; NaN sort keys put the padding last."""
     m, n = scores.shape
     columns = np.broadcast_to(np.arange(n), (m, n))
     valid = columns < lengths[:, None]
-    gains_desc = np.where(valid, -np.sort(np.where(valid, -gains, np.inf), axis=1), 0.0)
-    new_gain = _new_runs(gains_desc, valid)
-    gain_tied = (columns - _fill_forward(columns, new_gain)).sum(axis=1)
-    dense = np.cumsum(new_gain & valid, axis=1, dtype=np.int64)  # 1: the highest gain
+    side = one_gold_gain_side(gains, lengths)
+    gains_desc, new_gain, gain_tied, dense = side if side else gain_side(gains, valid)
     n_levels = int(dense[:, -1].max()) if m and n else 0
     keys = np.where(valid, -scores, np.nan)
     knight_order = n_levels > FEW_LEVELS

@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 
 from harness.scoring.ranking import (
     counts_by_level,
+    gain_side,
     none_in_first,
+    one_gold_gain_side,
     one_top_counts,
     pair_counts,
     sort_block,
@@ -96,3 +98,35 @@ def test_pair_counts_fall_back_unless_every_row_has_one_top_candidate() -> None:
         assert [c.tolist() for c in pair_counts(block)] == [
             c.tolist() for c in counts_by_level(block)
         ]
+
+
+@st.composite
+def one_gold_rows(draw: st.DrawFn) -> np.ndarray:
+    """Unpadded gains with one positive gain per row (any value; a single-gold pool's)."""
+    m, n = draw(st.integers(1, 5)), draw(st.integers(2, 10))
+    gains = np.zeros((m, n))
+    for row in range(m):
+        gains[row, draw(st.integers(0, n - 1))] = draw(st.sampled_from([0.5, 1.0, 3.0, 1e-300]))
+    return gains
+
+
+@given(one_gold_rows())
+def test_the_gain_side_of_one_gold_rows_is_the_sorted_one(gains: np.ndarray) -> None:
+    """Rows of one positive gain skip the sort of gains: the ideal order, the gain runs, the
+    gain-tied pairs and the dense levels equal the general computation's exactly."""
+    m, n = gains.shape
+    lengths = np.full(m, n)
+    valid = np.ones((m, n), dtype=bool)
+    fast = one_gold_gain_side(gains, lengths)
+    assert fast is not None
+    general = gain_side(gains, valid)
+    for a, b in zip(fast, general, strict=True):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def test_the_gain_side_shortcut_takes_only_unpadded_one_gold_rows() -> None:
+    two = np.array([[0.5, 0.5, 0.0]])
+    none = np.array([[0.0, 0.0, 0.0]])
+    assert one_gold_gain_side(two, np.array([3])) is None
+    assert one_gold_gain_side(none, np.array([3])) is None
+    assert one_gold_gain_side(np.array([[0.5, 0.0, 0.0]]), np.array([2])) is None  # padded
