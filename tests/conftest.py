@@ -195,6 +195,27 @@ def run_config(
     return result, list(read_records(result.out_dir / "records.jsonl"))
 
 
+def run_pool(
+    workdir: Path, dataset: Path, name: str, provider: dict[str, Any], n_bootstrap: int = 20
+) -> Path:
+    """A pool sweep run of `provider` on `dataset` (query against captions, hit@5 and the
+    other cut-off metrics, two repeats); its run folder."""
+    config = ExperimentConfig.model_validate(
+        {
+            "name": name,
+            "dataset": str(dataset),
+            "sweep": "pool",
+            "provider": provider,
+            "inputs": {"dialogue": "query", "music": "caption"},
+            "metrics": {"at": [5]},  # the matrix product path of the bootstrap
+            "repeats": 2,
+            "n_bootstrap": n_bootstrap,
+        }
+    )
+    result, _ = run_config(config, workdir)
+    return result.out_dir
+
+
 def write_pool_dataset(
     root: Path,
     n_items: int = 4,

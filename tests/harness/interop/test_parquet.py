@@ -11,30 +11,13 @@ from typer.testing import CliRunner
 
 import harness
 from harness.cli import app
-from harness.config import ExperimentConfig
 from harness.errors import HarnessError
 from harness.records import read_records
-from tests.conftest import run_config, write_pool_dataset
+from tests.conftest import run_pool as run
+from tests.conftest import write_pool_dataset
 
 pq = pytest.importorskip("pyarrow.parquet")
 runner = CliRunner()
-
-
-def run(tmp_path: Path, dataset: Path, name: str, provider: dict[str, object]) -> Path:
-    config = ExperimentConfig.model_validate(
-        {
-            "name": name,
-            "dataset": str(dataset),
-            "sweep": "pool",
-            "provider": provider,
-            "inputs": {"dialogue": "query", "music": "caption"},
-            "metrics": {"at": [5]},
-            "repeats": 2,
-            "n_bootstrap": 20,
-        }
-    )
-    result, _ = run_config(config, tmp_path)
-    return result.out_dir
 
 
 def test_records_and_items_tables_of_two_runs(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from harness.records import read_records
 from harness.report.loading import RunData
 from harness.scoring.evaluation import evaluate_records
 from harness.scoring.stored import INPUTS, stored_metrics, with_stored_intervals
-from tests.conftest import load_runs, run_config, write_pool_dataset
+from tests.conftest import load_runs, run_config, run_pool, write_pool_dataset
 from tests.harness.protocols.test_refine import config as refine_config
 from tests.harness.protocols.test_refine import write_refine_dataset
 
@@ -29,20 +29,7 @@ runner = CliRunner()
 
 
 def _run(tmp_path: Path, dataset: Path, name: str, provider: dict[str, Any]) -> Path:
-    config = ExperimentConfig.model_validate(
-        {
-            "name": name,
-            "dataset": str(dataset),
-            "sweep": "pool",
-            "provider": provider,
-            "inputs": {"dialogue": "query", "music": "caption"},
-            "metrics": {"at": [5]},  # hit@5 etc. (the matrix product path of the bootstrap)
-            "repeats": 2,
-            "n_bootstrap": 40,
-        }
-    )
-    result, _ = run_config(config, tmp_path)
-    return result.out_dir
+    return run_pool(tmp_path, dataset, name, provider, n_bootstrap=40)
 
 
 @pytest.fixture
