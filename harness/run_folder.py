@@ -23,7 +23,7 @@ from harness.run_files import read_run_config
 from harness.sanitize import dumps_json
 from harness.scoring.description_metrics import description_metrics
 from harness.scoring.evaluation import Evaluation, evaluate_records, expected_score_records
-from harness.scoring.stored import write_inputs
+from harness.scoring.stored import evaluation_options, write_inputs
 from harness.secrets import scrub, scrub_value
 from harness.types import NON_IDENTITY_FIELDS
 from providers.batch import BATCH_KEYS
@@ -118,15 +118,9 @@ def write_run_folder(
 
 
 def run_options(config: ExperimentConfig) -> dict[str, Any]:
-    """The run's evaluation options (keyword arguments of `evaluate_records`)."""
-    return {
-        "repeats": config.repeats,
-        "missing": config.missing,
-        "n_bootstrap": config.n_bootstrap,
-        "seed": config.seed,
-        "at": tuple(config.metrics.at),
-        "merge_groups": dict(config.metrics.merge_groups),
-    }
+    """The run's evaluation options (keyword arguments of `evaluate_records`), read as a
+    report reads them from the run's config.yaml."""
+    return evaluation_options(config.model_dump())
 
 
 def evaluate_items(

@@ -249,9 +249,8 @@ def _render_text(name: str, context: dict[str, Any], folder: Path) -> tuple[str,
     try:
         with time_limit():
             template = env.get_template(name)
-            return _render_block(template, "system", context), _render_block(
-                template, "user", context
-            )
+            system = _render_block(template, "system", context)
+            return system, _render_block(template, "user", context)
     except jinja2.TemplateNotFound as exc:
         raise _not_found(str(exc.name), folder) from None
     except jinja2.exceptions.SecurityError as exc:

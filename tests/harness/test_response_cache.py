@@ -47,7 +47,6 @@ def test_a_block_of_keys_is_read_through_the_key_index(tmp_path: Path) -> None:
 def test_a_block_of_keys_is_one_query(tmp_path: Path) -> None:
     cache = filled(tmp_path / "cache")
     statements: list[str] = []
-    cache.prefetch([])  # opens the reading connection
     cache._reader().set_trace_callback(statements.append)
     cache.prefetch(list(ANSWERS))
     for key in ANSWERS:
