@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import time
 from pathlib import Path
@@ -19,6 +20,9 @@ from harness.cache import ResponseCache
 from harness.config import ExperimentConfig
 from harness.runner import Runner
 
+# The SDK a provider imports lazily, by provider name.
+SDK_OF = {"openai": "openai", "openai-compatible": "openai"}
+
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.run_inproc", description=__doc__)
@@ -27,6 +31,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cache-dir", type=Path, required=True)
     args = parser.parse_args(argv)
     config = ExperimentConfig(**yaml.safe_load(args.experiment.read_text()))
+    # Imports are left out on both sides: the floor imports the SDK before its clock starts,
+    # the harness when its first client is built (inside `Runner.run`), so it is imported here.
+    if config.provider.name in SDK_OF:
+        importlib.import_module(SDK_OF[config.provider.name])
     cache = ResponseCache(args.cache_dir)
     try:
         runner = Runner(

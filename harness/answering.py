@@ -24,6 +24,7 @@ from harness.batch.jobs import BatchCollector
 from harness.batch.ledger import BatchLedger
 from harness.cache import CLAIM_LEASE_S, ResponseCache, cache_key
 from harness.errors import StorageError
+from harness.group_commit import GroupCommit
 from harness.prompting.prompts import TemplateHashes, render
 from harness.sanitize import clean_value
 from harness.secrets import env_secrets, scrub, scrub_value
@@ -111,6 +112,7 @@ class Answerer:
         self._renewer: asyncio.Future[None] | None = None
         self._permanent_streak = 0
         self.batch: BatchCollector | None = None
+        self.commits = GroupCommit(cache)  # fresh answers, stored a turn of the loop at a time
         self.template_hash = TemplateHashes()  # once per template and run
         # The environment's secrets, scanned once per run rather than for every answer
         # (values registered later, e.g. a key a provider reads on its first call, still count).
@@ -133,6 +135,7 @@ class Answerer:
         self.stats.model_calls += requests
 
     def close(self) -> None:
+        self.commits.flush()  # answers whose callers were cancelled (Ctrl-C) are kept
         if self._renewer is not None:
             self._renewer.cancel()
         if self.batch is not None:
@@ -212,8 +215,10 @@ class Answerer:
             await self._limiter.acquire()
         await self.provider.ready()  # e.g. loading local weights: not timed
         async with self._semaphore:
-            if self._storage_failed is not None:  # nothing more is paid for that is not kept
-                raise StorageError(str(self._storage_failed))
+            await self.commits.settled()  # the answers in hand are stored before more is paid
+            failed = self._storage_failed or self.commits.failure
+            if failed is not None:  # nothing more is paid for that is not kept
+                raise StorageError(str(failed))
             if self._halted is not None:
                 raise ProviderError(
                     f"the run stopped calling the model after a {self._halted.kind} "
@@ -266,6 +271,7 @@ class Answerer:
                 self.stats.shared_answers += 1
                 return answer, True
         self._hold(key)
+        committing = False  # once the answer is handed over, the commit releases the claim
         try:
             cached = self._cached(key, request)  # stored between our cache miss and our claim
             if cached is not None:
@@ -276,15 +282,17 @@ class Answerer:
                 answer = await self._invoke(request)
                 answer = scrub_value(answer, self._env_secrets)  # answers may quote a key
             answer = clean_value(answer)  # a lone surrogate ("\ud800" in JSON) is no UTF-8
+            committing = True
             try:
-                self.cache.set(key, answer)
+                await self.commits.store(key, answer)
             except StorageError as exc:  # a full disk: the run stops, sending nothing more
                 self._storage_failed = exc
                 raise
             return answer, False
         finally:
             self._held.discard(key)
-            self.cache.release(key)
+            if not committing:
+                self.cache.release(key)
 
     async def _answer_from_elsewhere(self, key: str, request: Request) -> dict[str, Any] | None:
         """Wait while another live process holds the claim on `key`; its answer, or None

@@ -6,7 +6,9 @@ encoded once per run while memory stays bounded however many clips a dataset has
 
 from __future__ import annotations
 
+import hashlib
 import io
+import os
 import wave
 from functools import cache, lru_cache
 from math import gcd
@@ -20,12 +22,49 @@ from harness.cache import sha256_file
 from harness.types import AudioRef
 
 ENCODED_CACHE_SIZE = 64
+# A clip is hashed when its call is prepared and encoded when the call is sent, a few hundred
+# calls later: the bytes read for the hash wait here to be encoded, not read a second time.
+READ_AHEAD_BYTES = 8 * 2**20
+READ_WHOLE_BYTES = 2**20  # larger clips are hashed in blocks (and read again to encode)
+
+
+class _ReadAhead:
+    """Clips' bytes read for their hash, waiting for their encoding (oldest dropped first,
+    at most `limit` bytes in all); each is taken once."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.size = 0
+        self._entries: dict[Path, bytes] = {}
+
+    def put(self, path: Path, data: bytes) -> None:
+        self.take(path)
+        self._entries[path] = data
+        self.size += len(data)
+        while self.size > self.limit:
+            oldest = next(iter(self._entries))
+            self.size -= len(self._entries.pop(oldest))
+
+    def take(self, path: Path) -> bytes | None:
+        data = self._entries.pop(path, None)
+        if data is not None:
+            self.size -= len(data)
+        return data
+
+
+_READ_AHEAD = _ReadAhead(READ_AHEAD_BYTES)
 
 
 @cache
 def file_sha256(path: Path) -> str:
     """Content hash of a clip, computed once per path per process."""
-    return sha256_file(path)
+    with path.open("rb") as handle:
+        if os.fstat(handle.fileno()).st_size > READ_WHOLE_BYTES:
+            return sha256_file(path)
+        data = handle.read()
+    if path.suffix.lower() == ".wav":  # what `encode_wav` may send as it is
+        _READ_AHEAD.put(path, data)
+    return hashlib.sha256(data).hexdigest()
 
 
 def audio_ref(clip_id: str, path: Path) -> AudioRef:
@@ -66,7 +105,7 @@ def _is_pcm16_mono(data: bytes, sample_rate: int | None) -> bool:
 def encode_wav(path: Path, sample_rate: int | None = None) -> bytes:
     """16-bit PCM WAV bytes of the clip, mono, at `sample_rate` (native rate when None)."""
     if path.suffix.lower() == ".wav":
-        data = path.read_bytes()
+        data = _READ_AHEAD.take(path) or path.read_bytes()
         if _is_pcm16_mono(data, sample_rate):
             return data  # already what is asked for: no decode and re-encode
     rate = sample_rate or soundfile.info(str(path)).samplerate

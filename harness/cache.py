@@ -368,6 +368,13 @@ class ResponseCache:
             self._store.set(key, value)
         self.used.add(key)
 
+    def set_many(self, entries: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        """Store every (key, value) in one transaction: all of them, or (an error) none."""
+        with self._guard(), self._store.transact():
+            for key, value in entries:
+                self._store.set(key, value)
+        self.used.update(key for key, _ in entries)
+
     def add(self, key: str, value: dict[str, Any]) -> bool:
         """Store `value` unless `key` holds an answer already; whether it was stored."""
         with self._guard():
@@ -405,6 +412,10 @@ class ResponseCache:
     def release(self, key: str) -> None:
         with self._guard(claims=True):
             self._claims.release(key)
+
+    def release_many(self, keys: Sequence[str]) -> None:
+        with self._guard(claims=True):
+            self._claims.release_many(keys)
 
     def claimed_elsewhere(self, key: str) -> bool:
         """Whether another live process holds the claim on `key` (a dead one's is dropped)."""

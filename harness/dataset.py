@@ -125,6 +125,19 @@ def gc_paused(*, freeze: bool = False) -> Iterator[None]:
             gc.enable()
 
 
+@contextmanager
+def gc_frozen() -> Iterator[None]:
+    """The objects alive now join the permanent generation (gc.freeze) until the block
+    ends: a run's dataset, modules and clients live through all its calls, and each full
+    collection (one every few thousand calls' worth of allocations) would walk them all again.
+    Unfrozen at the end, so a process running many runs does not keep their cycles forever."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 def jsonl_lines(path: Path, missing: str = "file not found") -> Iterator[tuple[int, str]]:
     """(line number, text) for each non-blank line, decoded as UTF-8; DatasetError names a
     line that is not UTF-8, or says `missing` when the file is not there."""

@@ -21,7 +21,7 @@ from harness.cache import ResponseCache
 from harness.cache_transfer import write_run_keys
 from harness.config import ExperimentConfig
 from harness.console import terminal
-from harness.dataset import Dataset, Item, load_dataset
+from harness.dataset import Dataset, Item, gc_frozen, load_dataset
 from harness.errors import DatasetError, StorageError
 from harness.hf_dataset import materialize, read_source
 from harness.locking import RunFolderLock
@@ -233,7 +233,7 @@ class Runner:
         self._report_interrupted(partial)
         writer = RecordWriter(partial)
         try:
-            with self._progress() as progress:
+            with gc_frozen(), self._progress() as progress:
                 task = progress.add_task(self.config.name, total=None, hits=0, failed=0, bad=0)
 
                 async def one(call: Call) -> None:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from harness.dataset import gc_paused, load_dataset
+from harness.dataset import gc_frozen, gc_paused, load_dataset
 from harness.errors import DatasetError, HarnessError
 from harness.scoring.metrics import build_matrix
 
@@ -299,3 +299,13 @@ def test_what_a_paused_collector_saw_loaded_can_be_kept_out_of_later_collections
         assert gc.isenabled()
     finally:
         gc.unfreeze()
+
+
+def test_what_lives_through_a_runs_calls_is_frozen_until_its_end() -> None:
+    """`gc_frozen` (the runner's call phase): the objects alive at its start are left out of
+    every collection inside, and given back to the collector at its end."""
+    held = [[i] for i in range(1000)]
+    before = gc.get_freeze_count()
+    with gc_frozen():
+        assert gc.get_freeze_count() >= before + len(held)
+    assert gc.get_freeze_count() == 0  # unfrozen: a process of many runs keeps no cycles
