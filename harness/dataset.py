@@ -24,8 +24,9 @@ Every validation failure raises `DatasetError` naming the file, the line and the
 from __future__ import annotations
 
 import gc
+import io
 import json
-import wave
+import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
@@ -206,7 +207,7 @@ def load_clips(root: Path, *, check_audio: bool = True) -> dict[str, Clip]:
         if clip.id in clips:
             raise DatasetError(path, line_no, f"duplicate clip id {clip.id!r}")
         if check_audio and clip.audio is not None:
-            _check_audio(root, clip.audio, path, line_no)
+            _check_audio(clip.path, clip.audio, path, line_no)
         clips[clip.id] = clip
     # Keyed by copies of the ids made one after the other, so that they lie side by side in
     # memory (each clip's own is among its line's objects): a pool's items look every
@@ -214,9 +215,8 @@ def load_clips(root: Path, *, check_audio: bool = True) -> dict[str, Clip]:
     return {(cid + ".")[:-1]: clip for cid, clip in clips.items()}
 
 
-def _check_audio(root: Path, audio: str, path: Path, line_no: int, what: str = "audio") -> None:
-    """`audio` (relative to `root`) exists, decodes and has samples."""
-    file = contained(root, audio)
+def _check_audio(file: Path, audio: str, path: Path, line_no: int, what: str = "audio") -> None:
+    """`file` (`audio` as the dataset names it) exists, decodes and has samples."""
     if not file.is_file():
         raise DatasetError(path, line_no, f"{what} file not found: {audio}")
     try:
@@ -228,16 +228,41 @@ def _check_audio(root: Path, audio: str, path: Path, line_no: int, what: str = "
 
 
 def _frames(file: Path) -> int:
-    """The frames an audio file's header announces: a PCM WAV's read by the standard
-    library's `wave` (a sixth of libsndfile's cost, once per clip of every run), any other
-    file (float or extensible WAV, FLAC, a damaged header) by libsndfile."""
+    """The frames an audio file's header announces: a PCM WAV's read from its chunk headers
+    (`_pcm_wav_frames`: once per clip of every run), any other file (float or extensible WAV,
+    FLAC, a damaged header) by libsndfile."""
     if file.suffix.lower() == ".wav":
-        try:
-            with wave.open(str(file)) as header:
-                return int(header.getnframes())
-        except (wave.Error, EOFError, ValueError):
-            pass
+        frames = _pcm_wav_frames(file)
+        if frames is not None:
+            return frames
     return int(soundfile.info(str(file)).frames)
+
+
+def _pcm_wav_frames(file: Path) -> int | None:
+    """The frames of a plain PCM WAV (format tag 1) as the standard library's `wave` counts
+    them (the data chunk's size over the frame size), from the RIFF chunk headers alone: a
+    fifth of `wave`'s cost, and a twentieth of libsndfile's. None for any other file."""
+    with file.open("rb") as handle:
+        riff = handle.read(12)
+        if len(riff) < 12 or riff[:4] != b"RIFF" or riff[8:] != b"WAVE":
+            return None
+        frame_size = 0
+        while len(header := handle.read(8)) == 8:
+            name, size = header[:4], int.from_bytes(header[4:], "little")
+            if name == b"data":
+                return size // frame_size if frame_size else None
+            if name == b"fmt ":
+                fmt = handle.read(size + (size & 1))
+                if len(fmt) < 16:
+                    return None
+                tag, channels = struct.unpack_from("<HH", fmt)
+                (bits,) = struct.unpack_from("<H", fmt, 14)
+                if tag != 1 or not channels or not bits:
+                    return None
+                frame_size = channels * ((bits + 7) // 8)
+            else:
+                handle.seek(size + (size & 1), io.SEEK_CUR)
+    return None
 
 
 def load_items(root: Path, clips: dict[str, Clip], *, check_audio: bool = True) -> tuple[Item, ...]:
@@ -262,7 +287,7 @@ def load_items(root: Path, clips: dict[str, Clip], *, check_audio: bool = True) 
             raise DatasetError(path, line_no, f"unknown candidate id(s) {unknown}") from None
         if check_audio:
             for audio in item.context_audio or ():
-                _check_audio(root, audio, path, line_no, "context audio")
+                _check_audio(contained(root, audio), audio, path, line_no, "context audio")
         seen.add(item.id)
         items.append(item)
     if not items:

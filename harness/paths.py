@@ -23,6 +23,11 @@ class UnsafePath(ValueError):
 def inside(relative: str, what: str = "path") -> PurePosixPath:
     """`relative` as a path that stays inside whatever folder it is joined to; UnsafePath
     (a ValueError, so a pydantic validator reports it with its line) otherwise."""
+    return PurePosixPath(*_safe_parts(relative, what))
+
+
+def _safe_parts(relative: str, what: str) -> list[str]:
+    """The parts of `relative` when it stays inside its folder (`inside`)."""
     if not isinstance(relative, str) or not relative.strip():
         raise UnsafePath(f"{what} is empty")
     if "\x00" in relative:
@@ -35,9 +40,9 @@ def inside(relative: str, what: str = "path") -> PurePosixPath:
         raise UnsafePath(f"{what} {relative!r} leaves the folder (..)")
     if not parts:
         raise UnsafePath(f"{what} {relative!r} names the folder itself")
-    return PurePosixPath(*parts)
+    return parts
 
 
 def contained(root: Path, relative: str, what: str = "path") -> Path:
     """`root / relative`, when `relative` stays inside `root` (`inside`); UnsafePath else."""
-    return root.joinpath(*inside(relative, what).parts)
+    return root.joinpath(*_safe_parts(relative, what))

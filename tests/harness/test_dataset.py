@@ -1,14 +1,19 @@
 from __future__ import annotations
 
 import gc
+import io
 import json
+import tempfile
+import wave
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from harness.dataset import gc_frozen, gc_paused, load_dataset
+from harness.dataset import _frames, _pcm_wav_frames, gc_frozen, gc_paused, load_dataset
 from harness.errors import DatasetError, HarnessError
 from harness.scoring.metrics import build_matrix
 
@@ -309,3 +314,37 @@ def test_what_lives_through_a_runs_calls_is_frozen_until_its_end() -> None:
     with gc_frozen():
         assert gc.get_freeze_count() >= before + len(held)
     assert gc.get_freeze_count() == 0  # unfrozen: a process of many runs keeps no cycles
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    frames=st.integers(0, 3000),
+    channels=st.integers(1, 2),
+    subtype=st.sampled_from(["PCM_16", "PCM_24", "PCM_32", "PCM_U8", "FLOAT", "DOUBLE"]),
+    extra=st.binary(max_size=9),  # a chunk before the data (odd sizes are padded)
+)
+def test_a_wavs_frames_from_its_chunk_headers_are_what_wave_and_libsndfile_count(
+    frames: int, channels: int, subtype: str, extra: bytes
+) -> None:
+    """`_pcm_wav_frames` (issue 26) agrees with the standard library's `wave` on every PCM
+    WAV, also with a chunk of any size before the data, and leaves every other file to
+    libsndfile (None)."""
+    buffer = io.BytesIO()
+    signal = np.zeros((frames, channels), dtype=np.float32)
+    soundfile.write(buffer, signal, 8000, format="WAV", subtype=subtype)
+    data = buffer.getvalue()
+    if extra:  # a chunk right after the RIFF header, the RIFF size grown to match
+        chunk = b"junk" + len(extra).to_bytes(4, "little") + extra + b"\0" * (len(extra) & 1)
+        riff_size = (len(data) - 8 + len(chunk)).to_bytes(4, "little")
+        data = b"RIFF" + riff_size + b"WAVE" + chunk + data[12:]
+    with tempfile.TemporaryDirectory() as folder:
+        file = Path(folder) / "clip.wav"
+        file.write_bytes(data)
+        ours = _pcm_wav_frames(file)
+        assert _frames(file) == soundfile.info(str(file)).frames == frames
+        try:
+            with wave.open(str(file)) as header:
+                expected: int | None = header.getnframes()
+        except wave.Error:
+            expected = None
+        assert ours == expected
