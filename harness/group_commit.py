@@ -51,28 +51,44 @@ class GroupCommit:
         if not entries:
             return
         self._entries, self._waiters, self._watchers = [], [], []
-        keys = [key for key, _ in entries]
-        failure: StorageError | None = None
+        outcomes = self._store_all(entries)
+        failure = next((o for o in outcomes if isinstance(o, StorageError)), None)
         try:
-            self.cache.set_many(entries)
-            self.commits += 1
-        except StorageError as exc:
-            failure = exc
-        try:
-            self.cache.release_many(keys)
+            self.cache.release_many([key for key, _ in entries])
         except StorageError as exc:  # the claims lapse with their lease
             failure = failure or exc
+            outcomes = [o or exc for o in outcomes]
         self.failure = self.failure or failure
         for watcher in watchers:
             if not _gone(watcher):
                 watcher.set_result(None)
-        for waiter in waiters:
+        for waiter, outcome in zip(waiters, outcomes, strict=True):
             if _gone(waiter):  # its caller was cancelled: the answer is stored all the same
                 continue
-            if failure is None:
+            if outcome is None:
                 waiter.set_result(None)
             else:
-                waiter.set_exception(StorageError(str(failure)))
+                waiter.set_exception(outcome)
+
+    def _store_all(self, entries: list[tuple[str, dict[str, Any]]]) -> list[Exception | None]:
+        """Store `entries` in one transaction; what went wrong for each (None: stored). A
+        value the cache cannot hold (not JSON) fails its own call only: the others are then
+        stored one at a time."""
+        try:
+            self.cache.set_many(entries)
+        except StorageError as exc:  # a full disk: nothing of the turn is kept
+            return [StorageError(str(exc)) for _ in entries]
+        except Exception:
+            outcomes: list[Exception | None] = []
+            for key, value in entries:
+                try:
+                    self.cache.set(key, value)
+                    outcomes.append(None)
+                except Exception as exc:
+                    outcomes.append(exc)
+            return outcomes
+        self.commits += 1
+        return [None] * len(entries)
 
 
 def _gone(waiter: asyncio.Future[None]) -> bool:

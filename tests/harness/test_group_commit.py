@@ -108,3 +108,20 @@ def test_flush_stores_what_waits_when_the_loop_is_gone(tmp_path: Path) -> None:
     answerer.close()
     assert cache.get("k") == {"text": "late"}
     cache.close()
+
+
+def test_a_value_the_cache_cannot_hold_fails_its_own_call_only(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "cache")
+    commits = GroupCommit(cache)
+
+    async def three() -> list[Any]:
+        values = [{"text": "a"}, {"text": object()}, {"text": "c"}]
+        stores = (commits.store(f"k{i}", value) for i, value in enumerate(values))
+        return await asyncio.gather(*stores, return_exceptions=True)
+
+    results = asyncio.run(three())
+    assert results[0] is None and results[2] is None
+    assert isinstance(results[1], TypeError)
+    assert cache.get("k0") == {"text": "a"} and cache.get("k2") == {"text": "c"}
+    assert cache.get("k1") is None and commits.failure is None  # not a storage failure
+    cache.close()
