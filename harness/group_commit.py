@@ -30,6 +30,8 @@ class GroupCommit:
         """Store `value` under `key` with the other answers of this turn, then release this
         process's claim on `key`. Raises StorageError when the cache could not store them."""
         loop = asyncio.get_running_loop()
+        if self._waiters and self._waiters[0].get_loop() is not loop:
+            self.flush()  # left by a loop that ended before their commit
         if not self._entries:
             loop.call_soon(self.flush)
         done = loop.create_future()

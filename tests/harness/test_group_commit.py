@@ -125,3 +125,17 @@ def test_a_value_the_cache_cannot_hold_fails_its_own_call_only(tmp_path: Path) -
     assert cache.get("k0") == {"text": "a"} and cache.get("k2") == {"text": "c"}
     assert cache.get("k1") is None and commits.failure is None  # not a storage failure
     cache.close()
+
+
+def test_an_answer_left_by_an_ended_loop_is_stored_with_the_next_loops(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "cache")
+    commits = GroupCommit(cache)
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(commits.store("first", {"text": "1"}))
+    loop.call_soon(loop.stop)
+    loop.run_forever()  # the answer is queued; the loop ends before its commit
+    assert not task.done()
+    loop.close()
+    asyncio.run(asyncio.wait_for(commits.store("second", {"text": "2"}), timeout=5))
+    assert cache.get("first") == {"text": "1"} and cache.get("second") == {"text": "2"}
+    cache.close()
