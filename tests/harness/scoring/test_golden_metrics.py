@@ -41,6 +41,11 @@ def _write(folder: Path, items: list[Line], predictions: list[Line], n_clips: in
     return folder
 
 
+def _item(i: int, candidates: list[str], **judgement: Any) -> Line:
+    """Item `q{i}` of a pool: its candidates and what judges them (gold, relevance, ...)."""
+    return {"id": f"q{i}", "query": "q", "candidates": candidates, **judgement}
+
+
 def single_gold_ties(folder: Path) -> Path:
     """300 items x 60 candidates, one gold, scores on a 0.05 grid: every line in candidate
     order, as `harness run` writes them."""
@@ -48,14 +53,7 @@ def single_gold_ties(folder: Path) -> Path:
     items, predictions = [], []
     for i in range(300):
         candidates = [f"s{k}" for k in rng.sample(range(400), 60)]
-        items.append(
-            {
-                "id": f"q{i}",
-                "query": "q",
-                "candidates": candidates,
-                "relevant": [rng.choice(candidates)],
-            }
-        )
+        items.append(_item(i, candidates, relevant=[rng.choice(candidates)]))
         scores = {c: round(rng.random() * 20) / 20 for c in candidates}
         predictions.append({"item_id": f"q{i}", "scores": scores})
     return _write(folder, items, predictions, 400)
@@ -68,14 +66,7 @@ def ragged_missing(folder: Path) -> Path:
     items, predictions = [], []
     for i in range(250):
         candidates = [f"s{k}" for k in rng.sample(range(300), rng.randint(2, 70))]
-        items.append(
-            {
-                "id": f"q{i}",
-                "query": "q",
-                "candidates": candidates,
-                "relevant": [rng.choice(candidates)],
-            }
-        )
+        items.append(_item(i, candidates, relevant=[rng.choice(candidates)]))
         if rng.random() < 0.05:
             continue
         scores: dict[str, float | int | None] = {}
@@ -94,14 +85,7 @@ def several_gold(folder: Path) -> Path:
     items, predictions = [], []
     for i in range(200):
         candidates = [f"s{k}" for k in rng.sample(range(200), 40)]
-        items.append(
-            {
-                "id": f"q{i}",
-                "query": "q",
-                "candidates": candidates,
-                "relevant": rng.sample(candidates, rng.randint(2, 5)),
-            }
-        )
+        items.append(_item(i, candidates, relevant=rng.sample(candidates, rng.randint(2, 5))))
         predictions.append(
             {"item_id": f"q{i}", "scores": {c: float(rng.randint(0, 6)) for c in candidates}}
         )
@@ -117,15 +101,7 @@ def graded_groups_repeats(folder: Path) -> Path:
         candidates = [f"s{k}" for k in rng.sample(range(150), rng.choice([20, 30]))]
         levels = 12 if i % 3 == 0 else 3
         graded = {c: float(rng.randint(0, levels)) for c in rng.sample(candidates, 15)}
-        items.append(
-            {
-                "id": f"q{i}",
-                "query": "q",
-                "candidates": candidates,
-                "group": rng.choice(["a", "b", "c"]),
-                "relevance": graded,
-            }
-        )
+        items.append(_item(i, candidates, group=rng.choice(["a", "b", "c"]), relevance=graded))
         for repeat in (0, 1):
             line: Line = {"item_id": f"q{i}", "repeat": repeat}
             if rng.random() < 0.2:
@@ -142,14 +118,7 @@ def human_rankings(folder: Path) -> Path:
     items, predictions = [], []
     for i in range(150):
         candidates = [f"s{k}" for k in rng.sample(range(100), 12)]
-        items.append(
-            {
-                "id": f"q{i}",
-                "query": "q",
-                "candidates": candidates,
-                "human_ranking": rng.sample(candidates, 12),
-            }
-        )
+        items.append(_item(i, candidates, human_ranking=rng.sample(candidates, 12)))
         predictions.append(
             {"item_id": f"q{i}", "scores": {c: float(rng.randint(0, 8)) for c in candidates}}
         )
