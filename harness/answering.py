@@ -107,7 +107,6 @@ class Answerer:
         self._limiter = AsyncLimiter(1, 60.0 / settings.rpm) if settings.rpm else None
         self._inflight: dict[str, asyncio.Future[tuple[dict[str, Any], bool]]] = {}
         self._halted: ProviderError | None = None
-        self._storage_failed: StorageError | None = None  # the cache could not store an answer
         self._held: set[str] = set()  # keys whose claims this run holds
         self._renewer: asyncio.Future[None] | None = None
         self._permanent_streak = 0
@@ -216,9 +215,8 @@ class Answerer:
         await self.provider.ready()  # e.g. loading local weights: not timed
         async with self._semaphore:
             await self.commits.settled()  # the answers in hand are stored before more is paid
-            failed = self._storage_failed or self.commits.failure
-            if failed is not None:  # nothing more is paid for that is not kept
-                raise StorageError(str(failed))
+            if self.commits.failure is not None:  # nothing more is paid for that is not kept
+                raise StorageError(str(self.commits.failure))
             if self._halted is not None:
                 raise ProviderError(
                     f"the run stopped calling the model after a {self._halted.kind} "
@@ -283,11 +281,7 @@ class Answerer:
                 answer = scrub_value(answer, self._env_secrets)  # answers may quote a key
             answer = clean_value(answer)  # a lone surrogate ("\ud800" in JSON) is no UTF-8
             committing = True
-            try:
-                await self.commits.store(key, answer)
-            except StorageError as exc:  # a full disk: the run stops, sending nothing more
-                self._storage_failed = exc
-                raise
+            await self.commits.store(key, answer)  # a full disk: the run stops sending
             return answer, False
         finally:
             self._held.discard(key)

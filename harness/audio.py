@@ -18,7 +18,6 @@ import numpy as np
 import soundfile
 from numpy.typing import NDArray
 
-from harness.cache import sha256_file
 from harness.types import AudioRef
 
 ENCODED_CACHE_SIZE = 64
@@ -60,7 +59,7 @@ def file_sha256(path: Path) -> str:
     """Content hash of a clip, computed once per path per process."""
     with path.open("rb") as handle:
         if os.fstat(handle.fileno()).st_size > READ_WHOLE_BYTES:
-            return sha256_file(path)
+            return hashlib.file_digest(handle, "sha256").hexdigest()
         data = handle.read()
     if path.suffix.lower() == ".wav":  # what `encode_wav` may send as it is
         _READ_AHEAD.put(path, data)
