@@ -315,28 +315,37 @@ def kendall_tau_b(x: FloatArray, y: FloatArray) -> FloatArray:
 
 
 # ------------------------------------------------------------------------ the other metrics
-def none_in_first(m: IntArray, g: IntArray, c: IntArray) -> FloatArray:
-    """P(none of c marked members of a uniformly shuffled group of g lands in its first m
-    positions) = C(g-m, c) / C(g, c); 0 where g - m < c."""
-    from scipy.special import gammaln  # imported here: scipy costs every command's startup
+def survival(g: IntArray, c: IntArray, upto: int) -> FloatArray:
+    """Per row, column m (0..upto): P(none of c marked members of a uniformly shuffled group
+    of g lands in its first m positions) = C(g-m, c) / C(g, c) = prod_{j<m} (g-c-j) / (g-j),
+    0 from m = g-c + 1 on.
 
-    free = g - m
-    possible = free >= c
-    safe_free = np.where(possible, free, c)
-    log_p = (
-        gammaln(safe_free + 1) - gammaln(safe_free - c + 1) - gammaln(g + 1) + gammaln(g - c + 1)
-    )
-    result: FloatArray = np.where(possible, np.exp(log_p), 0.0)
+    The product is accumulated factor by factor (`cumprod` multiplies in order), so every
+    step is one correctly rounded IEEE operation: the figures are the same bits on every
+    CPU. A closed form through log-gamma and `exp` is not: numpy's `exp` takes a different
+    code path on AVX-512 machines and moves the last bit."""
+    steps = np.arange(upto)
+    free = np.maximum(g[:, None] - c[:, None] - steps, 0).astype(np.float64)
+    total = (g[:, None] - steps).astype(np.float64)
+    factors = np.divide(free, total, out=np.zeros_like(free), where=total > 0)
+    out = np.ones((g.shape[0], upto + 1))
+    np.cumprod(factors, axis=1, out=out[:, 1:])
+    return out
+
+
+def none_in_first(m: IntArray, g: IntArray, c: IntArray) -> FloatArray:
+    """Per row, P(none of c marked members of a shuffled group of g in its first m places)."""
+    table = survival(g, c, int(m.max(initial=0)))
+    result: FloatArray = np.take_along_axis(table, m[:, None], axis=1)[:, 0]
     return result
 
 
 def _expected_reciprocal_rank(p: IntArray, g: IntArray, c: IntArray) -> FloatArray:
     """E[1 / (p + J)], J the first offset of c marked members in a shuffled group of g."""
     span = int((g - c).max()) + 1
-    offsets = np.arange(span + 1)
-    survival = none_in_first(offsets[None, :], g[:, None], c[:, None])
-    first_at = survival[:, :-1] - survival[:, 1:]
-    result: FloatArray = (first_at / (p[:, None] + offsets[None, :-1])).sum(axis=1)
+    table = survival(g, c, span)
+    first_at = table[:, :-1] - table[:, 1:]
+    result: FloatArray = (first_at / (p[:, None] + np.arange(span)[None, :])).sum(axis=1)
     return result
 
 
@@ -380,7 +389,7 @@ class BestGroup:
         """P(a candidate of maximal gain in the top k)."""
         slots = np.clip(k - self.p + 1, 0, self.g)
         value = slots / self.g
-        several = np.flatnonzero(self.c > 1)  # one gold (c = 1, most rows) needs no gammaln
+        several = np.flatnonzero(self.c > 1)  # one gold (c = 1, most rows): slots / g
         if several.size:
             g, c = self.g[several], self.c[several]
             value[several] = 1.0 - none_in_first(slots[several], g, c)
