@@ -19,7 +19,7 @@ from harness.prompting.variants import POINTWISE_SCHEMA
 from harness.records import Record
 from harness.runner import RunResult
 from harness.testing.fake_api import FakeServer, FakeSettings
-from harness.types import ChatRequest, ProviderError
+from harness.types import AudioRef, ChatRequest, ProviderError
 from providers import create_provider, provider_options
 from providers.openai_chat import OpenAIAudioJudge, OpenAICompatibleJudge
 from tests.conftest import run_config
@@ -391,3 +391,105 @@ def test_the_sdk_is_imported_only_when_a_client_is_built() -> None:
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
+
+
+WIRE_CASES: dict[str, dict[str, Any]] = {
+    "openai-audio": {"max_tokens": 20, "seed": 7},
+    "openai": {"reasoning_effort": "low", "json_mode": "object"},
+    "openai-compatible": {
+        "audio_format": "audio_url",
+        "score": "expected",
+        "extra_body": {"top_k": 5, "repetition_penalty": 1.05},
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(WIRE_CASES))
+def test_a_post_without_the_transform_sends_what_create_sends(
+    name: str, tiny_dataset: Path
+) -> None:
+    """`post_chat_completion` skips the SDK's parameter transform (a quarter of its CPU per
+    call): the same JSON, headers and key must reach the server as through
+    `chat.completions.create`, for every body the judges build (audio parts, a re-ask's
+    follow-ups, schema and object modes, extra_body, log-probabilities)."""
+    import httpx2
+    import openai
+
+    from providers.openai_chat import post_chat_completion
+
+    block = {"name": name, "base_url": "http://wire.test/v1", **WIRE_CASES[name]}
+    if name == "openai-compatible":
+        block["model"] = "Qwen/Qwen2.5-Omni-7B"
+    judge = create_provider(provider_config(**block))
+    clip = next((tiny_dataset / "audio").glob("*.wav"))
+    audio = AudioRef("c1", clip, "0" * 64)
+    request = ChatRequest(
+        "You judge music.", ("Dialogue: hi", audio, "Score it."), POINTWISE_SCHEMA
+    ).with_follow_up('{"score": 11}', "The score must be 0-10.")
+    body = judge.request_body(request)  # type: ignore[attr-defined]
+    seen: list[httpx2.Request] = []
+
+    def answer(wire: httpx2.Request) -> httpx2.Response:
+        seen.append(wire)
+        completion = {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": '{"score": 7}'},
+                }
+            ],
+        }
+        return httpx2.Response(200, json=completion)
+
+    client = openai.AsyncOpenAI(
+        api_key=KEY,
+        base_url="http://wire.test/v1",
+        max_retries=0,
+        http_client=openai.DefaultAsyncHttpxClient(transport=httpx2.MockTransport(answer)),
+    )
+
+    async def both() -> tuple[Any, Any]:
+        try:
+            created = await client.chat.completions.create(**body)
+            posted = await post_chat_completion(client, body)
+            return created, posted
+        finally:
+            await client.close()
+
+    created, posted = asyncio.run(both())
+    assert posted == created and posted.choices[0].message.content == '{"score": 7}'
+    via_create, via_post = seen
+    assert (via_post.method, via_post.url) == (via_create.method, via_create.url)
+    assert json.loads(via_post.content) == json.loads(via_create.content)
+    assert json.loads(via_post.content)["messages"][2]["role"] == "assistant"
+    if "extra_body" in WIRE_CASES[name]:
+        assert json.loads(via_post.content)["top_k"] == 5
+    assert dict(via_post.headers) == dict(via_create.headers)
+    assert via_post.headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_request_options_of_an_sdk_without_per_request_security(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """SDKs before per-request `security` take no such argument: the options are built
+    without it (such a client adds its key to every request itself)."""
+    import openai._base_client as base
+
+    from providers.openai_chat import _request_options
+
+    made = base.make_request_options
+
+    def older(*, extra_body: Any = None, **rest: Any) -> Any:
+        if "security" in rest:
+            raise TypeError("make_request_options() got an unexpected keyword 'security'")
+        return made(extra_body=extra_body, **rest)
+
+    monkeypatch.setattr(base, "make_request_options", older)
+    options: dict[str, Any] = _request_options({"top_k": 5})
+    assert options["extra_json"] == {"top_k": 5} and "security" not in options
+    assert _request_options(None) == made()
