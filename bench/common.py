@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -273,22 +274,25 @@ class Timed:
 
 
 def run_timed(command: Sequence[str], *, env: dict[str, str] | None = None) -> Timed:
-    """Run a child process to completion; its wall time and its own peak RSS (wait4)."""
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        list(command),
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, **(env or {})},
+    """Run a child process to completion; its wall time, CPU time and its own peak RSS,
+    measured by `bench.launch` (a child of this process would report this process's peak)."""
+    with tempfile.TemporaryDirectory(prefix="bench-launch-") as folder:
+        report = Path(folder) / "rusage.json"
+        process = subprocess.Popen(
+            [sys.executable, "-m", "bench.launch", str(report), "--", *command],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+        )
+        assert process.stdout is not None
+        output = process.stdout.read().decode(errors="replace")
+        if process.wait() != 0 or not report.is_file():
+            raise RuntimeError(f"bench.launch failed to run {list(command)}:\n{output[-3000:]}")
+        figures = json.loads(report.read_text())
+    return Timed(
+        figures["wall_s"], figures["returncode"], output, figures["max_rss_bytes"], figures["cpu_s"]
     )
-    assert process.stdout is not None
-    output = process.stdout.read().decode(errors="replace")
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - started
-    process.returncode = os.waitstatus_to_exitcode(status)
-    cpu = usage.ru_utime + usage.ru_stime
-    return Timed(wall, process.returncode, output, usage.ru_maxrss * 1024, cpu)
 
 
 def checked(timed: Timed, what: str) -> Timed:
