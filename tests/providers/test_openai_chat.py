@@ -19,6 +19,7 @@ from harness.prompting.variants import POINTWISE_SCHEMA
 from harness.records import Record
 from harness.runner import RunResult
 from harness.testing.fake_api import FakeServer, FakeSettings
+from harness.testing.fake_api.openai import chat_completion
 from harness.types import AudioRef, ChatRequest, ProviderError
 from providers import create_provider, provider_options
 from providers.openai_chat import OpenAIAudioJudge, OpenAICompatibleJudge
@@ -431,20 +432,7 @@ def test_a_post_without_the_transform_sends_what_create_sends(
 
     def answer(wire: httpx2.Request) -> httpx2.Response:
         seen.append(wire)
-        completion = {
-            "id": "c",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "m",
-            "choices": [
-                {
-                    "index": 0,
-                    "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": '{"score": 7}'},
-                }
-            ],
-        }
-        return httpx2.Response(200, json=completion)
+        return httpx2.Response(200, json=chat_completion('{"score": 7}'))
 
     client = openai.AsyncOpenAI(
         api_key=KEY,

@@ -20,6 +20,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from harness.config import provider_config
+from harness.testing.fake_api.openai import chat_completion
 from harness.types import ChatRequest, ProviderError
 from providers import _bounded_body, create_provider
 
@@ -28,22 +29,7 @@ BOMB_BYTES = 64 * 2**20  # what the bomb inflates to: 16 x the bound (about 64 K
 
 
 def _openai_answer() -> bytes:
-    return json.dumps(
-        {
-            "id": "x",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "m",
-            "choices": [
-                {
-                    "index": 0,
-                    "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": '{"score": 7}'},
-                }
-            ],
-            "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
-        }
-    ).encode()
+    return json.dumps(chat_completion('{"score": 7}')).encode()
 
 
 def _gemini_answer() -> bytes:

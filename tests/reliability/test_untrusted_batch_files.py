@@ -18,6 +18,7 @@ from harness.cli import app
 from harness.errors import HarnessError
 from harness.testing.fake_api import FakeServer
 from harness.testing.fake_api import openai_batches as fake_batches
+from harness.testing.fake_api.openai import chat_completion
 from providers import create_provider, provider_options
 from providers.batch import BatchResults
 from providers.openai_batch import OpenAIBatchApi
@@ -107,20 +108,7 @@ def _api() -> OpenAIBatchApi:
 
 
 def _answer_line(custom_id: str, text: str = '{"score": 3}') -> str:
-    body = {
-        "id": "c1",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "m",
-        "choices": [
-            {
-                "index": 0,
-                "finish_reason": "stop",
-                "message": {"role": "assistant", "content": text},
-            }
-        ],
-        "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
-    }
+    body = chat_completion(text, prompt_tokens=5)
     return json.dumps(
         {"custom_id": custom_id, "response": {"status_code": 200, "body": body}, "error": None}
     )

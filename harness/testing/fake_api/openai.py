@@ -77,6 +77,31 @@ def parse_openai(body: dict[str, Any]) -> ParsedRequest:
     )
 
 
+def chat_completion(
+    text: str, *, prompt_tokens: int = 3, completion_tokens: int = 2
+) -> dict[str, Any]:
+    """The smallest chat.completion answer carrying `text`, for tests that answer a client
+    without the server (a mock transport, a compressed body, a batch output line)."""
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": text},
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
 def openai_body(
     mode: str, parsed: ParsedRequest, seconds: float, cached: int = 0
 ) -> tuple[dict[str, Any], str | None]:
