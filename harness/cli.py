@@ -14,10 +14,12 @@ from harness.annotate.cli import annotate
 from harness.cache_cli import app as cache_app
 from harness.cli_support import (
     EXIT_INCOMPLETE,
+    HarnessGroup,
     check_range,
     console,
     err_console,
     interrupted_by,
+    only_the_named_command,
     termination_as_interrupt,
     user_errors,
     version_text,
@@ -32,6 +34,7 @@ from harness.results_cli import report, runs, view
 from harness.sanitize import dumps_json, terminal_text
 
 app = typer.Typer(
+    cls=HarnessGroup,
     help="bgm-judge: evaluate background-music recommendation for dialogues (DialBGM).",
     no_args_is_help=True,
     add_completion=False,
@@ -439,5 +442,10 @@ def providers() -> None:
     console.print(table)
 
 
-def main() -> None:  # pragma: no cover
-    sys.exit(app())
+def main() -> None:
+    """The `harness` script: `app`, with only the command the arguments name."""
+    sys.exit(only_the_named_command(app, sys.argv[1:])())
+
+
+if __name__ == "__main__":
+    main()

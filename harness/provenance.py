@@ -15,7 +15,6 @@ import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +77,8 @@ def git_commit(root: Path | None = None) -> dict[str, Any] | None:
 
 def package_versions(names: tuple[str, ...] = KEY_PACKAGES) -> dict[str, str]:
     """Installed versions of `names`; packages that are not installed are left out."""
+    from importlib import metadata  # 30 ms: not for every command's start
+
     found = {}
     for name in names:
         try:
