@@ -90,10 +90,10 @@ def only_the_named_command(app: typer.Typer, args: Sequence[str]) -> typer.Typer
     command's parameters before it parses (a hundred milliseconds for `harness`'s).
 
     - `NAME ...`: the command or group NAME alone;
-    - nothing, -h or --help: every command and group, each with its help but without its
-      parameters or subcommands (the listing shows their names and help only);
-    - anything else (--version, an unknown name, whose error suggests one): `app` itself."""
-    if not args or args[0] in ("-h", "--help"):
+    - nothing, -h, --help or --version: every command and group, each with its help but
+      without its parameters or subcommands (the listing shows their names and help only);
+    - anything else (an unknown name, whose error suggests one): `app` itself."""
+    if not args or args[0] in ("-h", "--help", "--version"):
         return _lean(
             app,
             [_without_parameters(info) for info in app.registered_commands],
