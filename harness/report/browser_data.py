@@ -6,6 +6,7 @@ Captions of those are in one table, each clip once."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict
 from typing import Any
 
@@ -26,7 +27,7 @@ ORDER_SHOWN = 10
 
 
 def score_text(value: float) -> str:
-    return "n/a" if not np.isfinite(value) else f"{value:.3g}"
+    return "n/a" if not math.isfinite(value) else f"{value:.3g}"
 
 
 def run_ranks(scores: FloatArray) -> npt.NDArray[np.int64]:

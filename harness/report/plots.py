@@ -60,10 +60,17 @@ def _png(fig: Any) -> bytes:
 def _render(fig: Any, files: bool) -> Figure:
     """The figure laid out and drawn once at PAGE_DPI (its PNG), then, with `files`, saved as
     a PDF with that layout (no creation date: the same runs give the same bytes)."""
+    import matplotlib
+
     fig.set_dpi(PAGE_DPI)
     fig.canvas.draw()
     page = _png(fig)
-    fig.set_layout_engine("none")  # keep the layout just computed
+    # No engine at all (not "none", a placeholder): with any engine, savefig draws the figure
+    # a second time before drawing it; the layout just computed is kept either way.
+    with matplotlib.rc_context(
+        {"figure.autolayout": False, "figure.constrained_layout.use": False}
+    ):
+        fig.set_layout_engine(None)
     out = {"png": page}
     if files:
         buffer = io.BytesIO()
