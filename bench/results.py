@@ -10,6 +10,7 @@ timings, carry over between runs on a machine whose load differs.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from pathlib import Path
 from bench.common import BenchResult
 
 REGRESSION = 0.10
+RESULTS_HEADER = "| benchmark | result | goal | met |"
 _ROW = re.compile(r"^\| (?P<name>[a-z_]+) \| .* \|$")
 _FIGURE = re.compile(r"^- (?P<key>.+?): (?P<value>-?[0-9.]+(?:e-?[0-9]+)?)$")
 
@@ -42,7 +44,11 @@ def read_sections(path: Path) -> dict[str, Section]:
     if not path.is_file():
         return {}
     lines = path.read_text().splitlines()
-    rows = {m["name"]: line for line in lines if (m := _ROW.match(line)) and m["name"] != "-"}
+    rows = {
+        m["name"]: line
+        for line in _results_table(lines)
+        if (m := _ROW.match(line)) and m["name"] != "-"
+    }
     sections: dict[str, Section] = {}
     current: str | None = None
     for line in lines:
@@ -57,6 +63,15 @@ def read_sections(path: Path) -> dict[str, Section]:
         while section.block and not section.block[-1].strip():
             section.block.pop()
     return sections
+
+
+def _results_table(lines: list[str]) -> list[str]:
+    """The lines of the results table (not of the changes table, whose rows also start with a
+    benchmark's name)."""
+    if RESULTS_HEADER not in lines:
+        return []
+    start = lines.index(RESULTS_HEADER)
+    return list(itertools.takewhile(lambda line: line.startswith("|"), lines[start:]))
 
 
 def _date_of(path: Path) -> str:
@@ -120,7 +135,7 @@ def write_results(
         "",
         *header,
         "",
-        "| benchmark | result | goal | met |",
+        RESULTS_HEADER,
         "|---|---|---|---|",
     ]
     kept = [name for name in order if name not in measured and name in previous]

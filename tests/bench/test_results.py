@@ -52,3 +52,15 @@ def test_a_first_run_has_no_changes_table(tmp_path: Path) -> None:
     path = tmp_path / "RESULTS.md"
     _write(path, [_ceiling(1.3)], "2026-11-24 10:00 UTC")
     assert "Changes since" not in path.read_text() and "## ceiling" in path.read_text()
+
+
+def test_a_kept_section_keeps_its_result_row_not_a_changes_row(tmp_path: Path) -> None:
+    """A benchmark not run this time keeps its row of the results table, even when the
+    previous file's changes table has a row for it too (which starts with its name)."""
+    path = tmp_path / "RESULTS.md"
+    _write(path, [_ceiling(1.4)], "2026-11-24 10:00 UTC")
+    _write(path, [_ceiling(1.2)], "2026-11-25 10:00 UTC")  # a changes row for ceiling
+    assert "| ceiling | harness/floor CPU | 1.4 | 1.2 |" in path.read_text()
+    replay = BenchResult("replay", "warm 9 s", {"warm/cold (min)": 0.05}, goal="<= 10 s", met=True)
+    _write(path, [replay], "2026-11-26 10:00 UTC")
+    assert read_sections(path)["ceiling"].row == "| ceiling | ratio 1.2 | - | - |"
