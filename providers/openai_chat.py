@@ -227,8 +227,9 @@ class ChatCompletionsJudge(ApiJudge["openai.AsyncOpenAI"]):
 
 async def post_chat_completion(client: openai.AsyncOpenAI, body: dict[str, Any]) -> ChatCompletion:
     """`client.chat.completions.create(**body)` without the SDK's parameter transform: the
-    same request on the wire (the same JSON, headers and authentication; tested against the
-    fake server) through the same client call, `post` with the options `create` builds.
+    same request on the wire (the same JSON, headers and authentication as `create` sends,
+    compared through a mock transport in the tests) through the same client call, `post` with
+    the options `create` builds.
 
     The transform walks every message part and the whole JSON schema against the SDK's
     TypedDicts, to rename aliased fields and encode files and dates that a body of plain
