@@ -191,6 +191,7 @@ class ClientPool(Generic[C]):
 
     DOWN_FIRST_S = 0.5
     DOWN_MAX_S = 8.0
+    _DOUBLINGS_TO_MAX = 64  # past this many failures the rest is the cap (2**1024 overflows)
 
     def __init__(
         self,
@@ -233,8 +234,9 @@ class ClientPool(Generic[C]):
         except ProviderError as exc:
             if exc.kind == "connection":
                 self._failures[index] += 1
-                rest = self.DOWN_FIRST_S * 2 ** (self._failures[index] - 1)
-                self._down_until[index] = self._clock() + min(rest, self.DOWN_MAX_S)
+                doublings = min(self._failures[index] - 1, self._DOUBLINGS_TO_MAX)
+                rest = min(self.DOWN_FIRST_S * 2**doublings, self.DOWN_MAX_S)
+                self._down_until[index] = self._clock() + rest
             raise
         else:
             self._failures[index] = 0

@@ -66,6 +66,16 @@ def test_rests_double_and_an_answer_ends_them() -> None:
     assert pool._down_until == [0.0] and pool._failures == [0] and pool.answered == [1]
 
 
+def test_a_server_refusing_thousands_of_requests_rests_at_most_the_cap() -> None:
+    # A dead server under concurrency 64 and 20 attempts fails thousands of requests in a
+    # row; the doubling must stop at the cap, not overflow a float at the 1,025th.
+    clock = Clock()
+    pool: ClientPool[str] = ClientPool(["only"], lambda url: str(url), clock)
+    for _ in range(2_000):
+        fail_on(pool, refused())
+    assert pool._down_until[0] == pytest.approx(clock.now + ClientPool.DOWN_MAX_S)
+
+
 def test_other_failures_do_not_rest_a_server() -> None:
     clock = Clock()
     pool: ClientPool[str] = ClientPool(["a", "b"], lambda url: str(url), clock)
