@@ -19,6 +19,7 @@ import hashlib
 import io
 import itertools
 import json
+import math
 import os
 import pickle
 import pickletools
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import diskcache
+import orjson
 from diskcache.core import MODE_PICKLE, MODE_RAW, MODE_TEXT, UNKNOWN
 
 from harness.cache_values import Shape, TooLarge, bounded, well_formed, within_bounds_as_text
@@ -52,8 +54,43 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("BGM_JUDGE_CACHE", DEFAULT_CACHE_DIR))
 
 
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+def canonical_json(value: Any) -> bytes:
+    """`json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)` as
+    UTF-8: the text every cache key digests. orjson writes the same bytes fifteen times
+    faster for plain values (`_same_in_orjson`); anything else goes through `json`, whose
+    output (or error) it is by definition."""
+    if _same_in_orjson(value):
+        try:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:  # an int past 64 bits, a lone surrogate, deep nesting
+            pass
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text.encode("utf-8")
+
+
+def _same_in_orjson(value: Any) -> bool:
+    """`value` holds only what orjson writes as `json` does: dicts with str keys, lists,
+    tuples, str, int, bool, None and floats that Python prints without a negative exponent
+    (orjson writes 1e-05 as 0.00001 and 1e-07 as 1e-7; NaN as null). Exact types only: a
+    subclass (an enum, say) may print otherwise."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            continue
+        if kind is dict:
+            if any(type(key) is not str for key in item):
+                return False
+            stack.extend(item.values())
+        elif kind is list or kind is tuple:
+            stack.extend(item)
+        elif kind is float:
+            if not (math.isfinite(item) and (item == 0.0 or abs(item) >= 1e-4)):
+                return False
+        else:
+            return False
+    return True
 
 
 def sha256_file(path: Path) -> str:
@@ -68,7 +105,7 @@ def sha256_file(path: Path) -> str:
 def cache_key(payload: dict[str, Any]) -> str:
     """SHA-256 of the canonical JSON of `payload` plus the cache schema version."""
     body = canonical_json({**payload, "cache_schema": CACHE_SCHEMA_VERSION})
-    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+    return hashlib.sha256(body).hexdigest()
 
 
 def request_key(
