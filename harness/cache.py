@@ -19,7 +19,6 @@ import hashlib
 import io
 import itertools
 import json
-import math
 import os
 import pickle
 import pickletools
@@ -31,12 +30,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import diskcache
-import orjson
 from diskcache.core import MODE_PICKLE, MODE_RAW, MODE_TEXT, UNKNOWN
 
 from harness.cache_values import Shape, TooLarge, bounded, well_formed, within_bounds_as_text
 from harness.claims import Claims
 from harness.errors import StorageError
+from harness.json_text import canonical_json, loads
 from harness.sanitize import clean_value
 from harness.types import Request
 
@@ -52,45 +51,6 @@ PREFETCH_QUERY = (
 
 def default_cache_dir() -> Path:
     return Path(os.environ.get("BGM_JUDGE_CACHE", DEFAULT_CACHE_DIR))
-
-
-def canonical_json(value: Any) -> bytes:
-    """`json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)` as
-    UTF-8: the text every cache key digests. orjson writes the same bytes fifteen times
-    faster for plain values (`_same_in_orjson`); anything else goes through `json`, whose
-    output (or error) it is by definition."""
-    if _same_in_orjson(value):
-        try:
-            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-        except orjson.JSONEncodeError:  # an int past 64 bits, a lone surrogate, deep nesting
-            pass
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return text.encode("utf-8")
-
-
-def _same_in_orjson(value: Any) -> bool:
-    """`value` holds only what orjson writes as `json` does: dicts with str keys, lists,
-    tuples, str, int, bool, None and floats that Python prints without a negative exponent
-    (orjson writes 1e-05 as 0.00001 and 1e-07 as 1e-7; NaN as null). Exact types only: a
-    subclass (an enum, say) may print otherwise."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind is str or kind is int or kind is bool or item is None:
-            continue
-        if kind is dict:
-            if any(type(key) is not str for key in item):
-                return False
-            stack.extend(item.values())
-        elif kind is list or kind is tuple:
-            stack.extend(item)
-        elif kind is float:
-            if not (math.isfinite(item) and (item == 0.0 or abs(item) >= 1e-4)):
-                return False
-        else:
-            return False
-    return True
 
 
 def sha256_file(path: Path) -> str:
@@ -224,7 +184,7 @@ class JsonDisk(diskcache.Disk):  # type: ignore[misc]
                 return clean_value(_walkable(_plain_pickle(bytes(value))))
             if mode == MODE_TEXT or (mode == MODE_RAW and isinstance(value, str)):
                 text = super().fetch(mode, filename, value, read)
-                decoded = json.loads(text)
+                decoded = loads(text)
                 checked = decoded if within_bounds_as_text(text) else _walkable(decoded)
                 # A lone surrogate (no UTF-8) can only come from an escape such as \ud800.
                 return clean_value(checked) if _SURROGATE_ESCAPE.search(text) else checked

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from harness.dataset import Item, decoded_line, gc_paused, pydantic_reason, raw_lines
 from harness.errors import DatasetError, StorageError
+from harness.json_text import loads
 from harness.trec import is_trec_run, read_run
 
 
@@ -112,7 +113,7 @@ def sort_records(source: Path, path: Path, item_order: list[str]) -> None:
         for line in handle:
             if not line.endswith(b"\n"):
                 break  # a torn last line (never written by a finished run)
-            head = json.loads(line)
+            head = loads(line)
             where = position.get(head["item_id"], 1 << 30)
             places.append((where, head.get("repeat", 0), head["candidates"], offset, len(line)))
             offset += len(line)

