@@ -107,9 +107,11 @@ class Answerer:
         self._limiter = AsyncLimiter(1, 60.0 / settings.rpm) if settings.rpm else None
         self._inflight: dict[str, asyncio.Future[tuple[dict[str, Any], bool]]] = {}
         self._halted: ProviderError | None = None
+        self._halt_reason = ""  # why no more calls are sent, once _halted is set
         self._held: set[str] = set()  # keys whose claims this run holds
         self._renewer: asyncio.Future[None] | None = None
         self._permanent_streak = 0
+        self._unreachable_streak = 0  # calls in a row that never connected, retries and all
         self.batch: BatchCollector | None = None
         self.commits = GroupCommit(cache)  # fresh answers, stored a turn of the loop at a time
         self.template_hash = TemplateHashes()  # once per template and run
@@ -219,8 +221,7 @@ class Answerer:
                 raise StorageError(str(self.commits.failure))
             if self._halted is not None:
                 raise ProviderError(
-                    f"the run stopped calling the model after a {self._halted.kind} "
-                    "failure (see that error)",
+                    f"the run stopped calling the model {self._halt_reason}",
                     transient=False,
                     kind="not_sent",
                 )
@@ -234,18 +235,36 @@ class Answerer:
                     f"no answer within {cfg.timeout_s:g} s", transient=True, kind="timeout"
                 ) from exc
             answer["latency_s"] = round(time.perf_counter() - started, 4)
-            self._permanent_streak = 0
+            self._permanent_streak = self._unreachable_streak = 0
             return answer
 
     def _note_failure(self, exc: ProviderError) -> None:
-        """Stop calling the model (fail the rest fast) after a failure every call would meet."""
-        if exc.transient or exc.kind == "not_sent":
+        """Stop calling the model (fail the rest fast) after a failure every call would meet:
+        a run-wide kind, a streak of other permanent failures, or a streak of calls that
+        never connected (transient one at a time, but each used up its attempts: nothing
+        answers at that address)."""
+        if exc.kind == "not_sent":
+            return
+        if exc.kind != "connection":
+            self._unreachable_streak = 0
+        elif self._halted is None:
+            self._unreachable_streak += 1
+            if self._unreachable_streak >= HALT_AFTER_PERMANENT:
+                self._halt(
+                    exc,
+                    f"after {self._unreachable_streak} calls in a row could not connect, each "
+                    f"after its {self.settings.max_attempts} attempt(s): is the server running? "
+                    "(see the connection error)",
+                )
+        if exc.transient:
             return
         self._permanent_streak += 1
-        if self._halted is None and (
-            exc.kind in RUN_WIDE_KINDS or self._permanent_streak >= HALT_AFTER_PERMANENT
-        ):
-            self._halted = exc
+        if exc.kind in RUN_WIDE_KINDS or self._permanent_streak >= HALT_AFTER_PERMANENT:
+            self._halt(exc, f"after a {exc.kind} failure (see that error)")
+
+    def _halt(self, exc: ProviderError, reason: str) -> None:
+        if self._halted is None:
+            self._halted, self._halt_reason = exc, reason
 
     async def _ask(self, request: Request) -> dict[str, Any]:
         """The provider's answer; whatever else it raises becomes this request's error."""

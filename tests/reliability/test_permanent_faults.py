@@ -4,14 +4,16 @@ storm), prints what failed and why, and exits with code 1 (incomplete)."""
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from harness.cli import app
 from harness.testing.fake_api import FakeServer
-from tests.reliability.conftest import MakeDataset, read_jsonl, write_experiment
+from tests.reliability.conftest import FAST, MakeDataset, read_jsonl, write_experiment
 
 N_ITEMS = 10  # 40 calls
 CONCURRENCY = 4
@@ -119,3 +121,49 @@ def test_a_run_that_fails_partly_still_scores_the_rest(
     assert f"partial: {N_ITEMS} of {4 * N_ITEMS} call(s) failed (bad_request ×{N_ITEMS})" in (
         result.stderr
     )
+
+
+def closed_port_url() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"  # nothing listens there once the probe is closed
+
+
+def test_a_server_that_is_not_there_stops_the_run_after_a_streak(
+    make_dataset: MakeDataset, tmp_path: Path
+) -> None:
+    """Connection failures are transient (a restarting server comes back), but calls that
+    each used up their attempts on them, one after the other, mean nothing is listening:
+    the run stops sending instead of spending every call's retries (~1 minute each by
+    default) on it, and says where it was calling and what to check."""
+    dataset = make_dataset(n_items=N_ITEMS)
+    config = {
+        "name": "soak",
+        "dataset": str(dataset),
+        "provider": {
+            "name": "openai-compatible",
+            "model": "fake-judge",
+            "base_url": closed_port_url(),
+            "max_concurrency": 2,
+            "max_attempts": 3,
+            **FAST,
+        },
+    }
+    experiment = tmp_path / "exp.yaml"
+    experiment.write_text(yaml.safe_dump(config, sort_keys=False))
+    result = CliRunner().invoke(
+        app,
+        ["run", str(experiment), "--results-dir", str(tmp_path / "results"), "--no-progress"],
+        env={"BGM_JUDGE_CACHE": str(tmp_path / "cache"), "OPENAI_API_KEY": "k"},
+    )
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    run = json.loads((tmp_path / "results" / "soak" / "run.json").read_text())
+    kinds = run["error_kinds"]
+    assert set(kinds) == {"connection", "not_sent"}
+    assert 10 <= kinds["connection"] <= 10 + 2  # the streak, and the calls already in flight
+    assert kinds["connection"] + kinds["not_sent"] == 4 * N_ITEMS
+    # calls between attempts when the streak ended are not sent again
+    assert run["model_calls"] < 3 * 4 * N_ITEMS
+    assert "is the server running" in result.stderr and "Traceback" not in result.output
