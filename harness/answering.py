@@ -73,9 +73,13 @@ class RunStats:
 
 
 # Permanent failures that every later request of the run would meet as well: after the first
-# one, the run stops sending. Other permanent failures stop it after a streak without success.
+# one, the run stops sending. Other failures stop it after a streak of calls without an answer.
 RUN_WIDE_KINDS = frozenset({"auth", "permission", "not_found", "load"})
-HALT_AFTER_PERMANENT = 10
+HALT_AFTER_FAILURES = 10
+_STREAK_HINTS = {
+    "connection": ": is the server running?",
+    "timeout": ": is the server answering within timeout_s?",
+}
 
 
 class _RetryAfterOrBackoff:
@@ -110,8 +114,7 @@ class Answerer:
         self._halt_reason = ""  # why no more calls are sent, once _halted is set
         self._held: set[str] = set()  # keys whose claims this run holds
         self._renewer: asyncio.Future[None] | None = None
-        self._permanent_streak = 0
-        self._unreachable_streak = 0  # calls in a row that never connected, retries and all
+        self._failure_streak = 0  # calls in a row that failed, after their retries
         self.batch: BatchCollector | None = None
         self.commits = GroupCommit(cache)  # fresh answers, stored a turn of the loop at a time
         self.template_hash = TemplateHashes()  # once per template and run
@@ -235,32 +238,26 @@ class Answerer:
                     f"no answer within {cfg.timeout_s:g} s", transient=True, kind="timeout"
                 ) from exc
             answer["latency_s"] = round(time.perf_counter() - started, 4)
-            self._permanent_streak = self._unreachable_streak = 0
+            self._failure_streak = 0
             return answer
 
     def _note_failure(self, exc: ProviderError) -> None:
-        """Stop calling the model (fail the rest fast) after a failure every call would meet:
-        a run-wide kind, a streak of other permanent failures, or a streak of calls that
-        never connected (transient one at a time, but each used up its attempts: nothing
-        answers at that address)."""
+        """Stop calling the model (fail the rest fast) once every call would fail: at a
+        run-wide failure, or after HALT_AFTER_FAILURES calls in a row failed with no answer
+        between them (a transient failure counts once its call has used up its attempts:
+        then nothing gets through, and each further call would be lost after its retries)."""
         if exc.kind == "not_sent":
             return
-        if exc.kind != "connection":
-            self._unreachable_streak = 0
-        elif self._halted is None:
-            self._unreachable_streak += 1
-            if self._unreachable_streak >= HALT_AFTER_PERMANENT:
-                self._halt(
-                    exc,
-                    f"after {self._unreachable_streak} calls in a row could not connect, each "
-                    f"after its {self.settings.max_attempts} attempt(s): is the server running? "
-                    "(see the connection error)",
-                )
-        if exc.transient:
-            return
-        self._permanent_streak += 1
-        if exc.kind in RUN_WIDE_KINDS or self._permanent_streak >= HALT_AFTER_PERMANENT:
+        self._failure_streak += 1
+        if exc.kind in RUN_WIDE_KINDS:
             self._halt(exc, f"after a {exc.kind} failure (see that error)")
+        elif self._failure_streak >= HALT_AFTER_FAILURES:
+            attempts = f", each after its {self.settings.max_attempts} attempts" * exc.transient
+            self._halt(
+                exc,
+                f"after {self._failure_streak} calls in a row failed{attempts}, the last with "
+                f"{exc.kind}{_STREAK_HINTS.get(exc.kind, '')} (see that error)",
+            )
 
     def _halt(self, exc: ProviderError, reason: str) -> None:
         if self._halted is None:

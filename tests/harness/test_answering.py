@@ -123,6 +123,53 @@ def test_an_auth_failure_stops_every_later_call(tmp_path: Path) -> None:
     cache.close()
 
 
+def outcomes_of(path: Answerer, keys: list[str]) -> list[str]:
+    """Each key asked in turn: "answered" or the failure's kind."""
+
+    async def each() -> list[str]:
+        kinds = []
+        for key in keys:
+            try:
+                await path.answer(key, REQUEST)
+                kinds.append("answered")
+            except ProviderError as exc:
+                kinds.append(exc.kind)
+        return kinds
+
+    return asyncio.run(each())
+
+
+@pytest.mark.parametrize(
+    ("kind", "hint"),
+    [
+        ("connection", "is the server running?"),
+        ("timeout", "is the server answering within timeout_s?"),
+        ("server_error", ""),
+    ],
+)
+def test_ten_calls_failed_after_their_retries_stop_every_later_call(
+    kind: str, hint: str, tmp_path: Path
+) -> None:
+    judge = ScriptedJudge([ProviderError("down", transient=True, kind=kind)])
+    path, cache = answerer(judge, tmp_path, max_attempts=2)
+    kinds = outcomes_of(path, [f"k{i}" for i in range(13)])
+    assert kinds == [kind] * 10 + ["not_sent"] * 3
+    assert judge.calls == 20  # two attempts for each of the ten, none after
+    message = path._halt_reason
+    assert message.startswith("after 10 calls in a row failed, each after its 2 attempts")
+    assert hint in message
+    cache.close()
+
+
+def test_an_answer_ends_a_streak_of_failed_calls(tmp_path: Path) -> None:
+    down = ProviderError("down", transient=True, kind="connection")
+    judge = ScriptedJudge([*[down] * 18, "7", *[down] * 20, "7"])  # 9 calls, 1 answer, 10 calls
+    path, cache = answerer(judge, tmp_path, max_attempts=2)
+    kinds = outcomes_of(path, [f"k{i}" for i in range(22)])
+    assert kinds == ["connection"] * 9 + ["answered"] + ["connection"] * 10 + ["not_sent"] * 2
+    cache.close()
+
+
 def test_once_the_cache_cannot_store_an_answer_nothing_more_is_sent(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
