@@ -18,6 +18,7 @@ from pathlib import Path
 
 import psutil
 
+from bench import yardstick
 from bench.common import OUT, REPO, BenchResult, Size, fresh
 from bench.results import write_results
 
@@ -108,6 +109,8 @@ def machine() -> list[str]:
         f"{psutil.virtual_memory().total / 2**30:.0f} GiB RAM, {platform.system()} {platform.release()}",
         f"- load average when started: {', '.join(f'{x:.2f}' for x in psutil.getloadavg())}",
         f"- python {platform.python_version()}; {libraries}",
+        f"- yardstick (`bench.yardstick`, a fixed CPU workload; lower is faster) at the start: "
+        f"{yardstick.measure():.3f} s",
     ]
 
 
@@ -144,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         result.figures["benchmark wall (s)"] = round(time.perf_counter() - started, 1)
         results.append(result)
         print(result.line(), flush=True)
+    header.append(f"- yardstick at the end: {yardstick.measure():.3f} s")
     command = " ".join(["python -m bench", *(argv if argv is not None else sys.argv[1:])])
     write_results(
         out_path, results, header, command, lambda name: BENCHMARKS[name][1], list(BENCHMARKS)

@@ -39,6 +39,12 @@ def test_main_writes_results_markdown(tmp_path: Path, capsys: pytest.CaptureFixt
     assert bench_main.main(["metrics", "--tiny", "--results", str(results)]) == 0
     text = results.read_text()
     assert "| metrics |" in text and "- machine:" in text and "- date:" in text
+    start, end = (
+        float(line.rsplit(": ", 1)[1].removesuffix(" s"))
+        for line in text.splitlines()
+        if line.startswith("- yardstick")
+    )
+    assert 0 < start < 60 and 0 < end < 60
     assert capsys.readouterr().out.startswith("[metrics] ")
 
 
