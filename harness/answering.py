@@ -252,10 +252,10 @@ class Answerer:
         if exc.kind in RUN_WIDE_KINDS:
             self._halt(exc, f"after a {exc.kind} failure (see that error)")
         elif self._failure_streak >= HALT_AFTER_FAILURES:
-            attempts = f", each after its {self.settings.max_attempts} attempts" * exc.transient
+            retried = ", each after its retries" * exc.transient
             self._halt(
                 exc,
-                f"after {self._failure_streak} calls in a row failed{attempts}, the last with "
+                f"after {self._failure_streak} calls in a row failed{retried}, the last with "
                 f"{exc.kind}{_STREAK_HINTS.get(exc.kind, '')} (see that error)",
             )
 

@@ -156,7 +156,7 @@ def test_ten_calls_failed_after_their_retries_stop_every_later_call(
     assert kinds == [kind] * 10 + ["not_sent"] * 3
     assert judge.calls == 20  # two attempts for each of the ten, none after
     message = path._halt_reason
-    assert message.startswith("after 10 calls in a row failed, each after its 2 attempts")
+    assert message.startswith("after 10 calls in a row failed, each after its retries")
     assert hint in message
     cache.close()
 
