@@ -38,7 +38,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from harness.errors import DatasetError, HarnessError
 from harness.items import InFolder, Item, RelevanceForm, Schema, Turn, from_schema
-from harness.json_text import loads
 from harness.paths import contained
 
 __all__ = ["Clip", "Dataset", "InFolder", "Item", "RelevanceForm", "Turn", "load_dataset"]
@@ -176,7 +175,7 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line; DatasetError names a bad line."""
     for line_no, line in jsonl_lines(path):
         try:
-            obj = loads(line)
+            obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DatasetError(path, line_no, f"not valid JSON ({exc.msg})") from None
         except RecursionError:

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
 import orjson
 
-# A number of 19 or more digits: orjson reads an integer outside 64 bits as a float.
-_LONG_NUMBER_TEXT = re.compile(r"\d{19}")
-_LONG_NUMBER_BYTES = re.compile(rb"\d{19}")
+# A run of 19 or more digits: orjson reads an integer outside 64 bits as a float. Found by
+# mapping digits to "0" and all else to " " (a regular expression took 4x orjson's parse).
+_DIGITS_ONLY = bytes(48 if 48 <= code <= 57 else 32 for code in range(256))
+_LONG_NUMBER = b"0" * 19
 
 
 def canonical_json(value: Any) -> bytes:
@@ -59,10 +59,8 @@ def loads(text: str | bytes) -> Any:
     """`json.loads(text)`: its value, or its error. orjson reads strict JSON (UTF-8, no NaN,
     no lone surrogate escape) to the same values three to five times faster; it refuses the
     rest, which `json` then reads, and text with a 19-digit number goes to `json` at once."""
-    long_number = (
-        _LONG_NUMBER_TEXT.search(text) if isinstance(text, str) else _LONG_NUMBER_BYTES.search(text)
-    )
-    if long_number is None:
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if _LONG_NUMBER not in data.translate(_DIGITS_ONLY):
         try:
             return orjson.loads(text)
         except orjson.JSONDecodeError:
