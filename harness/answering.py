@@ -110,8 +110,7 @@ class Answerer:
         self._semaphore = asyncio.Semaphore(settings.max_concurrency)
         self._limiter = AsyncLimiter(1, 60.0 / settings.rpm) if settings.rpm else None
         self._inflight: dict[str, asyncio.Future[tuple[dict[str, Any], bool]]] = {}
-        self._halted: ProviderError | None = None
-        self._halt_reason = ""  # why no more calls are sent, once _halted is set
+        self._halt_reason: str | None = None  # why no more calls are sent, once they are not
         self._held: set[str] = set()  # keys whose claims this run holds
         self._renewer: asyncio.Future[None] | None = None
         self._failure_streak = 0  # calls in a row that failed, after their retries
@@ -222,7 +221,7 @@ class Answerer:
             await self.commits.settled()  # the answers in hand are stored before more is paid
             if self.commits.failure is not None:  # nothing more is paid for that is not kept
                 raise StorageError(str(self.commits.failure))
-            if self._halted is not None:
+            if self._halt_reason is not None:
                 raise ProviderError(
                     f"the run stopped calling the model {self._halt_reason}",
                     transient=False,
@@ -250,18 +249,17 @@ class Answerer:
             return
         self._failure_streak += 1
         if exc.kind in RUN_WIDE_KINDS:
-            self._halt(exc, f"after a {exc.kind} failure (see that error)")
+            self._halt(f"after a {exc.kind} failure (see that error)")
         elif self._failure_streak >= HALT_AFTER_FAILURES:
             retried = ", each after its retries" * exc.transient
             self._halt(
-                exc,
                 f"after {self._failure_streak} calls in a row failed{retried}, the last with "
                 f"{exc.kind}{_STREAK_HINTS.get(exc.kind, '')} (see that error)",
             )
 
-    def _halt(self, exc: ProviderError, reason: str) -> None:
-        if self._halted is None:
-            self._halted, self._halt_reason = exc, reason
+    def _halt(self, reason: str) -> None:
+        if self._halt_reason is None:  # the first reason stands
+            self._halt_reason = reason
 
     async def _ask(self, request: Request) -> dict[str, Any]:
         """The provider's answer; whatever else it raises becomes this request's error."""

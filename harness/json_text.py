@@ -62,7 +62,7 @@ def loads(text: str | bytes) -> Any:
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     if _LONG_NUMBER not in data.translate(_DIGITS_ONLY):
         try:
-            return orjson.loads(text)
+            return orjson.loads(data)  # (bytes: orjson need not encode the text again)
         except orjson.JSONDecodeError:
             pass
     return json.loads(text)
