@@ -325,6 +325,7 @@ def evaluate(
     dataset's relevance; per item group too when the items carry groups."""
     from harness.dataset import gc_paused, load_dataset
     from harness.interop.inputs import dataset_folder, qrels_items
+    from harness.predictions_ahead import PredictionsReadAhead
     from harness.records import read_predictions
     from harness.report.formatting import rich_table
     from harness.scoring.evaluation import coverage_warnings, evaluate_predictions
@@ -348,8 +349,11 @@ def evaluate(
         folder = dataset_folder(dataset, columns)
     with gc_paused(freeze=True):  # the items and predictions, held to the end
         if qrels is None:
-            items = list(load_dataset(folder, check_audio=check_audio).items)
-        preds = read_predictions(predictions, items)
+            with PredictionsReadAhead(predictions) as ahead:  # parsed while the dataset loads
+                items = list(load_dataset(folder, check_audio=check_audio).items)
+                preds = ahead.read(items)
+        else:
+            preds = read_predictions(predictions, items)
     evaluation = evaluate_predictions(
         items,
         preds,

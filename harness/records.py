@@ -281,61 +281,94 @@ def read_predictions(path: Path, items: Sequence[Item]) -> Predictions:
 
 
 def _prediction_lines(path: Path) -> Iterator[tuple[int, PredictionLine]]:
-    """Each non-blank line's prediction. A line is validated from its bytes as read (no
-    copy as text); one that does not validate so (blank, not UTF-8, not a prediction) is
-    validated again from its decoded text, whose error names the line and its reason."""
+    """Each non-blank line's prediction."""
     for line_no, raw in raw_lines(path, missing="predictions file not found"):
+        pred = prediction_line(path, line_no, raw)
+        if pred is not None:
+            yield line_no, pred
+
+
+def prediction_line(path: Path, line_no: int, raw: bytes) -> PredictionLine | None:
+    """A line's prediction; None if it is blank. A line is validated from its bytes as read
+    (no copy as text); one that does not validate so (blank, not UTF-8, not a prediction) is
+    validated again from its decoded text, whose error names the line and its reason."""
+    try:
+        return PredictionLine.model_validate_json(raw)
+    except ValidationError:
+        line = decoded_line(path, line_no, raw)
+        if line is None:
+            return None
         try:
-            yield line_no, PredictionLine.model_validate_json(raw)
-        except ValidationError:
-            line = decoded_line(path, line_no, raw)
-            if line is None:
-                continue
-            try:
-                yield line_no, PredictionLine.model_validate_json(line)
-            except ValidationError as exc:
-                raise DatasetError(path, line_no, pydantic_reason(exc)) from None
+            return PredictionLine.model_validate_json(line)
+        except ValidationError as exc:
+            raise DatasetError(path, line_no, pydantic_reason(exc)) from None
 
 
 def _read_predictions(path: Path, items: Sequence[Item]) -> Predictions:
-    candidates = {item.id: item.candidates for item in items}
-    predictions: dict[int, dict[str, Mapping[str, float | None]]] = defaultdict(dict)
-    n_lines, highest = 0, (0, 0)  # (repeat, its line)
+    collector = PredictionsCollector(path, items)
     for line_no, pred in _prediction_lines(path):
-        n_lines += 1
-        highest = max(highest, (pred.repeat, line_no), key=lambda pair: pair[0])
-        if pred.item_id not in candidates:
+        collector.add(line_no, pred)
+    return collector.predictions()
+
+
+class PredictionsCollector:
+    """The checks and the merge of `read_predictions`, a line at a time in file order: each
+    line parsed here (`add`), or as a row already checked against its item (`add_row`,
+    from `harness.predictions_ahead`)."""
+
+    def __init__(self, path: Path, items: Sequence[Item]) -> None:
+        self.path = path
+        self.candidates = {item.id: item.candidates for item in items}
+        self._predictions: dict[int, dict[str, Mapping[str, float | None]]] = defaultdict(dict)
+        self._n_lines, self._highest = 0, (0, 0)  # (repeat, its line)
+
+    def add(self, line_no: int, pred: PredictionLine) -> None:
+        path = self.path
+        candidates = self.candidates.get(pred.item_id)
+        if candidates is None:
             raise DatasetError(path, line_no, f"unknown item id {pred.item_id!r}")
-        row = None if pred.scores is None else score_row(pred.scores, candidates[pred.item_id])
+        row = None if pred.scores is None else score_row(pred.scores, candidates)
         named = pred.scores if pred.scores is not None else pred.ranking or []
-        unknown = [] if row is not None else sorted(set(named) - set(candidates[pred.item_id]))
+        unknown = [] if row is not None else sorted(set(named) - set(candidates))
         if unknown:
             raise DatasetError(
                 path, line_no, f"unknown candidate id(s) {unknown} for {pred.item_id}"
             )
-        if pred.item_id in predictions[pred.repeat]:
-            raise DatasetError(
-                path, line_no, f"second prediction for {pred.item_id} (repeat {pred.repeat})"
-            )
+        self._check_new(line_no, pred.item_id, pred.repeat)
         if pred.ranking is not None:
             repeated = sorted(c for c, n in Counter(pred.ranking).items() if n > 1)
             if repeated:
                 raise DatasetError(path, line_no, f"ranking lists {repeated} more than once")
-            scores = scores_from_ranking(pred.ranking, candidates[pred.item_id])
-            predictions[pred.repeat][pred.item_id] = dict(scores)
+            scores = scores_from_ranking(pred.ranking, candidates)
+            self._predictions[pred.repeat][pred.item_id] = dict(scores)
         else:
             assert row is not None
-            predictions[pred.repeat][pred.item_id] = row
-    repeat, line_no = highest
-    if repeat >= n_lines:
-        raise DatasetError(
-            path,
-            line_no,
-            f"repeat {repeat} is past the file's {n_lines} line(s): repeats run 0..R-1, each "
-            "one without a line counting as every score missing, so a file names at most as "
-            "many repeats as it has lines",
-        )
-    return dict(predictions)
+            self._predictions[pred.repeat][pred.item_id] = row
+
+    def add_row(self, line_no: int, item_id: str, repeat: int, row: ScoreRow) -> None:
+        """A line of scores for every candidate of a known item, in the item's order."""
+        self._check_new(line_no, item_id, repeat)
+        self._predictions[repeat][item_id] = row
+
+    def _check_new(self, line_no: int, item_id: str, repeat: int) -> None:
+        self._n_lines += 1
+        self._highest = max(self._highest, (repeat, line_no), key=lambda pair: pair[0])
+        if item_id in self._predictions[repeat]:
+            raise DatasetError(
+                self.path, line_no, f"second prediction for {item_id} (repeat {repeat})"
+            )
+
+    def predictions(self) -> Predictions:
+        repeat, line_no = self._highest
+        if repeat >= self._n_lines:
+            raise DatasetError(
+                self.path,
+                line_no,
+                f"repeat {repeat} is past the file's {self._n_lines} line(s): repeats run "
+                "0..R-1, each one without a line counting as every score missing, so a file "
+                "names at most as many repeats as it has lines",
+            )
+        return dict(self._predictions)
 
 
 def write_predictions(path: Path, predictions: Predictions, items: Sequence[Item]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,11 @@ import pytest
 import soundfile
 from typer.testing import CliRunner
 
+from harness import predictions_ahead
 from harness.cli import app
+from harness.items import Item
+from harness.predictions_ahead import PredictionsReadAhead
+from harness.records import Predictions
 
 runner = CliRunner()
 
@@ -56,6 +61,25 @@ def independent_metrics(scores: dict[str, float | None], ranking: list[str]) -> 
     return {"hit@1": hit, "mrr": mrr, "ndcg": dcg / ideal, "kendall_tau_b": tau}
 
 
+@pytest.fixture(params=["read ahead", "in this process"])
+def read_ahead(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """`harness evaluate` with its predictions read by a forked worker (the threshold down
+    to 0 bytes), or by itself (the threshold past any file), as a small file is."""
+    ahead = request.param == "read ahead"
+    monkeypatch.setattr(predictions_ahead, "AHEAD_MIN_BYTES", 0 if ahead else 1 << 62)
+    started: list[bool] = []
+    read = PredictionsReadAhead.read
+
+    def spied(self: PredictionsReadAhead, items: Sequence[Item]) -> Predictions:
+        started.append(self.started)
+        return read(self, items)
+
+    monkeypatch.setattr(PredictionsReadAhead, "read", spied)
+    yield
+    assert started and set(started) == {ahead}
+
+
+@pytest.mark.usefixtures("read_ahead")
 def test_evaluate_matches_the_definitions(tiny_dataset: Path, tmp_path: Path) -> None:
     items = [json.loads(line) for line in (tiny_dataset / "items.jsonl").read_text().splitlines()]
     predictions = [
@@ -109,6 +133,7 @@ def test_evaluate_matches_the_definitions(tiny_dataset: Path, tmp_path: Path) ->
     assert json.loads(out.read_text())["n_items"] == 0
 
 
+@pytest.mark.usefixtures("read_ahead")
 def test_evaluate_reports_a_bad_line(tiny_dataset: Path, tmp_path: Path) -> None:
     pred_file = tmp_path / "preds.jsonl"
     pred_file.write_text(
