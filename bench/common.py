@@ -271,15 +271,20 @@ class Timed:
     output: str
     max_rss_bytes: int
     cpu_s: float  # user + system time of the child: what its work cost, whatever the load
+    max_tree_pss_bytes: int | None = None  # with tree=True: the sampled peak of the tree's PSS
 
 
-def run_timed(command: Sequence[str], *, env: dict[str, str] | None = None) -> Timed:
+def run_timed(
+    command: Sequence[str], *, env: dict[str, str] | None = None, tree: bool = False
+) -> Timed:
     """Run a child process to completion; its wall time, CPU time and its own peak RSS,
-    measured by `bench.launch` (a child of this process would report this process's peak)."""
+    measured by `bench.launch` (a child of this process would report this process's peak);
+    with `tree`, also the peak PSS of it and its descendants together (sampled)."""
     with tempfile.TemporaryDirectory(prefix="bench-launch-") as folder:
         report = Path(folder) / "rusage.json"
+        flags = ["--tree"] if tree else []
         process = subprocess.Popen(
-            [sys.executable, "-m", "bench.launch", str(report), "--", *command],
+            [sys.executable, "-m", "bench.launch", str(report), *flags, "--", *command],
             cwd=REPO,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -291,7 +296,12 @@ def run_timed(command: Sequence[str], *, env: dict[str, str] | None = None) -> T
             raise RuntimeError(f"bench.launch failed to run {list(command)}:\n{output[-3000:]}")
         figures = json.loads(report.read_text())
     return Timed(
-        figures["wall_s"], figures["returncode"], output, figures["max_rss_bytes"], figures["cpu_s"]
+        figures["wall_s"],
+        figures["returncode"],
+        output,
+        figures["max_rss_bytes"],
+        figures["cpu_s"],
+        figures.get("max_tree_pss_bytes"),
     )
 
 

@@ -3,7 +3,9 @@
 predictions file lists each item's candidates in their order, as `harness run` writes it)
 against pytrec_eval (trec_eval's measures recip_rank, ndcg and success, tie-unaware, no CIs)
 on the same two files, each a whole process reading the JSONL itself, alternated round by
-round: wall time, CPU time (user + system) and peak RSS, min and median over the rounds."""
+round: wall time, CPU time (user + system, a worker's included) and peak memory (the larger of
+the kernel's peak RSS and the sampled peak PSS of the process tree: `harness evaluate` forks a
+worker to read the predictions), min and median over the rounds."""
 
 from __future__ import annotations
 
@@ -68,12 +70,16 @@ def write_pool(folder: Path, n_items: int, n_candidates: int) -> tuple[Path, Pat
 def _stats(runs: list[Timed]) -> dict[str, float]:
     walls, cpus = [t.wall_s for t in runs], [t.cpu_s for t in runs]
     rss = [t.max_rss_bytes / 2**20 for t in runs]
+    # a forked worker's memory counts too: the larger of the kernel's peak RSS of one process
+    # and the sampled peak PSS of them all together
+    memory = [max(t.max_rss_bytes, t.max_tree_pss_bytes or 0) / 2**20 for t in runs]
     return {
         "wall_s_min": round(min(walls), 2),
         "wall_s_median": round(statistics.median(walls), 2),
         "cpu_s_min": round(min(cpus), 2),
         "cpu_s_median": round(statistics.median(cpus), 2),
         "peak_rss_mib_median": round(statistics.median(rss)),
+        "peak_memory_mib_median": round(statistics.median(memory)),
     }
 
 
@@ -95,8 +101,8 @@ def run(size: Size, work: Path) -> BenchResult:
     theirs = [sys.executable, "-c", PYTREC, str(dataset), str(predictions)]
     harness_runs, pytrec_runs = [], []
     for _ in range(rounds):
-        harness_runs.append(checked(run_timed(ours), "harness evaluate"))
-        pytrec_runs.append(checked(run_timed(theirs), "pytrec_eval"))
+        harness_runs.append(checked(run_timed(ours, tree=True), "harness evaluate"))
+        pytrec_runs.append(checked(run_timed(theirs, tree=True), "pytrec_eval"))
     h, p = _stats(harness_runs), _stats(pytrec_runs)
     figures: dict[str, Any] = {
         "shape": f"{n_items} items x {n_candidates} candidates, single gold",
@@ -107,23 +113,26 @@ def run(size: Size, work: Path) -> BenchResult:
         "wall harness/pytrec_eval (medians)": ratio(h["wall_s_median"], p["wall_s_median"]),
         "cpu harness/pytrec_eval (medians)": ratio(h["cpu_s_median"], p["cpu_s_median"]),
         "rss harness/pytrec_eval": ratio(h["peak_rss_mib_median"], p["peak_rss_mib_median"]),
+        "memory harness/pytrec_eval": ratio(
+            h["peak_memory_mib_median"], p["peak_memory_mib_median"]
+        ),
     }
     return BenchResult(
         name="evaluate_pool",
         summary=(
             f"harness evaluate {n_items:,} x {n_candidates}: {h['wall_s_median']:.2f} s, "
-            f"CPU {h['cpu_s_median']:.2f} s, {h['peak_rss_mib_median']:.0f} MiB; pytrec_eval "
+            f"CPU {h['cpu_s_median']:.2f} s, {h['peak_memory_mib_median']:.0f} MiB; pytrec_eval "
             f"{p['wall_s_median']:.2f} s, CPU {p['cpu_s_median']:.2f} s, "
-            f"{p['peak_rss_mib_median']:.0f} MiB (wall ratio "
+            f"{p['peak_memory_mib_median']:.0f} MiB (wall ratio "
             f"{figures['wall harness/pytrec_eval (medians)']})"
         ),
         figures=figures,
-        goal="wall time and peak RSS at most pytrec_eval's, whole process"
+        goal="wall time and peak memory at most pytrec_eval's, whole process (worker included)"
         if size == "full"
         else "",
         met=(
             h["wall_s_median"] <= p["wall_s_median"]
-            and h["peak_rss_mib_median"] <= p["peak_rss_mib_median"]
+            and h["peak_memory_mib_median"] <= p["peak_memory_mib_median"]
             if size == "full"
             else None
         ),
