@@ -114,8 +114,9 @@ def report(
     parse-failure rates, calls, tokens and cost; LaTeX tables and a model x prompt pivot;
     paired differences against --baseline or --pair-by (bootstrap CI, sign-flip p, adjusted
     for many p-values); agreement between runs and the human ranking; position bias of joint
-    prompts; figures (PNG, PDF, SVG); and an HTML report with a dialogue browser."""
+    prompts; figures (PNG and PDF); and an HTML report with a dialogue browser."""
     from harness.report.analysis import analyse
+    from harness.report.figure_worker import FigureWorker
     from harness.report.pairing import parse_pair_by
     from harness.report.sources import discover, load_sources
     from harness.report.tables import comparison_rich_table, paired_rich_table
@@ -133,44 +134,48 @@ def report(
         if len(runs) != 1:
             raise HarnessError("give --out DIR when comparing runs from several folders")
         out = runs[0].parent if runs[0].is_file() else runs[0]
-    found = discover([*runs, *([baseline] if baseline is not None else [])])
-    _warn(found.warnings)
-    if qrels is not None:
-        if dataset is not None:
-            raise HarnessError("give --dataset or --qrels, not both")
-        dataset = _qrels_dataset(qrels, [s.path for s in found.sources], out / "qrels_dataset")
-    loaded, warnings = load_sources(found.sources, dataset=dataset, score=score)  # type: ignore[arg-type]
-    _warn(warnings)
-    if not loaded:
-        raise HarnessError(
-            "no finished runs (folders with metrics.json) or predictions files to report under "
-            + ", ".join(map(str, runs))
+    with FigureWorker() as drawer:  # it imports matplotlib while the runs load
+        found = discover([*runs, *([baseline] if baseline is not None else [])])
+        _warn(found.warnings)
+        if qrels is not None:
+            if dataset is not None:
+                raise HarnessError("give --dataset or --qrels, not both")
+            dataset = _qrels_dataset(qrels, [s.path for s in found.sources], out / "qrels_dataset")
+        loaded, warnings = load_sources(found.sources, dataset=dataset, score=score)  # type: ignore[arg-type]
+        _warn(warnings)
+        if not loaded:
+            raise HarnessError(
+                "no finished runs (folders with metrics.json) or predictions files to report under "
+                + ", ".join(map(str, runs))
+            )
+        base = None
+        if baseline is not None:
+            wanted = discover([baseline]).sources
+            paths = {s.path.resolve() for s in wanted}
+            base = next((r for r in loaded if r.path.resolve() in paths), None)
+            if len(wanted) != 1 or base is None:
+                raise HarnessError(
+                    f"--baseline {baseline}: not one readable run or predictions file"
+                )
+        analysis = analyse(
+            loaded,
+            base,
+            pair=pair,
+            correction=correction,  # type: ignore[arg-type]
+            n_permutations=n_permutations,
+            seed=seed,
         )
-    base = None
-    if baseline is not None:
-        wanted = discover([baseline]).sources
-        paths = {s.path.resolve() for s in wanted}
-        base = next((r for r in loaded if r.path.resolve() in paths), None)
-        if len(wanted) != 1 or base is None:
-            raise HarnessError(f"--baseline {baseline}: not one readable run or predictions file")
-    analysis = analyse(
-        loaded,
-        base,
-        pair=pair,
-        correction=correction,  # type: ignore[arg-type]
-        n_permutations=n_permutations,
-        seed=seed,
-    )
-    _warn([f"--pair-by {pair_by}: {note}" for note in analysis.notes])
-    title = source_title(runs)
-    written = write_report(
-        analysis,
-        out,
-        title=title,
-        html=html,
-        embed_audio=embed_audio,
-        warnings=found.warnings + warnings,
-    )
+        _warn([f"--pair-by {pair_by}: {note}" for note in analysis.notes])
+        title = source_title(runs)
+        written = write_report(
+            analysis,
+            out,
+            title=title,
+            html=html,
+            embed_audio=embed_audio,
+            warnings=found.warnings + warnings,
+            drawer=drawer,
+        )
     console.print(comparison_rich_table(title, loaded, analysis.human))
     if analysis.paired:
         console.print(paired_rich_table(analysis))

@@ -10,7 +10,7 @@ the page draws the gold and each run's top K with each run's rank of them, and t
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ import jinja2
 from harness.report.analysis import Analysis
 from harness.report.browser_data import ORDER_SHOWN, TOP_K, item_data
 from harness.report.labels import shorten_unique
-from harness.report.media import AudioMode, audio_sources, data_uri
+from harness.report.media import AudioMode, audio_sources
 from harness.report.tables import (
     PAIRED_HEADER,
     POSITION_HEADER,
@@ -79,7 +79,7 @@ def _compact(header: list[str], rows: list[list[str]]) -> tuple[list[str], list[
 
 def render_html(
     analysis: Analysis,
-    figures: dict[str, bytes],
+    images: Mapping[str, str],
     out_dir: Path,
     *,
     title: str = "bgm-judge report",
@@ -90,7 +90,8 @@ def render_html(
     groups: Sequence[tuple[str, str]] = (),
     sidecar: bool = False,
 ) -> tuple[str, str | None]:
-    """The report page, and with `sidecar` the script SIDECAR (None when no item has more
+    """The report page, its figures' `images` given by name as URLs (data: URIs, or markers
+    its writer replaces), and with `sidecar` the script SIDECAR (None when no item has more
     candidates than the page draws): what "show all" draws, which the page then loads from
     next to it, so that it opens quickly. Audio: linked relative to `out_dir`, embedded
     (`embed_audio`), or `audio` (a function giving each clip's URL, for a server). `live`:
@@ -149,7 +150,7 @@ def render_html(
         "position": (POSITION_HEADER, position_bias_rows(analysis))
         if analysis.position_bias
         else None,
-        "images": {name: data_uri(png, "image/png") for name, png in figures.items()},
+        "images": images,
         "repeats": any(run.aggregate.n_repeats > 1 for run in runs),
         "data": script_json(data),
         "live_script": LIVE_SCRIPT if live else "",

@@ -28,7 +28,7 @@ from harness.errors import HarnessError
 from harness.report.analysis import analyse
 from harness.report.html import LIVE_SCRIPT
 from harness.report.loading import RunData
-from harness.report.media import audio_type
+from harness.report.media import audio_type, data_uri
 from harness.report.sources import discover, load_sources
 
 WATCHED = ("metrics.json", "records.jsonl", "run.json", "config.yaml")
@@ -125,7 +125,10 @@ class LiveReport:
         clips: dict[str, Path] = {}
         for index, (name, members) in enumerate(groups):
             analysis = analyse(members)
-            figures = {k: f.page_png for k, f in report_figures(analysis, files=False).items()}
+            figures = {
+                k: data_uri(f.page_png, "image/png")
+                for k, f in report_figures(analysis, files=False).items()
+            }
             shown = title if len(groups) == 1 else f"{title}: {name}"
             html, _ = render_html(
                 analysis,

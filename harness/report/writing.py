@@ -5,13 +5,16 @@ report-candidates.js when items have more candidates than the page draws)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from harness.report import plots
 from harness.report.analysis import Analysis
 from harness.report.latex import comparison_tex, pivot_tex
+from harness.report.media import data_uri
 from harness.report.pivot import pivot_csv_rows
 from harness.report.tables import (
     agreement_csv_rows,
@@ -23,22 +26,55 @@ from harness.report.tables import (
     run_marks,
 )
 from harness.sanitize import write_csv
+from harness.scoring.metrics import MetricSummary
+from harness.scoring.stats import Agreement, PositionBias
 
 
-def report_figures(analysis: Analysis, *, files: bool = True) -> dict[str, plots.Figure]:
+@dataclass(frozen=True)
+class FigureInputs:
+    """What the report's figures are drawn from (small, and picklable for `FigureWorker`)."""
+
+    metric_rows: list[tuple[str, Mapping[str, MetricSummary]]]
+    chance: Mapping[str, float]
+    agreement: Agreement
+    position_bias: Mapping[str, PositionBias]
+
+    @property
+    def names(self) -> list[str]:
+        return ["metrics", "agreement", *(["position_bias"] if self.position_bias else [])]
+
+
+def figure_inputs(analysis: Analysis) -> FigureInputs:
+    return FigureInputs(
+        [(run.label, run.aggregate.metrics) for run in analysis.runs],
+        analysis.chance,
+        analysis.agreement,
+        analysis.position_bias,
+    )
+
+
+def draw_figures(inputs: FigureInputs, *, files: bool = True) -> dict[str, plots.Figure]:
     """The report's figures by name (metrics, agreement, position_bias for joint runs);
     `files=False` renders only the page PNGs (for `harness view`)."""
     figures = {
-        "metrics": plots.metric_bars(
-            [(run.label, run.aggregate.metrics) for run in analysis.runs],
-            analysis.chance,
-            files=files,
-        ),
-        "agreement": plots.agreement_heatmap(analysis.agreement, files=files),
+        "metrics": plots.metric_bars(inputs.metric_rows, inputs.chance, files=files),
+        "agreement": plots.agreement_heatmap(inputs.agreement, files=files),
     }
-    if analysis.position_bias:
-        figures["position_bias"] = plots.position_bars(analysis.position_bias, files=files)
+    if inputs.position_bias:
+        figures["position_bias"] = plots.position_bars(inputs.position_bias, files=files)
     return figures
+
+
+def report_figures(analysis: Analysis, *, files: bool = True) -> dict[str, plots.Figure]:
+    return draw_figures(figure_inputs(analysis), files=files)
+
+
+class FigureSource(Protocol):
+    """Draws the figures while the caller writes the rest (`FigureWorker`), or not."""
+
+    def draw(self, inputs: FigureInputs) -> None: ...
+
+    def figures(self, inputs: FigureInputs) -> dict[str, plots.Figure]: ...
 
 
 def write_report(
@@ -49,10 +85,16 @@ def write_report(
     html: bool = True,
     embed_audio: bool = False,
     warnings: Sequence[str] = (),
+    drawer: FigureSource | None = None,
 ) -> list[Path]:
-    """Write the report's files into `out` (see the module's docstring); returns their paths."""
+    """Write the report's files into `out` (see the module's docstring); returns their paths.
+    With a `drawer` (`harness.report.figure_worker.FigureWorker`), the figures are drawn by
+    another process while this one writes the page, which takes them last."""
     out.mkdir(parents=True, exist_ok=True)
     runs = analysis.runs
+    inputs = figure_inputs(analysis)
+    if drawer is not None:
+        drawer.draw(inputs)
     files: dict[str, str | bytes | list[dict[str, Any]]] = {
         "comparison.md": comparison_markdown(analysis, title),
         "comparison.csv": comparison_csv_rows(runs) + human_csv_rows(analysis.human),
@@ -67,22 +109,29 @@ def write_report(
         files["paired.csv"] = paired_csv_rows(analysis)
     if analysis.position_bias:
         files["position_bias.csv"] = position_bias_csv_rows(analysis)
-    figures = report_figures(analysis)
-    for key, figure in figures.items():
-        files |= {f"{key}.{fmt}": data for fmt, data in figure.files.items()}
+    page, more = None, None
     if html:
         from harness.report.html import SIDECAR, render_html  # jinja2 is only needed here
 
-        pages = {key: figure.page_png for key, figure in figures.items()}
-        files["report.html"], more = render_html(
+        # the page is written before its figures are drawn; each goes where its marker is
+        token = secrets.token_hex(8)
+        markers = {name: f"bgm-judge-figure-{name}-{token}" for name in inputs.names}
+        page, more = render_html(
             analysis,
-            pages,
+            markers,
             out,
             title=title,
             embed_audio=embed_audio,
             warnings=warnings,
             sidecar=True,
         )
+    figures = drawer.figures(inputs) if drawer is not None else draw_figures(inputs)
+    for key, figure in figures.items():
+        files |= {f"{key}.{fmt}": data for fmt, data in figure.files.items()}
+    if page is not None:
+        for name, marker in markers.items():
+            page = page.replace(marker, data_uri(figures[name].page_png, "image/png"))
+        files["report.html"] = page
         if more is not None:
             files[SIDECAR] = more
         else:

@@ -16,6 +16,7 @@ from harness.records import Record
 from harness.report.analysis import analyse
 from harness.report.browser_data import TOP_K, run_ranks
 from harness.report.html import SIDECAR, SIDECAR_CALLBACK, render_html
+from harness.report.media import data_uri
 from harness.report.writing import report_figures, write_report
 from tests.conftest import load_runs, write_pool_dataset
 from tests.harness.report import test_html
@@ -101,7 +102,10 @@ def test_served_pages_carry_the_rest_inline(tmp_path: Path) -> None:
     report = pool_report(tmp_path)
     runs = load_runs([tmp_path / "runs" / "order", tmp_path / "runs" / "reverse"])
     analysis = analyse(runs)
-    figures = {k: f.page_png for k, f in report_figures(analysis, files=False).items()}
+    figures = {
+        k: data_uri(f.page_png, "image/png")
+        for k, f in report_figures(analysis, files=False).items()
+    }
     page, script = render_html(analysis, figures, report.parent, sidecar=False)
     assert script is None
     inline = report_data(page)["more"]
@@ -187,7 +191,10 @@ def test_show_all_of_a_served_page_draws_the_rest_from_the_page(page: Any, tmp_p
     (report.parent / SIDECAR).unlink()  # the served page needs none
     runs = load_runs([tmp_path / "runs" / "order", tmp_path / "runs" / "reverse"])
     analysis = analyse(runs)
-    figures = {k: f.page_png for k, f in report_figures(analysis, files=False).items()}
+    figures = {
+        k: data_uri(f.page_png, "image/png")
+        for k, f in report_figures(analysis, files=False).items()
+    }
     served, _ = render_html(analysis, figures, report.parent, sidecar=False)
     report.write_text(served)
     page.goto(report.as_uri())

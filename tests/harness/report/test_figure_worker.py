@@ -1,0 +1,79 @@
+"""A report's figures drawn by a forked worker: the same files, byte for byte, as drawn in
+this process, whether the worker draws them or dies first."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from harness.report.analysis import Analysis, analyse
+from harness.report.figure_worker import FigureWorker
+from harness.report.writing import write_report
+from tests.conftest import load_runs, write_tiny_dataset
+from tests.harness.report._runs import pointwise_records, tiny_scores, write_run
+
+pytestmark = pytest.mark.skipif(
+    "fork" not in multiprocessing.get_all_start_methods() or len(os.sched_getaffinity(0)) < 2,
+    reason="the worker forks, and only where there are two cores to share",
+)
+
+
+@pytest.fixture
+def analysis(tmp_path: Path) -> Analysis:
+    dataset = write_tiny_dataset(tmp_path / "data", n_items=6)
+    sweep = tmp_path / "results"
+    write_run(sweep / "agrees", dataset, pointwise_records(tiny_scores(6)))
+    write_run(sweep / "reverses", dataset, pointwise_records(tiny_scores(6, reverse=True)))
+    return analyse(load_runs([sweep / "agrees", sweep / "reverses"]))
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
+
+
+def test_the_worker_draws_what_this_process_draws(analysis: Analysis, tmp_path: Path) -> None:
+    here = write_report(analysis, tmp_path / "here", title="t")
+    with FigureWorker() as drawer:
+        assert drawer.started
+        there = write_report(analysis, tmp_path / "there", title="t", drawer=drawer)
+        assert not drawer.fell_back
+    assert [p.name for p in there] == [p.name for p in here]  # the same files, same order
+    assert {"metrics.png", "metrics.pdf", "agreement.png", "report.html"} <= {p.name for p in here}
+    assert _files(tmp_path / "there") == _files(tmp_path / "here")
+    assert b"bgm-judge-figure-" not in (tmp_path / "there" / "report.html").read_bytes()
+
+
+@pytest.mark.parametrize("when", ["before the inputs", "after the inputs"])
+def test_a_worker_that_dies_leaves_the_drawing_to_this_process(
+    analysis: Analysis, tmp_path: Path, when: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here = write_report(analysis, tmp_path / "here", title="t")
+    with FigureWorker() as drawer:
+        assert drawer.worker_pid is not None
+        if when == "before the inputs":
+            os.kill(drawer.worker_pid, signal.SIGKILL)
+        else:
+            draw = drawer.draw
+
+            def draw_then_die(inputs: object) -> None:
+                draw(inputs)  # type: ignore[arg-type]
+                assert drawer.worker_pid is not None
+                os.kill(drawer.worker_pid, signal.SIGKILL)
+
+            monkeypatch.setattr(drawer, "draw", draw_then_die)
+        there = write_report(analysis, tmp_path / "there", title="t", drawer=drawer)
+        assert drawer.fell_back
+    assert [p.name for p in there] == [p.name for p in here]
+    assert _files(tmp_path / "there") == _files(tmp_path / "here")
+
+
+def test_the_worker_is_gone_after_the_block() -> None:
+    with FigureWorker() as drawer:
+        pid = drawer.worker_pid
+    assert pid is not None
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
