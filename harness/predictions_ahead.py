@@ -14,14 +14,12 @@ order, a bad line, an unknown item) is read again here, from its offset, by
 `harness.records.prediction_line`: one parser, so the same rows and the same errors, at
 the same line, as `read_predictions`. The checks run here, in file order.
 
-Anything amiss with the worker (no fork, one core, killed, out of memory) leaves the
+Anything amiss with the worker (not Linux, one core, killed, out of memory) leaves the
 reading to `read_predictions` in this process: slower, never different."""
 
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
-import os
 import signal
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
@@ -43,6 +41,7 @@ from harness.records import (
     read_predictions,
 )
 from harness.trec import is_trec_run
+from harness.workers import fork_context
 
 # Below this a file reads in well under a quarter of a second here; a fork costs more than
 # the overlap wins.
@@ -128,8 +127,8 @@ class PredictionsReadAhead:
         return self._pid
 
     def __enter__(self) -> PredictionsReadAhead:
-        if self._worth_a_worker():
-            context = multiprocessing.get_context("fork")
+        context = fork_context()
+        if context is not None and self._worth_a_worker():
             receiver, sender = context.Pipe(duplex=False)
             process = context.Process(target=_work, args=(self.path, sender), daemon=True)
             process.start()
@@ -138,10 +137,6 @@ class PredictionsReadAhead:
         return self
 
     def _worth_a_worker(self) -> bool:
-        if "fork" not in multiprocessing.get_all_start_methods():
-            return False
-        if len(os.sched_getaffinity(0)) < 2:
-            return False
         try:
             if not self.path.is_file() or self.path.stat().st_size < self.min_bytes:
                 return False

@@ -7,14 +7,12 @@ imports matplotlib while this process loads the runs, draws the figures from the
 `FigureInputs` once the analysis sends them, and hands them back while this process writes
 the tables and the page (`write_report` puts them in last).
 
-Anything amiss with the worker (no fork, one core, killed, failed) leaves the drawing to
+Anything amiss with the worker (not Linux, one core, killed, failed) leaves the drawing to
 this process: slower, never different (the same code draws them)."""
 
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
-import os
 import signal
 from multiprocessing.connection import Connection
 from types import TracebackType
@@ -22,6 +20,7 @@ from typing import Any
 
 from harness.report.plots import Figure
 from harness.report.writing import FigureInputs, draw_figures
+from harness.workers import fork_context
 
 
 def _serve(connection: Connection) -> None:
@@ -59,8 +58,8 @@ class FigureWorker:
         return self._pid
 
     def __enter__(self) -> FigureWorker:
-        if "fork" in multiprocessing.get_all_start_methods() and len(os.sched_getaffinity(0)) > 1:
-            context = multiprocessing.get_context("fork")
+        context = fork_context()
+        if context is not None:
             mine, theirs = context.Pipe()
             process = context.Process(target=_serve, args=(theirs,), daemon=True)
             process.start()

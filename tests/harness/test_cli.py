@@ -17,6 +17,7 @@ from harness.cli import app
 from harness.items import Item
 from harness.predictions_ahead import PredictionsReadAhead
 from harness.records import Predictions
+from harness.workers import fork_context
 
 runner = CliRunner()
 
@@ -67,6 +68,7 @@ def read_ahead(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     to 0 bytes), or by itself (the threshold past any file), as a small file is."""
     ahead = request.param == "read ahead"
     monkeypatch.setattr(predictions_ahead, "AHEAD_MIN_BYTES", 0 if ahead else 1 << 62)
+    ahead = ahead and fork_context() is not None  # a worker only where one may fork
     started: list[bool] = []
     read = PredictionsReadAhead.read
 

@@ -3,7 +3,6 @@ this process, whether the worker draws them or dies first."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 from pathlib import Path
@@ -13,12 +12,12 @@ import pytest
 from harness.report.analysis import Analysis, analyse
 from harness.report.figure_worker import FigureWorker
 from harness.report.writing import write_report
+from harness.workers import fork_context
 from tests.conftest import load_runs, write_tiny_dataset
 from tests.harness.report._runs import pointwise_records, tiny_scores, write_run
 
 pytestmark = pytest.mark.skipif(
-    "fork" not in multiprocessing.get_all_start_methods() or len(os.sched_getaffinity(0)) < 2,
-    reason="the worker forks, and only where there are two cores to share",
+    fork_context() is None, reason="the worker forks only on Linux with two cores"
 )
 
 
