@@ -64,9 +64,11 @@ def order_digest(ids: Sequence[str]) -> bytes | None:
         return None
 
 
-def _parse(path: Path) -> tuple[list[Entry], NDArray[np.float64]]:
+def _parse(path: Path) -> tuple[list[Entry], bytearray]:
+    """The entries and every line's scores as float64 bytes, one buffer grown in place (a
+    list of arrays joined at the end would hold them twice at once)."""
     entries: list[Entry] = []
-    chunks: list[NDArray[np.float64]] = []
+    values = bytearray()
     offset = filled = 0
     with gc_paused():
         for line_no, raw in raw_lines(path):
@@ -82,14 +84,14 @@ def _parse(path: Path) -> tuple[list[Entry], NDArray[np.float64]]:
                 entries.append(entry)
                 continue
             try:
-                values = np.fromiter(scores.values(), np.float64, len(scores))
+                row = np.fromiter(scores.values(), np.float64, len(scores))
             except TypeError:  # a null: NaN, as `score_row` reads it
-                values = np.array(list(scores.values()), dtype=np.float64)
-            start, filled = filled, filled + len(values)
-            chunks.append(values)
+                row = np.array(list(scores.values()), dtype=np.float64)
+            values += row.tobytes()
+            start, filled = filled, filled + len(row)
             digest = order_digest(tuple(scores))
             entries.append((line_no, entry[1], pred.item_id, pred.repeat, digest, start, filled))
-    return entries, np.concatenate(chunks) if chunks else np.empty(0)
+    return entries, values
 
 
 def _work(path: Path, connection: Connection) -> None:
@@ -97,11 +99,11 @@ def _work(path: Path, connection: Connection) -> None:
     try:
         entries, values = _parse(path)
     except BaseException:  # anything at all: the parent reads the file itself
-        entries, values = None, np.empty(0)
+        entries, values = None, bytearray()
     try:
         connection.send(entries)
         if entries is not None:
-            connection.send_bytes(values.data)
+            connection.send_bytes(values)
     except OSError:  # the parent stopped listening: nothing left to do
         pass
 
