@@ -20,12 +20,9 @@ reading to `read_predictions` in this process: slower, never different."""
 from __future__ import annotations
 
 import hashlib
-import signal
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
-from types import TracebackType
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -41,7 +38,7 @@ from harness.records import (
     read_predictions,
 )
 from harness.trec import is_trec_run
-from harness.workers import fork_context
+from harness.workers import ForkedWorker
 
 # Below this a file reads in well under a quarter of a second here; a fork costs more than
 # the overlap wins.
@@ -94,8 +91,7 @@ def _parse(path: Path) -> tuple[list[Entry], bytearray]:
     return entries, values
 
 
-def _work(path: Path, connection: Connection) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+def _work(connection: Connection, path: Path) -> None:
     try:
         entries, values = _parse(path)
     except BaseException:  # anything at all: the parent reads the file itself
@@ -108,34 +104,18 @@ def _work(path: Path, connection: Connection) -> None:
         pass
 
 
-class PredictionsReadAhead:
+class PredictionsReadAhead(ForkedWorker):
     """`with PredictionsReadAhead(path) as ahead: items = ...; preds = ahead.read(items)`:
     the worker starts on entering the block, if it can help, and is gone after it."""
 
     def __init__(self, path: Path, *, min_bytes: int | None = None) -> None:
+        super().__init__()
         self.path = path
         self.min_bytes = AHEAD_MIN_BYTES if min_bytes is None else min_bytes
-        self.fell_back = False
-        self._process: Any = None
-        self._pid: int | None = None
-        self._connection: Connection | None = None
-
-    @property
-    def started(self) -> bool:
-        return self._process is not None
-
-    @property
-    def worker_pid(self) -> int | None:
-        return self._pid
 
     def __enter__(self) -> PredictionsReadAhead:
-        context = fork_context()
-        if context is not None and self._worth_a_worker():
-            receiver, sender = context.Pipe(duplex=False)
-            process = context.Process(target=_work, args=(self.path, sender), daemon=True)
-            process.start()
-            sender.close()  # the worker's end: EOF here once the worker is gone
-            self._process, self._pid, self._connection = process, process.pid, receiver
+        if self._worth_a_worker():
+            self.start(_work, self.path)
         return self
 
     def _worth_a_worker(self) -> bool:
@@ -156,13 +136,11 @@ class PredictionsReadAhead:
             return self._merge(*parsed, items)
 
     def _receive(self) -> tuple[list[Entry], NDArray[np.float64]] | None:
-        if self._connection is None:
+        entries = self.receive()
+        if entries is None or self.connection is None:
             return None
         try:
-            entries = self._connection.recv()
-            if entries is None:
-                return None
-            values = np.frombuffer(self._connection.recv_bytes(), dtype=np.float64)
+            values = np.frombuffer(self.connection.recv_bytes(), dtype=np.float64)
         except (EOFError, OSError):  # the worker died (killed, out of memory)
             return None
         return entries, values
@@ -188,17 +166,3 @@ class PredictionsReadAhead:
                 if pred is not None:
                     collector.add(line_no, pred)
         return collector.predictions()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if self._process is not None:
-            if self._process.is_alive():
-                self._process.kill()
-            self._process.join()
-            self._process.close()
-        if self._connection is not None:
-            self._connection.close()

@@ -1,12 +1,18 @@
-"""Where a command may fork a helper process to use a second core (`harness evaluate`'s
-predictions reader, `harness report`'s figure drawer)."""
+"""A helper process a command forks to use a second core (`harness evaluate`'s predictions
+reader, `harness report`'s figure drawer): where it may fork, and the helper's life."""
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import sys
+from collections.abc import Callable
+from multiprocessing.connection import Connection
 from multiprocessing.context import ForkContext
+from multiprocessing.process import BaseProcess
+from types import TracebackType
+from typing import Any
 
 
 def fork_context() -> ForkContext | None:
@@ -16,3 +22,76 @@ def fork_context() -> ForkContext | None:
     if sys.platform != "linux" or len(os.sched_getaffinity(0)) < 2:
         return None
     return multiprocessing.get_context("fork")
+
+
+def _run(target: Callable[..., None], connection: Connection, *args: Any) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    target(connection, *args)
+
+
+class ForkedWorker:
+    """A forked helper and a pipe to it, for a `with` block: `start` forks it where a fork
+    may help; after the block it is gone (killed if it has not finished). Whoever uses it
+    does the helper's work itself when it did not start or died (`fell_back`)."""
+
+    def __init__(self) -> None:
+        self._process: BaseProcess | None = None
+        self._pid: int | None = None
+        self.connection: Connection | None = None
+        self.fell_back = False
+
+    @property
+    def started(self) -> bool:
+        return self._process is not None
+
+    @property
+    def worker_pid(self) -> int | None:
+        return self._pid
+
+    def start(self, target: Callable[..., None], *args: Any) -> None:
+        """Fork a worker running `target(connection, *args)`, unless `fork_context` says no."""
+        context = fork_context()
+        if context is None:
+            return
+        mine, theirs = context.Pipe()
+        process = context.Process(target=_run, args=(target, theirs, *args), daemon=True)
+        process.start()
+        theirs.close()  # the worker's end: EOF here once the worker is gone
+        self._process, self._pid, self.connection = process, process.pid, mine
+
+    def send(self, message: Any) -> None:
+        """Send the worker `message`; if it is gone, stop talking to it."""
+        if self.connection is None:
+            return
+        try:
+            self.connection.send(message)
+        except OSError:
+            self._hang_up()
+
+    def receive(self) -> Any:
+        """The worker's next message; None if it sent None, never started, or died."""
+        if self.connection is None:
+            return None
+        try:
+            return self.connection.recv()
+        except (EOFError, OSError):  # killed, out of memory
+            self._hang_up()
+            return None
+
+    def _hang_up(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._process is not None:
+            if self._process.is_alive():
+                self._process.kill()
+            self._process.join()
+            self._process.close()
+        self._hang_up()
