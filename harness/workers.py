@@ -24,7 +24,12 @@ def fork_context() -> ForkContext | None:
     return multiprocessing.get_context("fork")
 
 
-def _run(target: Callable[..., None], connection: Connection, *args: Any) -> None:
+def _run(
+    target: Callable[..., None], connection: Connection, parents_end: Connection, *args: Any
+) -> None:
+    # The fork copied the parent's end of the pipe too: held here, it would keep the pipe
+    # open after the parent died (killed, SIGTERM), and the worker would wait on it forever.
+    parents_end.close()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     target(connection, *args)
 
@@ -54,7 +59,7 @@ class ForkedWorker:
         if context is None:
             return
         mine, theirs = context.Pipe()
-        process = context.Process(target=_run, args=(target, theirs, *args), daemon=True)
+        process = context.Process(target=_run, args=(target, theirs, mine, *args), daemon=True)
         process.start()
         theirs.close()  # the worker's end: EOF here once the worker is gone
         self._process, self._pid, self.connection = process, process.pid, mine

@@ -39,3 +39,54 @@ def test_without_a_fork_the_command_does_the_work(
     assert dict(got[0]["d1"]) == dict(read_predictions(path, items)[0]["d1"])
     with FigureWorker() as drawer:
         assert not drawer.started and drawer.worker_pid is None
+
+
+ORPHAN = """
+import json, os, signal, sys
+from pathlib import Path
+from harness.items import Item
+from harness.predictions_ahead import PredictionsReadAhead
+from harness.report.figure_worker import FigureWorker
+
+path = Path(sys.argv[1])
+candidates = [f"c{j}" for j in range(50)]
+with path.open("w") as out:  # scores past any pipe's buffer: the worker blocks sending them
+    for i in range(2000):
+        out.write(json.dumps({"item_id": f"d{i}", "scores": dict.fromkeys(candidates, 0.5)}) + "\\n")
+with PredictionsReadAhead(path, min_bytes=0) as ahead, FigureWorker() as drawer:
+    print(ahead.worker_pid, drawer.worker_pid, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)  # no clean-up of any kind, as after SIGTERM
+"""
+
+
+@pytest.mark.skipif(workers.fork_context() is None, reason="forks only on Linux, two cores")
+def test_a_worker_whose_parent_dies_ends_too(tmp_path: Path) -> None:
+    """A worker must see its parent's end of the pipe close, and so must not hold a copy."""
+    import os
+    import subprocess
+    import time
+
+    said = tmp_path / "pids.txt"  # a file, not a pipe: a worker left behind would hold a pipe open
+    with said.open("w") as out:
+        child = subprocess.Popen(
+            [sys.executable, "-c", ORPHAN, str(tmp_path / "p.jsonl")], stdout=out
+        )
+        assert child.wait(timeout=60) == -9
+    pids = [int(pid) for pid in said.read_text().split()]
+    assert len(pids) == 2
+    deadline = time.monotonic() + 20
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [pid for pid in pids if _alive(pid)]
+    for pid in left:
+        os.kill(pid, 9)
+    assert not left, "a worker outlived its parent"
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie has exited: only its parent, here init, has yet to reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
