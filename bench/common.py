@@ -273,6 +273,12 @@ class Timed:
     cpu_s: float  # user + system time of the child: what its work cost, whatever the load
     max_tree_pss_bytes: int | None = None  # with tree=True: the sampled peak of the tree's PSS
 
+    @property
+    def peak_memory_bytes(self) -> int:
+        """The larger of the kernel's peak RSS of the command's process and the sampled peak
+        PSS of its process tree: a forked worker's memory counts too."""
+        return max(self.max_rss_bytes, self.max_tree_pss_bytes or 0)
+
 
 def run_timed(
     command: Sequence[str], *, env: dict[str, str] | None = None, tree: bool = False

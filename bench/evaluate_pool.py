@@ -70,9 +70,7 @@ def write_pool(folder: Path, n_items: int, n_candidates: int) -> tuple[Path, Pat
 def _stats(runs: list[Timed]) -> dict[str, float]:
     walls, cpus = [t.wall_s for t in runs], [t.cpu_s for t in runs]
     rss = [t.max_rss_bytes / 2**20 for t in runs]
-    # a forked worker's memory counts too: the larger of the kernel's peak RSS of one process
-    # and the sampled peak PSS of them all together
-    memory = [max(t.max_rss_bytes, t.max_tree_pss_bytes or 0) / 2**20 for t in runs]
+    memory = [t.peak_memory_bytes / 2**20 for t in runs]
     return {
         "wall_s_min": round(min(walls), 2),
         "wall_s_median": round(statistics.median(walls), 2),

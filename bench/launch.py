@@ -59,9 +59,8 @@ def main(argv: list[str]) -> int:
     started = time.perf_counter()
     pid = os.posix_spawnp(command[0], command, os.environ)
     peak, done = [0], threading.Event()
-    sampler = threading.Thread(target=_sample, args=(pid, peak, done), daemon=True)
     if tree:
-        sampler.start()
+        threading.Thread(target=_sample, args=(pid, peak, done), daemon=True).start()
     _, status, usage = os.wait4(pid, 0)
     done.set()
     figures = {

@@ -37,8 +37,7 @@ def report(runs: list[Path], out: Path) -> tuple[float, float, float]:
     worker that draws the figures)."""
     command = [*harness_command(), "report", *map(str, runs), "--out", str(out)]
     timed = checked(run_timed([*command, "--n-permutations", "1000"], tree=True), "harness report")
-    peak = max(timed.max_rss_bytes, timed.max_tree_pss_bytes or 0)
-    return timed.wall_s, timed.cpu_s, peak / 2**20
+    return timed.wall_s, timed.cpu_s, timed.peak_memory_bytes / 2**20
 
 
 def _browser_figures(kind: str, html: Path, rounds: int, work: Path) -> dict[str, Any]:

@@ -326,7 +326,6 @@ def evaluate(
     from harness.dataset import gc_paused, load_dataset
     from harness.interop.inputs import dataset_folder, qrels_items
     from harness.predictions_ahead import PredictionsReadAhead
-    from harness.records import read_predictions
     from harness.report.formatting import rich_table
     from harness.scoring.evaluation import coverage_warnings, evaluate_predictions
     from harness.scoring.metrics import MAX_BOOTSTRAP
@@ -347,13 +346,11 @@ def evaluate(
     else:
         assert dataset is not None
         folder = dataset_folder(dataset, columns)
-    with gc_paused(freeze=True):  # the items and predictions, held to the end
+    # the items and predictions, held to the end; the predictions parsed while the dataset loads
+    with gc_paused(freeze=True), PredictionsReadAhead(predictions) as ahead:
         if qrels is None:
-            with PredictionsReadAhead(predictions) as ahead:  # parsed while the dataset loads
-                items = list(load_dataset(folder, check_audio=check_audio).items)
-                preds = ahead.read(items)
-        else:
-            preds = read_predictions(predictions, items)
+            items = list(load_dataset(folder, check_audio=check_audio).items)
+        preds = ahead.read(items)
     evaluation = evaluate_predictions(
         items,
         preds,

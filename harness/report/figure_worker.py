@@ -21,14 +21,12 @@ from harness.workers import ForkedWorker
 
 
 def _serve(connection: Connection) -> None:
-    figures: dict[str, Figure] | None = None
     try:
         import matplotlib.backends.backend_agg
         import matplotlib.backends.backend_pdf
         import matplotlib.figure  # noqa: F401 - imported now, while the parent loads the runs
 
-        inputs = connection.recv()
-        figures = draw_figures(inputs)
+        figures: dict[str, Figure] | None = draw_figures(connection.recv())
     except BaseException:  # anything at all: the parent draws them itself
         figures = None
     with contextlib.suppress(OSError):  # OSError: the parent stopped listening

@@ -56,13 +56,12 @@ def figure_inputs(analysis: Analysis) -> FigureInputs:
 def draw_figures(inputs: FigureInputs, *, files: bool = True) -> dict[str, plots.Figure]:
     """The report's figures by name (metrics, agreement, position_bias for joint runs);
     `files=False` renders only the page PNGs (for `harness view`)."""
-    figures = {
-        "metrics": plots.metric_bars(inputs.metric_rows, inputs.chance, files=files),
-        "agreement": plots.agreement_heatmap(inputs.agreement, files=files),
+    draw = {
+        "metrics": lambda: plots.metric_bars(inputs.metric_rows, inputs.chance, files=files),
+        "agreement": lambda: plots.agreement_heatmap(inputs.agreement, files=files),
+        "position_bias": lambda: plots.position_bars(inputs.position_bias, files=files),
     }
-    if inputs.position_bias:
-        figures["position_bias"] = plots.position_bars(inputs.position_bias, files=files)
-    return figures
+    return {name: draw[name]() for name in inputs.names}
 
 
 def report_figures(analysis: Analysis, *, files: bool = True) -> dict[str, plots.Figure]:
