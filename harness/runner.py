@@ -27,6 +27,7 @@ from harness.hf_dataset import materialize, read_source
 from harness.locking import RunFolderLock
 from harness.pricing import run_cost
 from harness.protocols import call_plan
+from harness.protocols.calls_ahead import CallsAhead
 from harness.protocols.plans import Call, CallPlan, check_inputs
 from harness.protocols.summaries import Summaries
 from harness.provenance import now, provenance, unofficial_endpoints
@@ -60,6 +61,7 @@ IN_FLIGHT_PER_SLOT = 4
 IN_FLIGHT_MIN = 256
 PREFETCH_BLOCK = 64  # calls whose cached answers are read in one query
 PREFETCH_PROBE_EVERY = 16  # blocks, while a block's query finds nothing
+PROGRESS_EVERY_S = 0.1  # the bar's counts, at most this often (a warm replay does 5,000/s)
 
 
 @dataclass
@@ -235,18 +237,24 @@ class Runner:
         try:
             with gc_frozen(), self._progress() as progress:
                 task = progress.add_task(self.config.name, total=None, hits=0, failed=0, bad=0)
+                done, shown_at = 0, 0.0
+
+                def show() -> None:
+                    stats = self.stats
+                    failed, bad = stats.errors, stats.parse_failures
+                    progress.update(
+                        task, completed=done, hits=stats.cache_hits, failed=failed, bad=bad
+                    )
 
                 async def one(call: Call) -> None:
+                    nonlocal done, shown_at
                     for record in await self.run_call(call):
                         writer.write(record)  # and not kept: memory stays flat
                         self._count(record)
-                    progress.update(
-                        task,
-                        advance=1,
-                        hits=self.stats.cache_hits,
-                        failed=self.stats.errors,
-                        bad=self.stats.parse_failures,
-                    )
+                    done += 1
+                    if (now := time.monotonic()) - shown_at >= PROGRESS_EVERY_S:
+                        shown_at = now  # the bar is drawn 10 times a second at most
+                        show()
 
                 everything = calls if first is None else itertools.chain([first], calls)
 
@@ -254,6 +262,7 @@ class Runner:
                     progress.update(task, total=total)
 
                 await self._run_all(everything, one, counted)
+                show()
         finally:
             writer.close()
             self.answerer.close()
@@ -310,22 +319,27 @@ class Runner:
         upcoming = iter(calls)
         hits_ahead, blocks = True, 0
         try:
-            while True:
-                if limit is not None:
-                    await settle(max(0, limit - size))  # room for the block in the window
-                block = list(itertools.islice(upcoming, size))
-                if not block:
-                    break
-                # A run whose answers are not cached (yet) asks again only now and then.
-                if hits_ahead or blocks % PREFETCH_PROBE_EVERY == 0:
-                    hits_ahead = self.cache.prefetch([call.key for call in block]) > 0
-                blocks += 1
-                for call in block:
-                    pending.add(asyncio.ensure_future(one(call)))
-                started += len(block)
-                await asyncio.sleep(0)  # let the requests go out while the next are rendered
-            counted(started)
-            await settle(0)
+            with CallsAhead() as ahead:
+                while True:
+                    if limit is not None:
+                        await settle(max(0, limit - size))  # room for the block in the window
+                    block = list(itertools.islice(upcoming, size))
+                    if not block:
+                        break
+                    # A run whose answers are not cached (yet) asks again only now and then.
+                    if hits_ahead or blocks % PREFETCH_PROBE_EVERY == 0:
+                        found = self.cache.prefetch([call.key for call in block])
+                        hits_ahead = found > 0
+                        if blocks == 0 and found == len(block) and limit is not None:
+                            # A replay waits on nothing: a second core renders the rest.
+                            upcoming = ahead.take_over(upcoming)
+                    blocks += 1
+                    for call in block:
+                        pending.add(asyncio.ensure_future(one(call)))
+                    started += len(block)
+                    await asyncio.sleep(0)  # let the requests go out while the next are rendered
+                counted(started)
+                await settle(0)
         except BaseException:
             await _cancel_all(list(pending))
             raise

@@ -12,7 +12,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.context import ForkContext
 from multiprocessing.process import BaseProcess
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 
 def fork_context() -> ForkContext | None:
@@ -31,6 +31,11 @@ def _run(
     # open after the parent died (killed, SIGTERM), and the worker would wait on it forever.
     parents_end.close()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    # A signal sent to the worker alone must not reach the parent: the handlers it copied
+    # (SIGTERM as Ctrl-C, `harness.cli_support`) and an event loop's wake-up pipe are its.
+    for sent in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sent, signal.SIG_DFL)
+    signal.set_wakeup_fd(-1)
     target(connection, *args)
 
 
@@ -87,6 +92,9 @@ class ForkedWorker:
         if self.connection is not None:
             self.connection.close()
             self.connection = None
+
+    def __enter__(self) -> Self:
+        return self
 
     def __exit__(
         self,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,3 +91,30 @@ def _alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def _wait_for_the_parent(connection: Any) -> None:
+    connection.send("ready")
+    connection.recv()
+
+
+@pytest.mark.skipif(workers.fork_context() is None, reason="forks only on Linux, two cores")
+def test_a_signal_sent_to_the_worker_alone_ends_it_and_not_its_parent() -> None:
+    """The worker copies its parent's handlers (SIGTERM as Ctrl-C, while a run is under
+    way): a SIGTERM sent to it alone must end the worker, not interrupt the parent."""
+    import os
+    import signal
+    import time
+
+    from harness.cli_support import interrupted_by, termination_as_interrupt
+
+    with termination_as_interrupt(), workers.ForkedWorker() as worker:
+        worker.start(_wait_for_the_parent)
+        assert worker.receive() == "ready" and worker.worker_pid is not None
+        os.kill(worker.worker_pid, signal.SIGTERM)
+        assert worker.receive() is None  # it ended without a word
+        time.sleep(0.2)  # a handler run here would have raised KeyboardInterrupt by now
+        assert worker._process is not None
+        worker._process.join(10)
+        assert worker._process.exitcode == -signal.SIGTERM
+    assert interrupted_by() == signal.SIGINT  # (the default: no signal was received here)
