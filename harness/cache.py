@@ -81,6 +81,18 @@ def request_key(
     return cache_key({"provider": provider, **fields, **context})
 
 
+# key -> how diskcache stored its value: mode, file name (a large value), value
+StoredRows = dict[str, tuple[int, str | None, Any]]
+
+
+def stored_rows(connection: sqlite3.Connection, keys: Sequence[str]) -> StoredRows:
+    """The rows of the cached `keys` that `ResponseCache.get` may read as they are, in one
+    query (a value that may expire is left to diskcache's `get`)."""
+    marks = ",".join("?" * len(keys))
+    rows = connection.execute(PREFETCH_QUERY.format(marks=marks), list(keys))
+    return {key: (mode, name, value) for key, expires, mode, name, value in rows if expires is None}
+
+
 _ABSENT = object()  # no value under a key (a stored JSON `null` is a damaged value)
 
 
@@ -316,18 +328,22 @@ class ResponseCache:
         values it read."""
         if not keys:
             return 0
-        marks = ",".join("?" * len(keys))
         with self._guard():
-            rows = self._reader().execute(PREFETCH_QUERY.format(marks=marks), list(keys))
-            found = {
-                key: (mode, name, value)
-                for key, expires, mode, name, value in rows
-                if expires is None  # diskcache's `get` decides about one that may expire
-            }
-            self._ahead.update(found)
+            found = stored_rows(self._reader(), keys)
+        self.hold(found)
+        return len(found)
+
+    def hold(self, rows: StoredRows) -> None:
+        """Keep `rows` (read by `stored_rows`, here or by a process sharing the cache) for
+        the `get`s that follow, as `prefetch` keeps those it reads."""
+        self._ahead.update(rows)
         for key in list(itertools.islice(self._ahead, max(0, len(self._ahead) - READ_AHEAD))):
             del self._ahead[key]
-        return len(found)
+
+    @property
+    def database(self) -> Path:
+        """The SQLite file that holds the answers (`stored_rows` reads it in bulk)."""
+        return self.directory / "cache.db"
 
     @property
     def read_ahead(self) -> int:
@@ -340,9 +356,7 @@ class ResponseCache:
             with self._guard():
                 # Closed by whichever thread closes the cache (a run inside a notebook's
                 # event loop runs in a thread of its own); it is never used by two at once.
-                self._reading = sqlite3.connect(
-                    self.directory / "cache.db", check_same_thread=False
-                )
+                self._reading = sqlite3.connect(self.database, check_same_thread=False)
         return self._reading
 
     def _from_seed(

@@ -150,42 +150,59 @@ def run_cost(config: ProviderConfig, model: str, records: Iterable[Record]) -> d
     experiment costs, with the discounts it got), `usd_spent` for those not taken from the
     cache this time; `usd_online` what all its answers cost online without a prompt cache,
     and the discounts (`cache_discount`, `batch_discount`) between the two."""
-    try:
-        price, note = price_for(config, model), None
-    except ConfigError as exc:
-        price, note = None, str(exc)
-    if price is None and note is None:
-        note = f"no price for model {model!r}: add provider.prices to estimate one"
-    fresh, every = Usage(), Usage()
-    total, spent = Cost(), Cost()
+    cost = RunCost(config, model)
     for record in records:  # one pass: the records may be read from a file
-        every.add(record)
+        cost.add(record)
+    return cost.summary()
+
+
+class RunCost:
+    """`run_cost`, added up one record at a time (by a pass over the records that another
+    step makes anyway: a run's records are read back from their file)."""
+
+    def __init__(self, config: ProviderConfig, model: str) -> None:
+        self.config, self.model = config, model
+        try:
+            self.price, self.note = price_for(config, model), None
+        except ConfigError as exc:
+            self.price, self.note = None, str(exc)
+        if self.price is None and self.note is None:
+            self.note = f"no price for model {model!r}: add provider.prices to estimate one"
+        self.fresh, self.every = Usage(), Usage()
+        self.total, self.spent = Cost(), Cost()
+
+    def add(self, record: Record) -> None:
+        price = self.price
+        self.every.add(record)
         if price is not None:
-            total.add(record, price)
+            self.total.add(record, price)
         if not record.cache_hit:
-            fresh.add(record)
+            self.fresh.add(record)
             if price is not None:
-                spent.add(record, price)
-    summary: dict[str, Any] = {
-        "model": model,
-        "usage": asdict(every),
-        "usage_spent": asdict(fresh),
-        "usd": None,
-        "usd_spent": None,
-    }
-    if price is None:
-        summary["note"] = note
+                self.spent.add(record, price)
+
+    def summary(self) -> dict[str, Any]:
+        total, spent, price = self.total, self.spent, self.price
+        summary: dict[str, Any] = {
+            "model": self.model,
+            "usage": asdict(self.every),
+            "usage_spent": asdict(self.fresh),
+            "usd": None,
+            "usd_spent": None,
+        }
+        if price is None:
+            summary["note"] = self.note
+            return summary
+        if not (math.isfinite(total.usd) and math.isfinite(spent.usd)):
+            summary["note"] = "token counts too large to price (planted or damaged cache entries?)"
+            return summary
+        summary.update(
+            total.to_json(),
+            usd_spent=round(spent.usd, 6),
+            prices=asdict(price),
+            prices_source="experiment file" if self.config.prices is not None else PRICES_AS_OF,
+        )
         return summary
-    if not (math.isfinite(total.usd) and math.isfinite(spent.usd)):
-        summary["note"] = "token counts too large to price (planted or damaged cache entries?)"
-        return summary
-    summary.update(
-        total.to_json(),
-        usd_spent=round(spent.usd, 6),
-        prices=asdict(price),
-        prices_source="experiment file" if config.prices is not None else PRICES_AS_OF,
-    )
-    return summary
 
 
 def cost_line(cost: dict[str, Any] | None) -> str | None:

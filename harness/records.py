@@ -9,7 +9,7 @@ import math
 import os
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -99,6 +99,27 @@ class RecordsFile:
 
     def __iter__(self) -> Iterator[Record]:
         return read_records(self.path)
+
+
+class FirstPassTap:
+    """`records`, each record of the first whole pass over them handed to `see` as well
+    (`complete` once that pass ended); later passes read them as they are."""
+
+    def __init__(self, records: Iterable[Record], see: Callable[[Record], None]) -> None:
+        self.records, self.see = records, see
+        self.started = self.complete = False
+
+    def __iter__(self) -> Iterator[Record]:
+        if self.started:
+            return iter(self.records)
+        self.started = True
+        return self._seen()
+
+    def _seen(self) -> Iterator[Record]:
+        for record in self.records:
+            self.see(record)
+            yield record
+        self.complete = True
 
 
 def sort_records(source: Path, path: Path, item_order: list[str]) -> None:

@@ -25,13 +25,14 @@ from harness.dataset import Dataset, Item, gc_frozen, load_dataset
 from harness.errors import DatasetError, StorageError
 from harness.hf_dataset import materialize, read_source
 from harness.locking import RunFolderLock
-from harness.pricing import run_cost
+from harness.pricing import RunCost, run_cost
 from harness.protocols import call_plan
 from harness.protocols.calls_ahead import CallsAhead
 from harness.protocols.plans import Call, CallPlan, check_inputs
 from harness.protocols.summaries import Summaries
 from harness.provenance import now, provenance, unofficial_endpoints
 from harness.records import (
+    FirstPassTap,
     Record,
     RecordsFile,
     RecordWriter,
@@ -319,7 +320,7 @@ class Runner:
         upcoming = iter(calls)
         hits_ahead, blocks = True, 0
         try:
-            with CallsAhead() as ahead:
+            with CallsAhead(self.cache) as ahead:
                 while True:
                     if limit is not None:
                         await settle(max(0, limit - size))  # room for the block in the window
@@ -327,7 +328,9 @@ class Runner:
                     if not block:
                         break
                     # A run whose answers are not cached (yet) asks again only now and then.
-                    if hits_ahead or blocks % PREFETCH_PROBE_EVERY == 0:
+                    if ahead.reads_the_cache:
+                        pass  # it read their answers with them
+                    elif hits_ahead or blocks % PREFETCH_PROBE_EVERY == 0:
                         found = self.cache.prefetch([call.key for call in block])
                         hits_ahead = found > 0
                         if blocks == 0 and found == len(block) and limit is not None:
@@ -380,9 +383,13 @@ class Runner:
 
     def _finish(self, dataset: Dataset, records: Iterable[Record], started: float) -> RunResult:
         """Evaluate the run, then write its folder."""
-        evaluation, metrics = self.evaluate(dataset, records)
+        cost = RunCost(self.config.provider, self.provider.model)  # a judge's run has one
+        priced = self.provider.kind == "judge"
+        passing = FirstPassTap(records, cost.add) if priced else records  # one read for both
+        evaluation, metrics = self.evaluate(dataset, passing)
         self.stats.wall_s = round(time.perf_counter() - started, 3)
-        stats = self.run_stats(records)
+        complete = isinstance(passing, FirstPassTap) and passing.complete
+        stats = self.run_stats(records, cost if complete else None)
         human = human_ceiling(
             dataset.items, n_bootstrap=self.config.n_bootstrap, seed=self.config.seed
         )
@@ -420,11 +427,16 @@ class Runner:
             errors=self.stats.errors,
         )
 
-    def run_stats(self, records: Iterable[Record]) -> dict[str, Any]:
-        """run.json: the run's counts, the plan's, the cost and the provenance."""
+    def run_stats(self, records: Iterable[Record], cost: RunCost | None = None) -> dict[str, Any]:
+        """run.json: the run's counts, the plan's, the cost (`cost`, when it was added up
+        already, as the records were evaluated) and the provenance."""
         stats = self.stats.to_json() | self.plan.extra_stats()
         if self.provider.kind == "judge":
-            stats["cost"] = run_cost(self.config.provider, self.provider.model, records)
+            if cost is None:
+                cost = RunCost(self.config.provider, self.provider.model)
+                for record in records:
+                    cost.add(record)
+            stats["cost"] = cost.summary()
         summaries = self.summaries
         if summaries.records and summaries.provider and summaries.model:
             stats["summaries_cost"] = run_cost(

@@ -22,9 +22,13 @@ receive: the same calls, and the same error at the same call, as without a worke
 from __future__ import annotations
 
 import itertools
+import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from multiprocessing.connection import Connection
+from pathlib import Path
 
+from harness.cache import ResponseCache, stored_rows
 from harness.protocols.plans import Call
 from harness.workers import ForkedWorker
 
@@ -32,23 +36,36 @@ BLOCK = 256  # calls per message: pickling a block costs a few per cent of rende
 _END = "end"
 
 
-def _render(connection: Connection, calls: Iterator[Call]) -> None:
+def _render(connection: Connection, calls: Iterator[Call], database: Path) -> None:
     try:
-        while block := list(itertools.islice(calls, BLOCK)):
-            connection.send(block)
+        # a connection of its own: SQLite's may not cross a fork
+        with closing(sqlite3.connect(database)) as db:
+            while block := list(itertools.islice(calls, BLOCK)):
+                connection.send((block, stored_rows(db, [call.key for call in block])))
         connection.send(_END)
     except BaseException:  # anything at all: the parent renders from where this stopped
         pass
 
 
 class CallsAhead(ForkedWorker):
-    """`with CallsAhead() as ahead: ... calls = ahead.take_over(calls)`: from then on the
-    calls come from a worker, where one can be forked; the worker is gone after the block."""
+    """`with CallsAhead(cache) as ahead: ... calls = ahead.take_over(calls)`: from then on
+    the calls come from a worker, where one can be forked, with the cache's rows for their
+    keys read in the same blocks; the worker is gone after the block."""
+
+    def __init__(self, cache: ResponseCache) -> None:
+        super().__init__()
+        self.cache = cache
+
+    @property
+    def reads_the_cache(self) -> bool:
+        """Whether the worker reads the cached answers of the calls it sends (so that the
+        runner need not, `ResponseCache.prefetch`)."""
+        return self.connection is not None
 
     def take_over(self, calls: Iterator[Call]) -> Iterator[Call]:
         """The rest of `calls`, rendered by a worker forked now (this process's copy of
         `calls` is left where it is, for the calls the worker does not send)."""
-        self.start(_render, calls)
+        self.start(_render, calls, self.cache.database)
         if not self.started:
             return calls
         return self._received(calls)
@@ -57,9 +74,11 @@ class CallsAhead(ForkedWorker):
         taken = 0
         while True:
             message = self.receive()
-            if isinstance(message, list):
-                taken += len(message)
-                yield from message
+            if isinstance(message, tuple):
+                block, rows = message
+                self.cache.hold(rows)
+                taken += len(block)
+                yield from block
             elif message == _END:
                 return
             else:  # the worker failed or died: the rest is rendered here

@@ -302,3 +302,17 @@ def test_a_line_reads_as_its_decoded_text_validates(raw: bytes, tmp_path: Path) 
         assert list(predictions[0]) == ["q1"]
     else:
         assert json.dumps({"item_id": "q0", "scores": dict(predictions[0]["q0"])}) == expected
+
+
+def test_a_first_pass_tap_sees_the_first_whole_pass_only() -> None:
+    from harness.records import FirstPassTap
+
+    records = [Record(item_id=f"d{i}", candidates=["a"], scores={"a": 1.0}) for i in range(3)]
+    seen: list[str] = []
+    tap = FirstPassTap(records, lambda r: seen.append(r.item_id))
+    assert not tap.complete
+    assert [r.item_id for r in tap] == ["d0", "d1", "d2"] and tap.complete
+    assert len(list(tap)) == 3 and seen == ["d0", "d1", "d2"]  # the second pass is not seen
+    broken = FirstPassTap(records, lambda r: seen.append(r.item_id))
+    next(iter(broken))
+    assert not broken.complete  # a pass that stopped short is not a whole pass

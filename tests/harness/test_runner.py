@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from harness import workers
 from harness.cache import ResponseCache
 from harness.config import ExperimentConfig, provider_config
 from harness.records import read_records
@@ -369,6 +370,36 @@ def test_cached_answers_are_read_a_block_at_a_time_and_a_cold_run_only_probes(
     cold, _ = run(config, tmp_path)
     assert blocks == [0, 0, 0]  # blocks 0, 16 and 32 of 40: nothing cached to read
     blocks.clear()
-    warm, judge = run(config, tmp_path)
+    with monkeypatch.context() as alone:
+        alone.setattr(workers.sys, "platform", "darwin")  # no second process
+        warm, judge = run(config, tmp_path)
     assert warm.stats.cache_hits == cold.stats.calls == 80 and not judge.calls
     assert blocks == [2] * 40
+    if workers.fork_context() is not None:  # the calls' renderer reads the rest with them
+        blocks.clear()
+        warm, judge = run(config, tmp_path)
+        assert warm.stats.cache_hits == 80 and not judge.calls and blocks == [2]
+
+
+def test_run_json_prices_the_records_read_once_for_the_metrics(
+    tiny_dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cost is added up while the evaluation reads records.jsonl: the same figures as
+    `run_cost` over the file, which is read once at the end of a run, not twice."""
+    import harness.records as records_module
+    from harness.pricing import run_cost
+
+    config = make_config(tiny_dataset, prices={"input": 1.0, "output": 2.0})
+    reads: list[Path] = []
+    read_records_as_before = records_module.read_records
+
+    def counted(path: Path) -> Any:
+        reads.append(path)
+        return read_records_as_before(path)
+
+    monkeypatch.setattr(records_module, "read_records", counted)
+    result, _ = run(config, tmp_path)
+    assert [p.name for p in reads] == ["records.jsonl"]
+    cost = json.loads((result.out_dir / "run.json").read_text())["cost"]
+    expected = run_cost(config.provider, "mock-1", read_records(result.out_dir / "records.jsonl"))
+    assert cost == expected and cost["usd"] > 0

@@ -79,8 +79,14 @@ def test_a_warm_run_renders_in_a_worker_and_writes_the_same_files(
 ) -> None:
     cold = _run(dataset, tmp_path)
     assert not taken_over  # nothing was cached: this process renders, as the calls go out
+    held: list[str] = []
+    hold = ResponseCache.hold
+    monkeypatch.setattr(
+        ResponseCache, "hold", lambda self, rows: (held.extend(rows), hold(self, rows))
+    )
     warm = _run(dataset, tmp_path)
     assert len(taken_over) == 1 and not taken_over[0].fell_back
+    assert len(held) == len(set(held)) == 120  # the first block here, the rest by the worker
     assert warm.stats.cache_hits == cold.stats.calls == 120
     with_worker = _files(warm)
     monkeypatch.setattr(workers.sys, "platform", "darwin")  # no fork: rendered here
