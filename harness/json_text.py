@@ -35,23 +35,31 @@ def _same_in_orjson(value: Any) -> bool:
     tuples, str, int, bool, None and floats that Python prints without a negative exponent
     (orjson writes 1e-05 as 0.00001 and 1e-07 as 1e-7; NaN as null). Exact types only: a
     subclass (an enum, say) may print otherwise."""
+    # Every cache key walks its payload: loops written out, and plain members of a dict or
+    # list are passed over where they are found, not pushed onto the stack.
     stack = [value]
     while stack:
         item = stack.pop()
         kind = type(item)
-        if kind is str or kind is int or kind is bool or item is None:
-            continue
         if kind is dict:
-            if any(type(key) is not str for key in item):
-                return False
-            stack.extend(item.values())
+            for key in item:
+                if type(key) is not str:
+                    return False
+            members = item.values()
         elif kind is list or kind is tuple:
-            stack.extend(item)
+            members = item
         elif kind is float:
             if not (math.isfinite(item) and (item == 0.0 or abs(item) >= 1e-4)):
                 return False
+            continue
+        elif kind is str or kind is int or kind is bool or item is None:
+            continue
         else:
             return False
+        for member in members:
+            kind = type(member)
+            if not (kind is str or kind is int or kind is bool or member is None):
+                stack.append(member)
     return True
 
 

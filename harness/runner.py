@@ -234,7 +234,8 @@ class Runner:
         # half-written, and a partial file found here means the last run was killed.
         partial = records_path.with_name("records.partial.jsonl")
         self._report_interrupted(partial)
-        writer = RecordWriter(partial)
+        item_order = [item.id for item in dataset.items]
+        writer = RecordWriter(partial, item_order)
         try:
             with gc_frozen(), self._progress() as progress:
                 task = progress.add_task(self.config.name, total=None, hits=0, failed=0, bad=0)
@@ -271,9 +272,8 @@ class Runner:
             await self.provider.aclose()
         self.stats.cache_repaired = len(self.cache.damaged) - damaged_before
         self.stats.seeded = self.cache.seeded - seeded_before
-        item_order = [item.id for item in dataset.items]
         try:
-            sort_records(partial, records_path, item_order)
+            sort_records(partial, records_path, item_order, in_order=writer.in_order)
             result = self._finish(dataset, RecordsFile(records_path), started)
             write_run_keys(self.out_dir, self.cache.used)
             return result

@@ -316,3 +316,49 @@ def test_a_first_pass_tap_sees_the_first_whole_pass_only() -> None:
     broken = FirstPassTap(records, lambda r: seen.append(r.item_id))
     next(iter(broken))
     assert not broken.complete  # a pass that stopped short is not a whole pass
+
+
+def test_the_writer_flushes_a_tenth_of_a_second_at_a_time_and_at_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import harness.records as records_module
+    from harness.records import RecordWriter
+
+    path = tmp_path / "records.partial.jsonl"
+    record = Record(item_id="d0", candidates=["a"], scores={"a": 1.0})
+    monkeypatch.setattr(records_module, "FLUSH_EVERY_S", 3600.0)
+    writer = RecordWriter(path)
+    writer.write(record)
+    assert path.read_bytes() == b""  # held in the buffer: its answer is in the cache
+    writer.close()
+    assert path.read_text().count("\n") == 1
+    monkeypatch.setattr(records_module, "FLUSH_EVERY_S", 0.0)
+    writer = RecordWriter(path)
+    writer.write(record)
+    assert path.read_text().count("\n") == 1  # on disk before the writer is closed
+    writer.close()
+
+
+def test_the_writer_knows_when_its_lines_need_no_sorting(tmp_path: Path) -> None:
+    from harness.records import RecordWriter, sort_records
+
+    def rec(item: str, cand: str, repeat: int = 0) -> Record:
+        return Record(item_id=item, candidates=[cand], repeat=repeat, scores={cand: 1.0})
+
+    order = ["q2", "q1"]
+    writer = RecordWriter(tmp_path / "a.jsonl", order)
+    for r in (rec("q2", "a"), rec("q2", "b"), rec("q2", "b"), rec("q1", "a"), rec("q1", "a", 1)):
+        writer.write(r)
+    assert writer.in_order
+    writer.write(rec("q2", "c"))  # an earlier item after a later one
+    assert not writer.in_order
+    writer.write(rec("q1", "z", 5))
+    assert not writer.in_order  # once out of order, the file is sorted at the end
+    writer.close()
+    sort_records(tmp_path / "a.jsonl", tmp_path / "sorted.jsonl", order)
+    firsts = [(r.item_id, r.candidates[0]) for r in read_records(tmp_path / "sorted.jsonl")]
+    assert firsts[:4] == [("q2", "a"), ("q2", "b"), ("q2", "b"), ("q2", "c")]
+    (tmp_path / "b.jsonl").write_text("not even read\n")
+    sort_records(tmp_path / "b.jsonl", tmp_path / "b-sorted.jsonl", order, in_order=True)
+    assert (tmp_path / "b-sorted.jsonl").read_text() == "not even read\n"
+    assert not (tmp_path / "b.jsonl").exists()
