@@ -308,10 +308,37 @@ def tau_b_of(block: SortedBlock) -> FloatArray:
     return tau
 
 
+PAIRWISE_WIDTH = 8  # rows at most this wide: tau-b from their N(N-1)/2 pairs directly
+
+
 def kendall_tau_b(x: FloatArray, y: FloatArray) -> FloatArray:
-    """Row-wise Kendall's tau-b between two (items x N) matrices; 0 where a row is all tied."""
+    """Row-wise Kendall's tau-b between two (items x N) matrices; 0 where a row is all tied.
+    Narrow rows without NaN (a DialBGM item has 4 candidates) count their pairs one by one
+    (`_tau_b_by_pairs`): the same counts as the sort's, so the same values, in a tenth of
+    its time (a 20-run report's agreement matrix is 190 x 1,200 rows)."""
+    if x.shape[1] <= PAIRWISE_WIDTH and not (np.isnan(x).any() or np.isnan(y).any()):
+        return _tau_b_by_pairs(x, y)
     lengths = np.full(x.shape[0], x.shape[1], dtype=np.int64)
     return tau_b_of(sort_block(x, y, lengths))
+
+
+def _tau_b_by_pairs(x: FloatArray, y: FloatArray) -> FloatArray:
+    """tau-b = (C - D) / sqrt((P - Tx) (P - Ty)) per row, over its P = N(N-1)/2 pairs i < j:
+    C - D = sum of sign(x_i - x_j) sign(y_i - y_j), Tx (Ty) the pairs tied in x (y); the
+    signs from comparisons, so that -inf ties with -inf. 0 where a side is all tied."""
+    rows, n = x.shape
+    i, j = np.triu_indices(n, 1)
+    sign_x = (x[:, i] > x[:, j]).astype(np.int64) - (x[:, i] < x[:, j])
+    sign_y = (y[:, i] > y[:, j]).astype(np.int64) - (y[:, i] < y[:, j])
+    difference = (sign_x * sign_y).sum(axis=1)
+    pairs = n * (n - 1) // 2
+    untied_x = (pairs - (sign_x == 0).sum(axis=1)).astype(np.float64)
+    untied_y = (pairs - (sign_y == 0).sum(axis=1)).astype(np.float64)
+    denominator = np.sqrt(untied_x * untied_y)
+    tau: FloatArray = np.divide(
+        difference.astype(np.float64), denominator, out=np.zeros(rows), where=denominator > 0
+    )
+    return tau
 
 
 # ------------------------------------------------------------------------ the other metrics

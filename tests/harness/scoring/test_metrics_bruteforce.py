@@ -185,3 +185,39 @@ def test_tau_b_with_infinite_values_on_both_sides() -> None:
     finite_x, finite_y = np.where(np.isinf(x), -9.0, x), np.where(np.isinf(y), -9.0, y)
     reference = kendalltau(finite_x[0], finite_y[0], variant="b").statistic
     assert kendall_tau_b(x, y)[0] == pytest.approx(reference, abs=1e-12)
+
+
+narrow_values = st.sampled_from([-np.inf, 0.0, 0.5, 1.0, 2.0, 2.5, 7.0])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 8).flatmap(
+        lambda n: st.lists(
+            st.tuples(
+                st.lists(narrow_values, min_size=n, max_size=n),
+                st.lists(narrow_values, min_size=n, max_size=n),
+            ),
+            min_size=1,
+            max_size=6,
+        )
+    )
+)
+def test_narrow_rows_counted_pair_by_pair_give_the_sorts_tau_b_to_the_bit(
+    rows: list[tuple[list[float], list[float]]],
+) -> None:
+    """`kendall_tau_b` counts the pairs of rows of up to PAIRWISE_WIDTH candidates one by
+    one: the same integers as the sort-based counting (`tau_b_of`), so the same floats,
+    ties and -inf (a missing score, on either side) included."""
+    from harness.scoring.ranking import PAIRWISE_WIDTH, sort_block, tau_b_of
+
+    x = np.array([r[0] for r in rows])
+    y = np.array([r[1] for r in rows])
+    assert x.shape[1] <= PAIRWISE_WIDTH
+    by_sort = tau_b_of(sort_block(x, y, np.full(len(rows), x.shape[1], dtype=np.int64)))
+    assert kendall_tau_b(x, y).tolist() == by_sort.tolist()
+    finite_x, finite_y = np.where(np.isinf(x), -9.0, x), np.where(np.isinf(y), -9.0, y)
+    for k in range(len(rows)):
+        reference = kendalltau(finite_x[k], finite_y[k], variant="b").statistic
+        expected = 0.0 if np.isnan(reference) else reference
+        assert kendall_tau_b(x[k : k + 1], y[k : k + 1])[0] == pytest.approx(expected, abs=1e-12)
