@@ -356,9 +356,15 @@ def openai_provider(
 
 
 def harness_run(
-    experiment: Path, work: Path, *, cache: Path | None = None, env: dict[str, str] | None = None
+    experiment: Path,
+    work: Path,
+    *,
+    cache: Path | None = None,
+    env: dict[str, str] | None = None,
+    tree: bool = False,
 ) -> tuple[Timed, dict[str, Any]]:
-    """`harness run` as a whole process; its wall time and the run's run.json."""
+    """`harness run` as a whole process; its wall time and the run's run.json (with `tree`,
+    the memory of the process and its worker together: `run_timed`)."""
     results = work / "results"
     command = [
         *harness_command(),
@@ -371,7 +377,8 @@ def harness_run(
         "--no-progress",
     ]
     timed = checked(
-        run_timed(command, env={"OPENAI_API_KEY": "bench-key", **(env or {})}), "harness run"
+        run_timed(command, env={"OPENAI_API_KEY": "bench-key", **(env or {})}, tree=tree),
+        "harness run",
     )
     name = yaml.safe_load(experiment.read_text())["name"]
     stats: dict[str, Any] = json.loads((results / name / "run.json").read_text())

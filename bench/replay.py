@@ -45,11 +45,11 @@ def run(size: Size, work: Path) -> BenchResult:
         cold, cold_stats = harness_run(experiment, work)
         for _ in range(rounds):
             reset_server(base)
-            warm, warm_stats = harness_run(experiment, work)
+            warm, warm_stats = harness_run(experiment, work, tree=True)  # it forks a renderer
             if server_stats(base)["requests"] or warm_stats["cache_hits"] != workload.calls:
                 raise RuntimeError(f"the replay was not all from the cache: {warm_stats}")
             warm_walls.append(round(warm.wall_s, 2))
-            warm_rss.append(round(warm.max_rss_bytes / 2**20))
+            warm_rss.append(round(warm.peak_memory_bytes / 2**20))
             warm_hits.append(warm_stats["cache_hits"])
     if cold_stats["errors"]:
         raise RuntimeError(f"the cold run failed calls: {cold_stats}")
@@ -67,7 +67,7 @@ def run(size: Size, work: Path) -> BenchResult:
             "cold_process_wall_s": round(cold.wall_s, 2),
             "cold_peak_rss_mib": round(cold.max_rss_bytes / 2**20),
             "warm_process_wall_s (each run)": warm_walls,
-            "warm_peak_rss_mib (each run)": warm_rss,
+            "warm_peak_mib (each run; process and worker)": warm_rss,
             "warm_run_wall_s (run.json, last)": warm_stats["wall_s"],
             "warm/cold (min)": ratio(best, cold.wall_s),
             "cache hits per warm run": warm_hits,
