@@ -15,7 +15,8 @@ from harness.dataset import Dataset, load_dataset
 from harness.dry_run import unset_keys
 from harness.errors import HarnessError
 from harness.experiment import run_all
-from harness.records import Predictions, read_predictions, read_records, scores_from_ranking
+from harness.predictions import Predictions, read_predictions, scores_from_ranking
+from harness.records import read_records
 from harness.runner import RunResult
 from harness.scoring.evaluation import CoverageWarning, coverage_warnings, evaluate_predictions
 from harness.scoring.metrics import Aggregate, MissingPolicy

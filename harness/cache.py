@@ -16,12 +16,9 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import io
 import itertools
 import json
 import os
-import pickle
-import pickletools
 import re
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -32,7 +29,15 @@ from typing import Any, Protocol
 import diskcache
 from diskcache.core import MODE_PICKLE, MODE_RAW, MODE_TEXT, UNKNOWN
 
-from harness.cache_values import Shape, TooLarge, bounded, well_formed, within_bounds_as_text
+from harness.cache_values import (
+    DamagedEntry,
+    Shape,
+    TooLarge,
+    bounded,
+    plain_pickle,
+    well_formed,
+    within_bounds_as_text,
+)
 from harness.claims import Claims
 from harness.errors import StorageError
 from harness.json_text import canonical_json, loads
@@ -96,89 +101,6 @@ def stored_rows(connection: sqlite3.Connection, keys: Sequence[str]) -> StoredRo
 _ABSENT = object()  # no value under a key (a stored JSON `null` is a damaged value)
 
 
-class DamagedEntry(Exception):
-    """A stored value that cannot be read back as plain data."""
-
-
-# Opcodes that build only None, booleans, numbers, strings, bytes, lists, tuples, sets and
-# dicts: what an answer pickled by an older harness holds.
-_PLAIN_OPCODES = frozenset(
-    [
-        "PROTO",
-        "FRAME",
-        "STOP",
-        "MARK",
-        "POP",
-        "POP_MARK",
-        "DUP",
-        "NONE",
-        "NEWTRUE",
-        "NEWFALSE",
-        "INT",
-        "BININT",
-        "BININT1",
-        "BININT2",
-        "LONG",
-        "LONG1",
-        "LONG4",
-        "FLOAT",
-        "BINFLOAT",
-        "UNICODE",
-        "SHORT_BINUNICODE",
-        "BINUNICODE",
-        "BINUNICODE8",
-        "BINBYTES",
-        "SHORT_BINBYTES",
-        "BINBYTES8",
-        "EMPTY_LIST",
-        "APPEND",
-        "APPENDS",
-        "LIST",
-        "EMPTY_TUPLE",
-        "TUPLE",
-        "TUPLE1",
-        "TUPLE2",
-        "TUPLE3",
-        "EMPTY_DICT",
-        "DICT",
-        "SETITEM",
-        "SETITEMS",
-        "EMPTY_SET",
-        "ADDITEMS",
-        "FROZENSET",
-        "PUT",
-        "BINPUT",
-        "LONG_BINPUT",
-        "MEMOIZE",
-        "GET",
-        "BINGET",
-        "LONG_BINGET",
-    ]
-)
-
-
-class _PlainUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        raise pickle.UnpicklingError(f"{module}.{name} refused")
-
-    def persistent_load(self, pid: Any) -> Any:
-        raise pickle.UnpicklingError("persistent ids refused")
-
-
-def _plain_pickle(data: bytes) -> Any:
-    """A value an older harness pickled, read as plain data: any opcode that could name or
-    call something makes it a damaged entry, before anything is loaded."""
-    try:
-        for opcode, _, _ in pickletools.genops(data):
-            if opcode.name not in _PLAIN_OPCODES:
-                raise DamagedEntry(f"pickle opcode {opcode.name} refused")
-        return _PlainUnpickler(io.BytesIO(data)).load()
-    except DamagedEntry:
-        raise
-    except Exception as exc:
-        raise DamagedEntry(f"{type(exc).__name__}: {exc}") from None
-
-
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
@@ -193,7 +115,7 @@ class JsonDisk(diskcache.Disk):  # type: ignore[misc]
             if mode == MODE_PICKLE:
                 if value is None:
                     value = Path(self._directory, str(filename)).read_bytes()
-                return clean_value(_walkable(_plain_pickle(bytes(value))))
+                return clean_value(_walkable(plain_pickle(bytes(value))))
             if mode == MODE_TEXT or (mode == MODE_RAW and isinstance(value, str)):
                 text = super().fetch(mode, filename, value, read)
                 decoded = loads(text)

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from harness._version import __version__
-from harness.cache import CACHE_SCHEMA_VERSION, DamagedEntry, JsonDisk, ResponseCache, Seed
+from harness.cache import CACHE_SCHEMA_VERSION, JsonDisk, ResponseCache, Seed
+from harness.cache_values import DamagedEntry
 from harness.errors import DatasetError, HarnessError, StorageError
 
 FORMAT = "bgm-judge-cache"

@@ -11,7 +11,7 @@ its scores, all lines' scores in one float array. A line whose candidates are ex
 item's, in the item's order (as `write_predictions` and most scorers write them), becomes
 its `ScoreRow` with a slice of that array. Every other line (a ranking, a subset, another
 order, a bad line, an unknown item) is read again here, from its offset, by
-`harness.records.prediction_line`: one parser, so the same rows and the same errors, at
+`harness.predictions.prediction_line`: one parser, so the same rows and the same errors, at
 the same line, as `read_predictions`. The checks run here, in file order.
 
 Anything amiss with the worker (not Linux, one core, killed, out of memory) leaves the
@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from pydantic import ValidationError
 
 from harness.dataset import Item, gc_paused, raw_lines
-from harness.records import (
+from harness.predictions import (
     PredictionLine,
     Predictions,
     PredictionsCollector,

@@ -15,9 +15,10 @@ import yaml
 from harness.config import ExperimentConfig
 from harness.dataset import Dataset, Item
 from harness.errors import HarnessError
+from harness.predictions import Predictions, write_predictions
 from harness.prompting.joint import position_top1_rates
 from harness.prompting.variants import get_variant
-from harness.records import Predictions, Record, write_predictions
+from harness.records import Record
 from harness.report.run_report import write_run_report
 from harness.run_files import read_run_config
 from harness.sanitize import dumps_json

@@ -13,14 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from harness.answering import Answerer, RunStats
 from harness.batch.ledger import LEDGER_NAME
 from harness.cache import ResponseCache
 from harness.cache_transfer import write_run_keys
 from harness.config import ExperimentConfig
-from harness.console import terminal
+from harness.console import RunProgress, terminal
 from harness.dataset import Dataset, Item, gc_frozen, load_dataset
 from harness.errors import DatasetError, StorageError
 from harness.hf_dataset import materialize, read_source
@@ -62,7 +61,6 @@ IN_FLIGHT_PER_SLOT = 4
 IN_FLIGHT_MIN = 256
 PREFETCH_BLOCK = 64  # calls whose cached answers are read in one query
 PREFETCH_PROBE_EVERY = 16  # blocks, while a block's query finds nothing
-PROGRESS_EVERY_S = 0.1  # the bar's counts, at most this often (a warm replay does 5,000/s)
 
 
 @dataclass
@@ -237,34 +235,19 @@ class Runner:
         item_order = [item.id for item in dataset.items]
         writer = RecordWriter(partial, item_order)
         try:
-            with gc_frozen(), self._progress() as progress:
-                task = progress.add_task(self.config.name, total=None, hits=0, failed=0, bad=0)
-                done, shown_at = 0, 0.0
-
-                def show() -> None:
-                    stats = self.stats
-                    failed, bad = stats.errors, stats.parse_failures
-                    progress.update(
-                        task, completed=done, hits=stats.cache_hits, failed=failed, bad=bad
-                    )
+            show = self.show_progress
+            with gc_frozen(), RunProgress(self.config.name, self.console, show=show) as progress:
+                stats = self.stats
 
                 async def one(call: Call) -> None:
-                    nonlocal done, shown_at
                     for record in await self.run_call(call):
                         writer.write(record)  # and not kept: memory stays flat
                         self._count(record)
-                    done += 1
-                    if (now := time.monotonic()) - shown_at >= PROGRESS_EVERY_S:
-                        shown_at = now  # the bar is drawn 10 times a second at most
-                        show()
+                    progress.done(stats.cache_hits, stats.errors, stats.parse_failures)
 
                 everything = calls if first is None else itertools.chain([first], calls)
-
-                def counted(total: int) -> None:
-                    progress.update(task, total=total)
-
-                await self._run_all(everything, one, counted)
-                show()
+                await self._run_all(everything, one, progress.total)
+                progress.show(stats.cache_hits, stats.errors, stats.parse_failures)
         finally:
             writer.close()
             self.answerer.close()
@@ -367,19 +350,6 @@ class Runner:
         self.stats.parse_failures += record.parse_error is not None
         self.stats.input_tokens += record.input_tokens or 0
         self.stats.output_tokens += record.output_tokens or 0
-
-    def _progress(self) -> Progress:
-        return Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn(
-                "cached {task.fields[hits]} · failed {task.fields[failed]} · unparsable {task.fields[bad]}"
-            ),
-            TimeRemainingColumn(),
-            console=self.console,
-            disable=not self.show_progress,
-        )
 
     def _finish(self, dataset: Dataset, records: Iterable[Record], started: float) -> RunResult:
         """Evaluate the run, then write its folder."""

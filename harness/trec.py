@@ -23,7 +23,7 @@ from harness.dataset import Item, jsonl_lines
 from harness.errors import DatasetError
 
 Scores = Mapping[str, float | None]
-TrecScores = dict[int, dict[str, dict[str, float | None]]]  # as harness.records.Predictions
+TrecScores = dict[int, dict[str, dict[str, float | None]]]  # as harness.predictions.Predictions
 
 
 def is_trec_run(path: Path) -> bool:

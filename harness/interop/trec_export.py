@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness.records import predictions_from_records
+from harness.predictions import predictions_from_records
 from harness.report.loading import RunData
 from harness.trec import qrels_lines, run_lines
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from harness.records import scores_from_ranking
+from harness.predictions import scores_from_ranking
 
 MIN_SCORE, MAX_SCORE = 0.0, 10.0
 _FENCE = re.compile(r"^```(?:json|JSON)?[ \t]*\n(?P<body>.*?)\n?```$", re.DOTALL)

@@ -10,8 +10,9 @@ from typing import Any, Literal
 
 from harness.dataset import Dataset, load_dataset
 from harness.errors import HarnessError
+from harness.predictions import read_predictions
 from harness.provenance import drifted_packages, unofficial_endpoints
-from harness.records import Record, read_predictions, read_records
+from harness.records import Record, read_records
 from harness.report.labels import generated_labels
 from harness.run_files import read_run_config, read_run_json
 from harness.scoring.description_metrics import description_metrics

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from harness.dataset import Item
-from harness.records import Predictions, PredictionsBuilder, Record
+from harness.predictions import Predictions, PredictionsBuilder
+from harness.records import Record
 from harness.scoring.metrics import (
     Aggregate,
     FloatArray,

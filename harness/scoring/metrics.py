@@ -21,14 +21,10 @@ from numpy.typing import NDArray
 
 from harness.dataset import Item
 from harness.errors import HarnessError
-from harness.records import ScoreRow
-from harness.scoring.ranking import (
-    CORE_NAMES,
-    FloatArray,
-    block_metrics,
-    cutoff_names,
-    kendall_tau_b,
-)
+from harness.predictions import ScoreRow
+from harness.scoring.ranking import CORE_NAMES, block_metrics, cutoff_names
+from harness.scoring.sorted_block import FloatArray
+from harness.scoring.tau_b import kendall_tau_b
 
 __all__ = [
     "MAX_BOOTSTRAP",

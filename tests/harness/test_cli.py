@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 from harness import predictions_ahead
 from harness.cli import app
 from harness.items import Item
+from harness.predictions import Predictions
 from harness.predictions_ahead import PredictionsReadAhead
-from harness.records import Predictions
 from harness.workers import fork_context
 
 runner = CliRunner()

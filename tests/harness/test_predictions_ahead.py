@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from harness.errors import DatasetError
 from harness.items import Item
+from harness.predictions import Predictions, ScoreRow, read_predictions
 from harness.predictions_ahead import PredictionsReadAhead, order_digest
-from harness.records import Predictions, ScoreRow, read_predictions
 from harness.workers import fork_context
 
 pytestmark = pytest.mark.skipif(

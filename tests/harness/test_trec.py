@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from harness.cli import app
 from harness.dataset import Item, load_dataset
 from harness.errors import DatasetError
-from harness.records import read_predictions
+from harness.predictions import read_predictions
 from harness.trec import is_trec_run, qrels_lines, ranked, read_qrels, run_lines
 
 runner = CliRunner()

@@ -12,8 +12,8 @@ import pytest
 
 from harness import workers
 from harness.items import Item
+from harness.predictions import read_predictions
 from harness.predictions_ahead import PredictionsReadAhead
-from harness.records import read_predictions
 from harness.report.figure_worker import FigureWorker
 
 

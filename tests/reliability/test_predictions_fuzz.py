@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from harness.cli import app
 from harness.dataset import load_dataset
 from harness.errors import DatasetError
-from harness.records import read_predictions
+from harness.predictions import read_predictions
 from harness.scoring.evaluation import evaluate_predictions
 from tests.conftest import write_tiny_dataset
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from harness.cli import app
 from harness.dataset import load_dataset
-from harness.records import read_predictions, scores_from_ranking
+from harness.predictions import read_predictions, scores_from_ranking
 from harness.scoring.evaluation import evaluate_predictions, mean_scores
 from harness.scoring.metrics import ScoreMatrix, aggregate, build_matrix
 from tests.conftest import write_pool_dataset

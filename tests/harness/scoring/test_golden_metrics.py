@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from harness.cli import app
 from harness.dataset import load_dataset
-from harness.records import read_predictions
+from harness.predictions import read_predictions
 from harness.scoring.evaluation import evaluate_predictions
 
 GOLDEN = Path(__file__).parent / "data" / "golden_metrics"

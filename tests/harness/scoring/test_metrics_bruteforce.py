@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import kendalltau
 
-from harness.scoring import ranking
+from harness.scoring import sorted_block
 from harness.scoring.metrics import ScoreMatrix, aggregate, per_item_metrics
-from harness.scoring.ranking import kendall_tau_b
+from harness.scoring.tau_b import kendall_tau_b
 
 GRID = [0.0, 2.5, 5.0, 7.5, 10.0]
 
@@ -104,7 +104,7 @@ AT = [1, 2, 3, 5, 7]
 def counting(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run a test with pairs counted level by level, and with the Fenwick tree."""
     if request.param == "by_tree":
-        monkeypatch.setattr(ranking, "FEW_LEVELS", 0)
+        monkeypatch.setattr(sorted_block, "FEW_LEVELS", 0)
     return str(request.param)
 
 
@@ -209,7 +209,8 @@ def test_narrow_rows_counted_pair_by_pair_give_the_sorts_tau_b_to_the_bit(
     """`kendall_tau_b` counts the pairs of rows of up to PAIRWISE_WIDTH candidates one by
     one: the same integers as the sort-based counting (`tau_b_of`), so the same floats,
     ties and -inf (a missing score, on either side) included."""
-    from harness.scoring.ranking import PAIRWISE_WIDTH, sort_block, tau_b_of
+    from harness.scoring.sorted_block import sort_block
+    from harness.scoring.tau_b import PAIRWISE_WIDTH, tau_b_of
 
     x = np.array([r[0] for r in rows])
     y = np.array([r[1] for r in rows])

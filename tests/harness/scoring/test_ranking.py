@@ -12,16 +12,9 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.scoring.ranking import (
-    counts_by_level,
-    gain_side,
-    none_in_first,
-    one_gold_gain_side,
-    one_top_counts,
-    pair_counts,
-    sort_block,
-    survival,
-)
+from harness.scoring.ranking import none_in_first, survival
+from harness.scoring.sorted_block import gain_side, one_gold_gain_side, sort_block
+from harness.scoring.tau_b import counts_by_level, one_top_counts, pair_counts
 
 
 def test_importing_the_cli_and_the_runner_does_not_import_scipy() -> None:

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.dataset import load_dataset
-from harness.records import read_predictions
+from harness.predictions import read_predictions
 from tests.conftest import write_tiny_dataset
 from tests.reliability.fuzz._contract import SETTINGS, json_lines, within_contract
 
