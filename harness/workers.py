@@ -7,6 +7,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.context import ForkContext
@@ -16,10 +17,15 @@ from typing import Any, Self
 
 
 def fork_context() -> ForkContext | None:
-    """The fork start method, on Linux with two cores or more this process may use; None
-    elsewhere: macOS has fork, but libraries it links (Accelerate, Objective-C) may crash in
-    a forked child, and with one core a worker only competes with its parent."""
+    """The fork start method, on Linux with two cores or more this process may use, from its
+    main thread; None elsewhere: macOS has fork, but libraries it links (Accelerate,
+    Objective-C) may crash in a forked child; with one core a worker only competes with its
+    parent; and a run in another thread (`harness.sync`, inside a notebook's event loop)
+    shares its process with threads that may hold a lock the child would wait on forever
+    (IPython saves its history through SQLite from a thread of its own)."""
     if sys.platform != "linux" or len(os.sched_getaffinity(0)) < 2:
+        return None
+    if threading.current_thread() is not threading.main_thread():
         return None
     return multiprocessing.get_context("fork")
 

@@ -118,3 +118,19 @@ def test_a_signal_sent_to_the_worker_alone_ends_it_and_not_its_parent() -> None:
         worker._process.join(10)
         assert worker._process.exitcode == -signal.SIGTERM
     assert interrupted_by() == signal.SIGINT  # (the default: no signal was received here)
+
+
+def test_no_fork_from_a_thread_other_than_the_main_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run inside a notebook's event loop runs in a thread of its own (`harness.sync`),
+    beside threads that may hold a lock (SQLite's, for IPython's history) that a forked child
+    would then wait on forever: it renders and reads in its own process instead."""
+    import threading
+
+    monkeypatch.setattr(workers.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(workers.sys, "platform", "linux")
+    seen: list[object] = []
+    thread = threading.Thread(target=lambda: seen.append(workers.fork_context()))
+    thread.start()
+    thread.join()
+    assert seen == [None]
+    assert workers.fork_context() is not None  # the main thread may
