@@ -15,9 +15,10 @@ call still stop a run before anything is asked, and a run that waits on its mode
 nothing from a second renderer. The pipe holds a block or two, so the worker is never more
 than that ahead (memory stays flat in the number of calls).
 
-Anything amiss with the worker (not Linux, one core, a template that fails on a later item,
-the worker killed) leaves the rendering to this process from the first call it did not
-receive: the same calls, and the same error at the same call, as without a worker."""
+Anything amiss with the worker (not Linux, one core, not the main thread: `fork_context`; a
+template that fails on a later item, the worker killed) leaves the rendering to this process
+from the first call it did not receive: the same calls, and the same error at the same call,
+as without a worker."""
 
 from __future__ import annotations
 
