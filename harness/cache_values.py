@@ -100,7 +100,7 @@ def _plainly(shape: Shape, value: dict[str, Any]) -> bool:
             return False
         for name in ("input_tokens", "output_tokens"):
             count = value.get(name)
-            if count is not None and not (type(count) is int and count >= 0):
+            if count is not None and not _count(count):
                 return False
     else:
         scores = value.get("scores")

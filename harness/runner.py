@@ -310,10 +310,10 @@ class Runner:
                     block = list(itertools.islice(upcoming, size))
                     if not block:
                         break
-                    # A run whose answers are not cached (yet) asks again only now and then.
-                    if ahead.reads_the_cache:
-                        pass  # it read their answers with them
-                    elif hits_ahead or blocks % PREFETCH_PROBE_EVERY == 0:
+                    # A run whose answers are not cached (yet) asks again only now and then;
+                    # a renderer worker reads them with the calls it sends.
+                    probe = hits_ahead or blocks % PREFETCH_PROBE_EVERY == 0
+                    if probe and not ahead.reads_the_cache:
                         found = self.cache.prefetch([call.key for call in block])
                         hits_ahead = found > 0
                         if blocks == 0 and found == len(block) and limit is not None:
@@ -353,13 +353,12 @@ class Runner:
 
     def _finish(self, dataset: Dataset, records: Iterable[Record], started: float) -> RunResult:
         """Evaluate the run, then write its folder."""
-        cost = RunCost(self.config.provider, self.provider.model)  # a judge's run has one
-        priced = self.provider.kind == "judge"
-        passing = FirstPassTap(records, cost.add) if priced else records  # one read for both
-        evaluation, metrics = self.evaluate(dataset, passing)
+        # A judge's run is priced as the evaluation reads its records: one read for both.
+        cost = RunCost(self.config.provider, self.provider.model)
+        tap = FirstPassTap(records, cost.add) if self.provider.kind == "judge" else None
+        evaluation, metrics = self.evaluate(dataset, tap or records)
         self.stats.wall_s = round(time.perf_counter() - started, 3)
-        complete = isinstance(passing, FirstPassTap) and passing.complete
-        stats = self.run_stats(records, cost if complete else None)
+        stats = self.run_stats(records, cost if tap is not None and tap.complete else None)
         human = human_ceiling(
             dataset.items, n_bootstrap=self.config.n_bootstrap, seed=self.config.seed
         )
@@ -402,11 +401,11 @@ class Runner:
         already, as the records were evaluated) and the provenance."""
         stats = self.stats.to_json() | self.plan.extra_stats()
         if self.provider.kind == "judge":
-            if cost is None:
-                cost = RunCost(self.config.provider, self.provider.model)
-                for record in records:
-                    cost.add(record)
-            stats["cost"] = cost.summary()
+            stats["cost"] = (
+                cost.summary()
+                if cost is not None
+                else run_cost(self.config.provider, self.provider.model, records)
+            )
         summaries = self.summaries
         if summaries.records and summaries.provider and summaries.model:
             stats["summaries_cost"] = run_cost(
