@@ -66,7 +66,10 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+@cache
 def audio_ref(clip_id: str, path: Path) -> AudioRef:
+    """A clip's reference, made once per clip per process (every candidate's prompt needs
+    one, and the hash is `file_sha256`'s, itself computed once)."""
     return AudioRef(clip_id=clip_id, path=path, sha256=file_sha256(path))
 
 

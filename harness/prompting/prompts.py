@@ -19,6 +19,7 @@ from typing import Any
 
 import jinja2
 from jinja2 import meta, nodes
+from jinja2.runtime import Context
 
 from harness.errors import HarnessError
 from harness.prompting.sandbox import (
@@ -26,6 +27,7 @@ from harness.prompting.sandbox import (
     FolderLoader,
     check_output,
     reads_of,
+    template_view,
     time_limit,
 )
 from harness.types import AudioRef
@@ -45,6 +47,7 @@ class TemplateError(HarnessError):
     pass
 
 
+@template_view
 @dataclass(frozen=True)
 class ClipView:
     """What a template may see of a candidate clip (never its id or path)."""
@@ -153,10 +156,10 @@ def _not_found(name: str, folder: Path) -> TemplateError:
     return TemplateError(f"prompt template not found: {name}")
 
 
-def _render_block(template: jinja2.Template, block: str, context: dict[str, Any]) -> str:
+def _render_block(template: jinja2.Template, block: str, context: Context) -> str:
     if block not in template.blocks:
         raise TemplateError(f"template {template.name} has no '{block}' block")
-    text = check_output(template.blocks[block](template.new_context(context)))
+    text = check_output(template.blocks[block](context))
     if "\n\n\n" in text:
         text = _BLANK_RUN.sub("\n\n", text)
     return text.strip()
@@ -194,15 +197,16 @@ def render_each(
             render(name, {**context, slot: view}, clips, folder)
             for view, clips in zip(views, audio, strict=True)
         ]
-    rendered: list[tuple[dict[Any, Any], tuple[str, str]]] = []
+    rendered: list[tuple[dict[Any, Any], str, Slots]] = []
     out = []
     for view, clips in zip(views, audio, strict=True):
-        texts = next((texts for reads, texts in rendered if _same_reads(view, reads)), None)
-        if texts is None:
+        found = next((r for r in rendered if _same_reads(view, r[0])), None)
+        if found is None:
             with reads_of(view) as reads:
-                texts = _render_text(name, {**context, slot: view}, folder)
-            rendered.append((reads, texts))
-        out.append(_with_audio(name, *texts, clips))
+                system, user = _render_text(name, {**context, slot: view}, folder)
+            found = (reads, system, _audio_slots(name, system, user))
+            rendered.append(found)
+        out.append(_filled(found[1], found[2], clips))
     return out
 
 
@@ -249,8 +253,11 @@ def _render_text(name: str, context: dict[str, Any], folder: Path) -> tuple[str,
     try:
         with time_limit():
             template = env.get_template(name)
-            system = _render_block(template, "system", context)
-            return system, _render_block(template, "user", context)
+            # One context for both blocks: what a block assigns stays in the block.
+            shared = template.new_context(context)
+            return _render_block(template, "system", shared), _render_block(
+                template, "user", shared
+            )
     except jinja2.TemplateNotFound as exc:
         raise _not_found(str(exc.name), folder) from None
     except jinja2.exceptions.SecurityError as exc:
@@ -266,15 +273,22 @@ def _render_text(name: str, context: dict[str, Any], folder: Path) -> tuple[str,
         raise TemplateError(f"template {name} failed while rendering: {reason}") from None
 
 
-def _with_audio(name: str, system: str, user: str, audio: list[AudioRef]) -> RenderedPrompt:
-    """The prompt with `audio[i]` where the user text has placeholder i."""
+# A prompt's text cut at its audio placeholders: text, then audio index, text, ...
+Slots = tuple[str | int, ...]
+
+
+def _audio_slots(name: str, system: str, user: str) -> Slots:
     if _PLACEHOLDER.search(system):
         raise TemplateError(f"template {name} puts audio in the system block")
-    parts: list[str | AudioRef] = []
-    for i, piece in enumerate(_PLACEHOLDER.split(user)):
-        if i % 2 == 0:
-            if piece:
-                parts.append(piece)
-        else:
-            parts.append(audio[int(piece)])
-    return RenderedPrompt(system=system, parts=tuple(parts))
+    pieces = _PLACEHOLDER.split(user)
+    return tuple(piece if i % 2 == 0 else int(piece) for i, piece in enumerate(pieces) if piece)
+
+
+def _with_audio(name: str, system: str, user: str, audio: list[AudioRef]) -> RenderedPrompt:
+    """The prompt with `audio[i]` where the user text has placeholder i."""
+    return _filled(system, _audio_slots(name, system, user), audio)
+
+
+def _filled(system: str, slots: Slots, audio: list[AudioRef]) -> RenderedPrompt:
+    parts = tuple(audio[slot] if type(slot) is int else slot for slot in slots)
+    return RenderedPrompt(system=system, parts=parts)  # type: ignore[arg-type]

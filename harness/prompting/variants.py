@@ -34,6 +34,7 @@ from harness.prompting.prompts import (
     render,
     render_each,
 )
+from harness.prompting.sandbox import template_view
 from harness.types import AudioRef
 
 # pointwise: one call per candidate; joint: one call per item naming every candidate;
@@ -119,6 +120,7 @@ def joint_options(options: Mapping[str, Any]) -> JointOptions:
         raise HarnessError(f"prompt_options.{where}: {first['msg']}") from None
 
 
+@template_view
 @dataclass(frozen=True)
 class ExampleClipView:
     label: str
@@ -127,6 +129,7 @@ class ExampleClipView:
     score: str
 
 
+@template_view
 @dataclass(frozen=True)
 class ExampleView:
     """What a template sees of a worked example."""
