@@ -18,30 +18,21 @@ from typing import Any
 
 import httpx
 
+from providers._body_limit import MAX_BODY_BYTES, ResponseTooLarge
+
 httpx2: ModuleType | None
 try:  # the openai SDK's fork of httpx (openai >= 3), with its own classes
     import httpx2
 except ImportError:  # pragma: no cover - an install without the openai SDK
     httpx2 = None
 
-MAX_BODY_BYTES = 256 * 2**20  # far above any answer or batch output file the harness reads
 _STEP = 1 << 16
 _ACCEPTED = "gzip, deflate"
 
 
-class ResponseTooLarge(ValueError):
-    """A response body larger than MAX_BODY_BYTES once decompressed."""
-
-    def __init__(self) -> None:
-        super().__init__(
-            f"the response body is larger than {MAX_BODY_BYTES:,} bytes once decompressed "
-            "(a compression bomb?): not read"
-        )
-
-
 def _check(total: int) -> None:
     if total > MAX_BODY_BYTES:
-        raise ResponseTooLarge()
+        raise ResponseTooLarge(MAX_BODY_BYTES)
 
 
 _STREAM_BASES: tuple[type, ...] = (httpx.AsyncByteStream,) + (

@@ -37,7 +37,7 @@ from providers._api import (
     status_error,
     transport_error,
 )
-from providers._bounded_body import ResponseTooLarge
+from providers._body_limit import ResponseTooLarge
 from providers.base import Judge
 
 C = TypeVar("C")  # the SDK's client

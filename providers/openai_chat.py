@@ -31,7 +31,6 @@ from pydantic import Field, field_validator
 from harness.errors import ConfigError
 from harness.types import AudioRef, ChatRequest, ChatResponse, ProviderConfig, ProviderError
 from providers._api import MALFORMED_ANSWER_ERRORS, ApiOptions, parse_retry_after, wav_base64
-from providers._bounded_body import openai_transport
 from providers._expected_score import TokenChoice, api_expected_score
 from providers.api_judge import ApiJudge
 from providers.batch import BatchApi
@@ -122,6 +121,9 @@ class ChatCompletionsJudge(ApiJudge["openai.AsyncOpenAI"]):
         }
 
     def make_client(self, base_url: str | None, key: str) -> openai.AsyncOpenAI:
+        # httpx with the SDK, when a client is made: a re-run the cache answers makes none
+        from providers._bounded_body import openai_transport
+
         sdk = _openai()
         client: openai.AsyncOpenAI = sdk.AsyncOpenAI(
             api_key=key,

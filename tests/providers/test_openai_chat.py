@@ -375,7 +375,7 @@ def test_openai_chat_models_on_the_wire(
 
 def test_the_sdk_is_imported_only_when_a_client_is_built() -> None:
     """A run answered from the cache never builds a client: it does not pay the ~0.4 s the
-    openai SDK takes to import."""
+    openai SDK takes to import, nor the ~0.3 s of httpx (with ssl) under its transport."""
     import subprocess
     import sys
 
@@ -386,12 +386,12 @@ def test_the_sdk_is_imported_only_when_a_client_is_built() -> None:
         "judge = create_provider(provider_config(name='openai-compatible', model='m',"
         " base_url='http://127.0.0.1:9/v1'))\n"
         "judge.identity()\n"
-        "print('openai' in sys.modules)\n"
+        "print('openai' in sys.modules, 'httpx' in sys.modules)\n"
         "judge.make_client('http://127.0.0.1:9/v1', 'k')\n"
-        "print('openai' in sys.modules)\n"
+        "print('openai' in sys.modules, 'httpx' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "True"]
+    assert out.stdout.split() == ["False", "False", "True", "True"]
 
 
 WIRE_CASES: dict[str, dict[str, Any]] = {
