@@ -4,9 +4,10 @@ predictions every metric reads)."""
 
 from __future__ import annotations
 
+import math
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -70,6 +71,19 @@ class RecordWriter:
         self._handle.close()
 
 
+def reads_back_as_written(record: Record) -> bool:
+    """Whether `record`'s line in records.jsonl reads back as the record for what a first
+    pass over a run's records reads (its scores, the plain values of `extra`): JSON has no
+    NaN or infinity, which pydantic writes as null."""
+    for score in record.scores.values():
+        if score is not None and not math.isfinite(score):
+            return False
+    for value in record.extra.values():
+        if isinstance(value, float) and not math.isfinite(value):
+            return False
+    return True
+
+
 def read_records(path: Path) -> Iterator[Record]:
     """Complete records of a file; a torn last line (a killed run) is skipped. A line that
     is not a record (the file is read back as untrusted) is a DatasetError naming it."""
@@ -112,32 +126,45 @@ class RecordsFile:
         return read_records(self.path)
 
 
-class FirstPassTap:
-    """`records`, each record of the first whole pass over them handed to `see` as well
-    (`complete` once that pass ended); later passes read them as they are."""
-
-    def __init__(self, records: Iterable[Record], see: Callable[[Record], None]) -> None:
-        self.records, self.see = records, see
-        self.started = self.complete = False
-
-    def __iter__(self) -> Iterator[Record]:
-        if self.started:
-            return iter(self.records)
-        self.started = True
-        return self._seen()
-
-    def _seen(self) -> Iterator[Record]:
-        for record in self.records:
-            self.see(record)
-            yield record
-        self.complete = True
-
-
 def order_key(
     position: Mapping[str, int], item_id: str, repeat: int, candidates: list[str]
 ) -> tuple[int, int, list[str]]:
     """Where a record goes in records.jsonl: by item (dataset order), repeat, candidates."""
     return position.get(item_id, 1 << 30), repeat, candidates
+
+
+class InFileOrder:
+    """Hands the records `add`ed on to `to` in the order `sort_records` gives records.jsonl,
+    while they come a group (an item's records of one repeat) at a time, the groups in
+    dataset order, as a re-run the cache answers writes them: a group is held until the next
+    one starts, then sorted by candidates (stably, as `sort_records` sorts). `broken` once
+    a group comes out of that order (nothing more is handed on: the file must be read)."""
+
+    def __init__(self, item_order: Sequence[str], to: Callable[[Record], None]) -> None:
+        self._position = {item_id: i for i, item_id in enumerate(item_order)}
+        self._to = to
+        self._group: list[Record] = []
+        self._place: tuple[int, int] | None = None
+        self.broken = False
+
+    def add(self, record: Record) -> None:
+        if self.broken:
+            return
+        place = (self._position.get(record.item_id, -1), record.repeat)
+        if place != self._place:
+            if place[0] < 0 or (self._place is not None and place < self._place):
+                self.broken = True
+                self._group = []
+                return
+            self.close()
+            self._place = place
+        self._group.append(record)
+
+    def close(self) -> None:
+        """Hand on the last group (the records so far are then all handed on)."""
+        for record in sorted(self._group, key=lambda r: r.candidates):
+            self._to(record)
+        self._group = []
 
 
 def sort_records(

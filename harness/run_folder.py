@@ -6,7 +6,7 @@ silently replaced by a different one."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from harness.config import ExperimentConfig
 from harness.dataset import Dataset, Item
 from harness.errors import HarnessError
 from harness.predictions import Predictions, write_predictions
+from harness.pricing import RunCost
 from harness.prompting.joint import position_top1_rates
 from harness.prompting.variants import get_variant
 from harness.records import Record
@@ -23,7 +24,12 @@ from harness.report.run_report import write_run_report
 from harness.run_files import read_run_config
 from harness.sanitize import dumps_json
 from harness.scoring.description_metrics import description_metrics
-from harness.scoring.evaluation import Evaluation, evaluate_records, expected_score_records
+from harness.scoring.evaluation import (
+    Evaluation,
+    RecordsPass,
+    evaluate_records,
+    expected_score_records,
+)
 from harness.scoring.stored import evaluation_options, write_inputs
 from harness.secrets import scrub, scrub_value
 from harness.types import NON_IDENTITY_FIELDS
@@ -131,6 +137,30 @@ def evaluate_items(
     return evaluate_records(items, records, **run_options(config))
 
 
+class RunPass:
+    """`evaluate_run`'s first pass over a run's records, a record at a time (the runner
+    feeds it the records it writes, when they are what its file will read back): the
+    predictions, which blocks the records call for, a joint run's judge records, and
+    the `cost` of a judge's calls."""
+
+    def __init__(self, config: ExperimentConfig, cost: RunCost | None = None) -> None:
+        self.joint = config.kind == "judge" and get_variant(config.prompt).mode == "joint"
+        self.cost = cost
+        self.predictions = RecordsPass()
+        self.judged: list[Record] = []  # a joint run's judge records (not a retriever's)
+        self.carried: set[str] = set()
+
+    def add(self, record: Record) -> None:
+        if self.cost is not None:
+            self.cost.add(record)
+        extra = record.extra
+        if extra:
+            self.carried.update(k for k in ("expected_score", "description") if k in extra)
+        if self.joint and record.raw is not None:
+            self.judged.append(record)
+        self.predictions.add(record)
+
+
 def evaluate_run(
     config: ExperimentConfig,
     dataset: Dataset,
@@ -138,28 +168,24 @@ def evaluate_run(
     *,
     parse_failures: int,
     errors: int,
+    first_pass: RunPass | None = None,
 ) -> tuple[Evaluation, dict[str, Any]]:
     """A run's evaluation and its metrics.json: the metrics, the failure counts, and the
     blocks of the prompt variant (`position_top1`), the judge's expected scores and the
-    descriptions where they apply. `records` is iterated once, and again only for a block
-    that its records call for (a run's records are read from its file each time)."""
-    joint = config.kind == "judge" and get_variant(config.prompt).mode == "joint"
-    judged: list[Record] = []  # a joint run's judge records (not a retriever's)
-    carried: set[str] = set()
-
-    def noted(records: Iterable[Record]) -> Iterator[Record]:
+    descriptions where they apply. `records` is iterated once (not at all when its
+    `first_pass` was made as they were written), and again only for a block that its
+    records call for (a run's records are read from its file each time)."""
+    if first_pass is None:
+        first_pass = RunPass(config)
         for record in records:
-            carried.update(k for k in ("expected_score", "description") if k in record.extra)
-            if joint and record.raw is not None:
-                judged.append(record)
-            yield record
-
-    evaluation = evaluate_items(config, dataset.items, noted(records))
+            first_pass.add(record)
+    evaluation = first_pass.predictions.evaluate(dataset.items, **run_options(config))
     metrics = evaluation.to_json()
     metrics["parse_failures"] = parse_failures
     metrics["errors"] = errors
-    if joint:
-        metrics["position_top1"] = position_top1_rates(judged, dataset.items)
+    if first_pass.joint:
+        metrics["position_top1"] = position_top1_rates(first_pass.judged, dataset.items)
+    carried = first_pass.carried
     expected = expected_score_records(list(records)) if "expected_score" in carried else None
     if expected is not None:
         metrics["expected_score"] = evaluate_items(

@@ -31,14 +31,16 @@ from harness.protocols.plans import Call, CallPlan, check_inputs
 from harness.protocols.summaries import Summaries
 from harness.provenance import now, provenance, unofficial_endpoints
 from harness.records import (
-    FirstPassTap,
+    InFileOrder,
     Record,
     RecordsFile,
     RecordWriter,
+    reads_back_as_written,
     scan_partial,
     sort_records,
 )
 from harness.run_folder import (
+    RunPass,
     check_run_folder,
     evaluate_items,
     evaluate_run,
@@ -234,15 +236,24 @@ class Runner:
         self._report_interrupted(partial)
         item_order = [item.id for item in dataset.items]
         writer = RecordWriter(partial, item_order)
+        # Evaluated as they are written, in the order of the file they make, while they come
+        # an item at a time (a re-run the cache answers): the finish need not read it back.
+        fed = self._first_pass()
+        feed: InFileOrder | None = InFileOrder(item_order, fed.add)
         try:
             show = self.show_progress
             with gc_frozen(), RunProgress(self.config.name, self.console, show=show) as progress:
                 stats = self.stats
 
                 async def one(call: Call) -> None:
+                    nonlocal feed
                     for record in await self.run_call(call):
                         writer.write(record)  # and not kept: memory stays flat
                         self._count(record)
+                        if feed is not None:
+                            feed.add(record)
+                            if feed.broken or not reads_back_as_written(record):
+                                feed = None  # the finish reads the file
                     progress.done(stats.cache_hits, stats.errors, stats.parse_failures)
 
                 everything = calls if first is None else itertools.chain([first], calls)
@@ -257,7 +268,10 @@ class Runner:
         self.stats.seeded = self.cache.seeded - seeded_before
         try:
             sort_records(partial, records_path, item_order, in_order=writer.in_order)
-            result = self._finish(dataset, RecordsFile(records_path), started)
+            if feed is not None:
+                feed.close()
+            first_pass = fed if feed is not None else None
+            result = self._finish(dataset, RecordsFile(records_path), started, first_pass)
             write_run_keys(self.out_dir, self.cache.used)
             return result
         except OSError as exc:  # every answer is in the cache: a re-run rewrites these files
@@ -351,14 +365,29 @@ class Runner:
         self.stats.input_tokens += record.input_tokens or 0
         self.stats.output_tokens += record.output_tokens or 0
 
-    def _finish(self, dataset: Dataset, records: Iterable[Record], started: float) -> RunResult:
-        """Evaluate the run, then write its folder."""
-        # A judge's run is priced as the evaluation reads its records: one read for both.
-        cost = RunCost(self.config.provider, self.provider.model)
-        tap = FirstPassTap(records, cost.add) if self.provider.kind == "judge" else None
-        evaluation, metrics = self.evaluate(dataset, tap or records)
+    def _first_pass(self) -> RunPass:
+        """The evaluation's first pass over the records; a judge's run is priced in it."""
+        if self.provider.kind != "judge":
+            return RunPass(self.config)
+        return RunPass(self.config, RunCost(self.config.provider, self.provider.model))
+
+    def _finish(
+        self,
+        dataset: Dataset,
+        records: Iterable[Record],
+        started: float,
+        fed: RunPass | None = None,
+    ) -> RunResult:
+        """Evaluate the run (from `fed`, its records' first pass made as they were written,
+        or from `records`), then write its folder."""
+        first_pass = fed
+        if first_pass is None:
+            first_pass = self._first_pass()
+            for record in records:
+                first_pass.add(record)
+        evaluation, metrics = self.evaluate(dataset, records, first_pass)
         self.stats.wall_s = round(time.perf_counter() - started, 3)
-        stats = self.run_stats(records, cost if tap is not None and tap.complete else None)
+        stats = self.run_stats(records, first_pass.cost)
         human = human_ceiling(
             dataset.items, n_bootstrap=self.config.n_bootstrap, seed=self.config.seed
         )
@@ -385,7 +414,7 @@ class Runner:
         return result
 
     def evaluate(
-        self, dataset: Dataset, records: Iterable[Record]
+        self, dataset: Dataset, records: Iterable[Record], first_pass: RunPass | None = None
     ) -> tuple[Evaluation, dict[str, Any]]:
         """The run's evaluation and its metrics.json (`run_folder.evaluate_run`)."""
         return evaluate_run(
@@ -394,6 +423,7 @@ class Runner:
             records,
             parse_failures=self.stats.parse_failures,
             errors=self.stats.errors,
+            first_pass=first_pass,
         )
 
     def run_stats(self, records: Iterable[Record], cost: RunCost | None = None) -> dict[str, Any]:

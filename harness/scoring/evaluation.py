@@ -132,6 +132,53 @@ def evaluate_predictions(
     return Evaluation(result, matrices, predictions, groups)
 
 
+class RecordsPass:
+    """`evaluate_records`' one pass over a run's records, a record at a time: a candidate
+    scored by several calls gets their mean, summed in the order the records came (a run
+    feeds it the records it writes, in the order it writes them)."""
+
+    def __init__(self) -> None:
+        self._by_turn: dict[int | None, PredictionsBuilder] = {}
+
+    def add(self, record: Record) -> None:
+        turn = record.extra.get("turn")
+        key = turn if isinstance(turn, int) else None
+        builder = self._by_turn.get(key)
+        if builder is None:
+            builder = self._by_turn[key] = PredictionsBuilder()
+        builder.add(record)
+
+    def evaluate(
+        self,
+        items: Sequence[Item],
+        *,
+        repeats: int,
+        missing: MissingPolicy = "worst",
+        n_bootstrap: int = 1000,
+        seed: int = 0,
+        at: Sequence[int] = (),
+        merge_groups: Mapping[str, str] | None = None,
+    ) -> Evaluation:
+        """The metrics of the records added (see `evaluate_records`)."""
+        options: dict[str, Any] = {
+            "repeats": repeats,
+            "missing": missing,
+            "n_bootstrap": n_bootstrap,
+            "seed": seed,
+            "at": at,
+            "merge_groups": merge_groups,
+        }
+        merging = self._by_turn
+        turns = sorted(t for t in merging if t is not None)
+        if not turns:
+            merged = merging[None].predictions() if None in merging else {}
+            return evaluate_predictions(items, merged, **options)
+        by_turn = [evaluate_predictions(items, merging[t].predictions(), **options) for t in turns]
+        return _over_turns(
+            turns, by_turn, missing=missing, at=at, n_bootstrap=n_bootstrap, seed=seed
+        )
+
+
 def evaluate_records(
     items: Sequence[Item],
     records: Iterable[Record],
@@ -146,28 +193,18 @@ def evaluate_records(
     """Metrics of a run's records (a candidate scored by several calls gets their mean);
     records of several turns are evaluated turn by turn (see the module docstring). The
     records are read once, in one pass (they may be streamed from a file)."""
-    options: dict[str, Any] = {
-        "repeats": repeats,
-        "missing": missing,
-        "n_bootstrap": n_bootstrap,
-        "seed": seed,
-        "at": at,
-        "merge_groups": merge_groups,
-    }
-    merging: dict[int | None, PredictionsBuilder] = {}
+    one_pass = RecordsPass()
     for record in records:
-        turn = record.extra.get("turn")
-        key = turn if isinstance(turn, int) else None
-        builder = merging.get(key)
-        if builder is None:
-            builder = merging[key] = PredictionsBuilder()
-        builder.add(record)
-    turns = sorted(t for t in merging if t is not None)
-    if not turns:
-        merged = merging[None].predictions() if None in merging else {}
-        return evaluate_predictions(items, merged, **options)
-    by_turn = [evaluate_predictions(items, merging[t].predictions(), **options) for t in turns]
-    return _over_turns(turns, by_turn, missing=missing, at=at, n_bootstrap=n_bootstrap, seed=seed)
+        one_pass.add(record)
+    return one_pass.evaluate(
+        items,
+        repeats=repeats,
+        missing=missing,
+        n_bootstrap=n_bootstrap,
+        seed=seed,
+        at=at,
+        merge_groups=merge_groups,
+    )
 
 
 def success_at(

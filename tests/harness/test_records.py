@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import itertools
 import random
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from harness.cache import ResponseCache
 from harness.config import ExperimentConfig, provider_config
@@ -97,18 +100,27 @@ def test_a_run_does_not_hold_its_records_until_the_end(
     assert len(list(read_records(result.out_dir / "records.jsonl"))) == 60
 
 
-def test_a_first_pass_tap_sees_the_first_whole_pass_only() -> None:
-    from harness.records import FirstPassTap
+@pytest.mark.parametrize(
+    ("scores", "extra", "same"),
+    [
+        ({"a": 1.5, "b": None, "c": -0.0}, {"turn": 1, "input_audio_tokens": 7}, True),
+        ({"a": 1e308}, {"description": [1, (2, 3)]}, True),  # nested: read from the file
+        ({"a": float("nan")}, {}, False),
+        ({"a": float("-inf")}, {}, False),
+        ({"a": 1.0}, {"cached_input_tokens": float("nan")}, False),
+    ],
+)
+def test_a_record_reads_back_as_written_unless_json_drops_a_value(
+    scores: dict[str, float | None], extra: dict[str, Any], same: bool
+) -> None:
+    from harness.records import reads_back_as_written
 
-    records = [Record(item_id=f"d{i}", candidates=["a"], scores={"a": 1.0}) for i in range(3)]
-    seen: list[str] = []
-    tap = FirstPassTap(records, lambda r: seen.append(r.item_id))
-    assert not tap.complete
-    assert [r.item_id for r in tap] == ["d0", "d1", "d2"] and tap.complete
-    assert len(list(tap)) == 3 and seen == ["d0", "d1", "d2"]  # the second pass is not seen
-    broken = FirstPassTap(records, lambda r: seen.append(r.item_id))
-    next(iter(broken))
-    assert not broken.complete  # a pass that stopped short is not a whole pass
+    record = Record(item_id="d0", candidates=list(scores), scores=scores, extra=extra)
+    back = Record.model_validate_json(record.model_dump_json())
+    assert reads_back_as_written(record) is same
+    plain = [k for k, v in extra.items() if not isinstance(v, list | tuple)]
+    seen = (back.scores, {k: back.extra[k] for k in plain})
+    assert (seen == (record.scores, {k: extra[k] for k in plain})) is same
 
 
 def test_the_writer_flushes_a_tenth_of_a_second_at_a_time_and_at_close(
@@ -155,3 +167,62 @@ def test_the_writer_knows_when_its_lines_need_no_sorting(tmp_path: Path) -> None
     sort_records(tmp_path / "b.jsonl", tmp_path / "b-sorted.jsonl", order, in_order=True)
     assert (tmp_path / "b-sorted.jsonl").read_text() == "not even read\n"
     assert not (tmp_path / "b.jsonl").exists()
+
+
+CANDIDATE_LISTS = st.lists(
+    st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=3, unique=True),
+    min_size=1,
+    max_size=4,
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    groups=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 1), CANDIDATE_LISTS), max_size=6),
+    data=st.data(),
+)
+def test_records_handed_on_group_by_group_come_in_the_files_order(
+    groups: list[tuple[int, int, list[list[str]]]], data: st.DataObject, tmp_path: Path
+) -> None:
+    """Groups (an item's records of one repeat) written one after another, in any order
+    inside a group: `InFileOrder` hands them on exactly in the order `sort_records` leaves
+    in records.jsonl, when the groups come in dataset order; else it is broken."""
+    from harness.records import InFileOrder
+
+    item_order = ["d0", "d1", "d2", "d3"]
+    written: list[Record] = []
+    for item, repeat, lists in groups:
+        for n, candidates in enumerate(data.draw(st.permutations(lists))):
+            scores = {c: float(n) for c in candidates}
+            written.append(
+                Record(item_id=f"d{item}", repeat=repeat, candidates=candidates, scores=scores)
+            )
+    handed: list[Record] = []
+    feed = InFileOrder(item_order, handed.append)
+    partial, path = tmp_path / f"p{len(written)}.jsonl", tmp_path / f"r{len(written)}.jsonl"
+    writer = RecordWriter(partial, item_order)
+    for record in written:
+        writer.write(record)
+        feed.add(record)
+    writer.close()
+    feed.close()
+    sort_records(partial, path, item_order)
+    places = [(item, repeat) for item, repeat, _ in groups]
+    runs = [p for i, p in enumerate(places) if i == 0 or p != places[i - 1]]
+    in_dataset_order = all(a < b for a, b in itertools.pairwise(runs))
+    assert feed.broken is not in_dataset_order
+    if in_dataset_order:
+        assert handed == list(read_records(path))
+
+
+def test_a_record_of_an_item_not_in_the_dataset_breaks_the_order() -> None:
+    from harness.records import InFileOrder
+
+    handed: list[Record] = []
+    feed = InFileOrder(["d0"], handed.append)
+    feed.add(Record(item_id="d0", candidates=["a"], scores={"a": 1.0}))
+    feed.add(Record(item_id="elsewhere", candidates=["a"], scores={"a": 1.0}))
+    feed.close()
+    assert feed.broken and handed == []

@@ -381,15 +381,31 @@ def test_cached_answers_are_read_a_block_at_a_time_and_a_cold_run_only_probes(
         assert warm.stats.cache_hits == 80 and not judge.calls and blocks == [2]
 
 
-def test_run_json_prices_the_records_read_once_for_the_metrics(
-    tiny_dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("case", ["re-run", "out of order", "not as written"])
+def test_the_finish_reads_the_records_back_only_where_they_may_differ(
+    case: str, tiny_dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The cost is added up while the evaluation reads records.jsonl: the same figures as
-    `run_cost` over the file, which is read once at the end of a run, not twice."""
+    """A run evaluates and prices its records as it writes them, while they come in the
+    file's order and read back as written (a re-run the cache answers): then records.jsonl
+    is not read back at all; otherwise once. Either way metrics.json is what evaluating the
+    file gives, and run.json's cost is `run_cost` over the file."""
     import harness.records as records_module
+    import harness.runner as runner_module
+    from harness.dataset import load_dataset
     from harness.pricing import run_cost
+    from harness.records import RecordsFile
+    from harness.run_folder import evaluate_run
+    from harness.sanitize import dumps_json
 
-    config = make_config(tiny_dataset, prices={"input": 1.0, "output": 2.0})
+    # a transient failure of the first call: its record comes after the others'
+    answers = {"c0_0": ["!transient", 4.0]} if case == "out of order" else {}
+    config = make_config(
+        tiny_dataset, prices={"input": 1.0, "output": 2.0}, answers=answers, retry_wait_s=0.01
+    )
+    if case != "out of order":
+        run(config, tmp_path)  # the cold run: the next one is answered from the cache
+    if case == "not as written":
+        monkeypatch.setattr(runner_module, "reads_back_as_written", lambda r: r.item_id != "d1")
     reads: list[Path] = []
     read_records_as_before = records_module.read_records
 
@@ -399,7 +415,16 @@ def test_run_json_prices_the_records_read_once_for_the_metrics(
 
     monkeypatch.setattr(records_module, "read_records", counted)
     result, _ = run(config, tmp_path)
-    assert [p.name for p in reads] == ["records.jsonl"]
+    assert [p.name for p in reads] == ([] if case == "re-run" else ["records.jsonl"])
+    monkeypatch.undo()
+    records = RecordsFile(result.out_dir / "records.jsonl")
+    _, expected = evaluate_run(
+        config,
+        load_dataset(tiny_dataset),
+        records,
+        parse_failures=result.stats.parse_failures,
+        errors=result.stats.errors,
+    )
+    assert (result.out_dir / "metrics.json").read_text() == dumps_json(expected, indent=2) + "\n"
     cost = json.loads((result.out_dir / "run.json").read_text())["cost"]
-    expected = run_cost(config.provider, "mock-1", read_records(result.out_dir / "records.jsonl"))
-    assert cost == expected and cost["usd"] > 0
+    assert cost == run_cost(config.provider, "mock-1", records) and cost["usd"] > 0
