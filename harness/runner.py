@@ -4,10 +4,9 @@ writes the run's metrics and report."""
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from harness.hf_dataset import materialize, read_source
 from harness.locking import RunFolderLock
 from harness.pricing import RunCost, run_cost
 from harness.protocols import call_plan
-from harness.protocols.calls_ahead import CallsAhead
+from harness.protocols.call_window import run_in_window
 from harness.protocols.plans import Call, CallPlan, check_inputs
 from harness.protocols.summaries import Summaries
 from harness.provenance import now, provenance, unofficial_endpoints
@@ -61,8 +60,6 @@ PROTOCOL_BLOCKS = ("turns", "turn_gain", "description")
 # Calls started ahead of their answers (`Runner.in_flight_limit`).
 IN_FLIGHT_PER_SLOT = 4
 IN_FLIGHT_MIN = 256
-PREFETCH_BLOCK = 64  # calls whose cached answers are read in one query
-PREFETCH_PROBE_EVERY = 16  # blocks, while a block's query finds nothing
 
 
 @dataclass
@@ -257,7 +254,14 @@ class Runner:
                     progress.done(stats.cache_hits, stats.errors, stats.parse_failures)
 
                 everything = calls if first is None else itertools.chain([first], calls)
-                await self._run_all(everything, one, progress.total)
+                await run_in_window(
+                    everything,
+                    one,
+                    progress.total,
+                    cache=self.cache,
+                    limit=self.in_flight_limit(),
+                    concurrency=self.config.provider.max_concurrency,
+                )
                 progress.show(stats.cache_hits, stats.errors, stats.parse_failures)
         finally:
             writer.close()
@@ -287,62 +291,6 @@ class Runner:
         if self.answerer.batch is not None:
             return None
         return max(IN_FLIGHT_MIN, IN_FLIGHT_PER_SLOT * self.config.provider.max_concurrency)
-
-    async def _run_all(
-        self,
-        calls: Iterable[Call],
-        one: Callable[[Call], Awaitable[None]],
-        counted: Callable[[int], None],
-    ) -> None:
-        """Start each call as soon as it is prepared, with at most `in_flight_limit()`
-        started and unfinished; `counted(n)` once every call has been started. The first
-        failure (a full disk, a damaged cache, an interruption) cancels the rest."""
-        limit = self.in_flight_limit()
-        pending: set[asyncio.Future[None]] = set()
-
-        async def settle(until: int) -> None:
-            nonlocal pending
-            while len(pending) > until:
-                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                for future in done:  # each failure read, so none is logged as never retrieved
-                    if not future.cancelled():
-                        future.exception()
-                for future in done:
-                    future.result()
-
-        started = 0
-        # Calls are prepared a block at a time, their cached answers read in one query; the
-        # blocks are no larger than the concurrency, so the first requests go out as before.
-        size = min(PREFETCH_BLOCK, self.config.provider.max_concurrency)
-        upcoming = iter(calls)
-        hits_ahead, blocks = True, 0
-        try:
-            with CallsAhead(self.cache) as ahead:
-                while True:
-                    if limit is not None:
-                        await settle(max(0, limit - size))  # room for the block in the window
-                    block = list(itertools.islice(upcoming, size))
-                    if not block:
-                        break
-                    # A run whose answers are not cached (yet) asks again only now and then;
-                    # a renderer worker reads them with the calls it sends.
-                    probe = hits_ahead or blocks % PREFETCH_PROBE_EVERY == 0
-                    if probe and not ahead.reads_the_cache:
-                        found = self.cache.prefetch([call.key for call in block])
-                        hits_ahead = found > 0
-                        if blocks == 0 and found == len(block) and limit is not None:
-                            # A replay waits on nothing: a second core renders the rest.
-                            upcoming = ahead.take_over(upcoming)
-                    blocks += 1
-                    for call in block:
-                        pending.add(asyncio.ensure_future(one(call)))
-                    started += len(block)
-                    await asyncio.sleep(0)  # let the requests go out while the next are rendered
-                counted(started)
-                await settle(0)
-        except BaseException:
-            await _cancel_all(list(pending))
-            raise
 
     def _report_interrupted(self, partial: Path) -> None:
         if not partial.exists():
@@ -466,10 +414,3 @@ def run_folder(results_dir: Path, config: ExperimentConfig, shard: Shard | None 
     if shard is None:
         return results_dir / config.results_subdir
     return shard.folder(results_dir, config.results_subdir)
-
-
-async def _cancel_all(futures: list[asyncio.Future[None]]) -> None:
-    """Cancel the calls still running and wait until they have stopped."""
-    for future in futures:
-        future.cancel()
-    await asyncio.gather(*futures, return_exceptions=True)

@@ -10,7 +10,7 @@ inputs: nothing is guessed or memoised, so a call's key is still the digest of t
 it would send.
 
 The runner hands over only after the plan's first calls were rendered here and the cache
-answered every one of them (`Runner._run_all`): set-up and template errors of the first
+answered every one of them (`call_window.run_in_window`): set-up and template errors of the first
 call still stop a run before anything is asked, and a run that waits on its model gains
 nothing from a second renderer. The pipe holds a block or two, so the worker is never more
 than that ahead (memory stays flat in the number of calls).
