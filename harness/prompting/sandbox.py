@@ -197,6 +197,56 @@ class _Bounding(jinja2.visitor.NodeTransformer):
         return _environment_call("bounded_concat", list(node.nodes), node.lineno)
 
 
+# What makes an included template's text depend on being rendered as a template of its own.
+_OWN_TEMPLATE_NODES = (
+    nodes.Extends,
+    nodes.Block,
+    nodes.Macro,
+    nodes.CallBlock,
+    nodes.Import,
+    nodes.FromImport,
+    nodes.ContextReference,
+    nodes.DerivedContextReference,
+)
+# (`loop` is not handed to an included template: in its own code it is undefined.)
+_OWN_TEMPLATE_NAMES = frozenset({"self", "super", "caller", "varargs", "kwargs", "loop"})
+
+
+class _Inlining(jinja2.visitor.NodeTransformer):
+    """`{% include "name" %}` compiled as the included template's body in a scope of its own
+    (what it assigns stays in it), as jinja2 renders an include with its context: the same
+    text without a new context per include, which was half of a render. Left as an include
+    (rendered as before, errors included): a name that is not a constant, `ignore missing`,
+    `without context`, a template that cannot be read or parsed now, one that includes
+    itself, or one with blocks, macros, imports, `self` or `loop`, whose meaning depends on
+    being a template of its own."""
+
+    def __init__(self, environment: BoundedSandbox, inside: frozenset[str]) -> None:
+        self.environment, self.inside = environment, inside
+
+    def visit_Include(self, node: nodes.Include) -> nodes.Node:
+        target = node.template
+        name = target.value if isinstance(target, nodes.Const) else None
+        loader = self.environment.loader
+        if not isinstance(name, str) or not node.with_context or node.ignore_missing:
+            return node
+        if name in self.inside or loader is None:
+            return node
+        try:
+            source, filename, _ = loader.get_source(self.environment, name)
+            tree = self.environment._parse(source, name, filename)
+        except jinja2.TemplateError:
+            return node
+        own = any(True for _ in tree.find_all(_OWN_TEMPLATE_NODES)) or any(
+            n.name in _OWN_TEMPLATE_NAMES for n in tree.find_all(nodes.Name)
+        )
+        if own:
+            return node
+        inlined = _Inlining(self.environment, self.inside | {name}).visit(tree)
+        assert isinstance(inlined, nodes.Template)
+        return nodes.Scope(inlined.body, lineno=node.lineno)
+
+
 def _environment_call(name: str, args: list[nodes.Expr], lineno: int) -> nodes.Call:
     # An environment attribute, not a template name: a template cannot shadow it.
     return nodes.Call(nodes.EnvironmentAttribute(name), args, [], None, None, lineno=lineno)
@@ -264,6 +314,18 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         bounded = _Bounding().visit(tree)
         assert isinstance(bounded, nodes.Template)
         return bounded
+
+    def _generate(
+        self,
+        source: nodes.Template,
+        name: str | None,
+        filename: str | None,
+        defer_init: bool = False,
+    ) -> str:
+        # Only the compiled code inlines: `parse` (the template hash, its includes) does not.
+        inlined = _Inlining(self, frozenset({name} if name else ())).visit(source)
+        assert isinstance(inlined, nodes.Template)
+        return super()._generate(inlined, name, filename, defer_init)
 
     def call_binop(
         self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any

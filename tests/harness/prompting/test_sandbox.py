@@ -108,3 +108,88 @@ def test_what_one_block_assigns_the_other_does_not_see(tmp_path: Path) -> None:
     reload_templates()
     prompt = render("t.jinja", {"kept": "k"}, [], tmp_path)
     assert (prompt.system, prompt.parts) == ("S 1", ("U none k",))
+
+
+class NotInlining(BoundedSandbox):
+    """The sandbox as it was: every include rendered as a template of its own."""
+
+    def _generate(
+        self,
+        source: jinja2.nodes.Template,
+        name: str | None,
+        filename: str | None,
+        defer_init: bool = False,
+    ) -> str:
+        return ImmutableSandboxedEnvironment._generate(self, source, name, filename, defer_init)
+
+
+INCLUDED = {
+    "sets.jinja": "{% set x = 'inner' %}[{{ x }}]",
+    "loop.jinja": "{{ i }}/{{ loop.index }} ",
+    "local.jinja": "{{ i }} ",
+    "outer.jinja": "<{% include 'inner.jinja' %}>",
+    "inner.jinja": "{{ y | default('no y') }}",
+    "self.jinja": "{% set depth = depth + 1 %}{{ depth }}{% if depth < 3 %}{% include 'self.jinja' %}{% endif %}",
+    "block.jinja": "{% block b %}in block{% endblock %}",
+    "macro.jinja": "{% macro m() %}macro{% endmacro %}{{ m() }}",
+    "uses_self.jinja": "{{ self.b() if self.b is defined else 'none' }}",
+    "count.jinja": "{% set ns.n = ns.n + 1 %}",
+    "bad.jinja": "{% if %}",
+}
+MAINS = {
+    "assignments_stay_inside": "{% set x = 'outer' %}{% include 'sets.jinja' %}{{ x }}",
+    "loop_variables_are_seen": "{% for i in range(3) %}{% include 'local.jinja' %}{% endfor %}",
+    "loop_is_not": "{% for i in range(3) %}{% include 'loop.jinja' %}{% endfor %}",
+    "nested_and_block_locals": "{% set y = 2 %}{% include 'outer.jinja' %}",
+    "self_include": "{% set depth = 0 %}{% include 'self.jinja' %}",
+    "blocks_macros_self": "{% include 'block.jinja' %}{% include 'macro.jinja' %}"
+    "{% include 'uses_self.jinja' %}",
+    "namespace": "{% set ns = namespace(n=0) %}{% for _ in range(3) %}{% include 'count.jinja' %}"
+    "{% endfor %}{{ ns.n }}",
+    "not_taken": "{% if false %}{% include 'missing.jinja' %}{% include 'bad.jinja' %}{% endif %}ok",
+    "missing": "{% include 'missing.jinja' %}",
+    "unparsable": "{% include 'bad.jinja' %}",
+    "kinds_left_as_they_are": "{% include 'missing.jinja' ignore missing %}"
+    "{% include 'inner.jinja' without context %}{% include name %}",
+}
+
+
+def rendered(environment: jinja2.Environment, name: str) -> str:
+    try:
+        return environment.get_template(name).render(name="inner.jinja", y="given")
+    except jinja2.TemplateError as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+@pytest.mark.parametrize("case", MAINS)
+def test_an_inlined_include_renders_what_the_include_rendered(case: str, tmp_path: Path) -> None:
+    from harness.prompting.sandbox import FolderLoader
+
+    for name, text in {**INCLUDED, "main.jinja": MAINS[case]}.items():
+        (tmp_path / name).write_text(text)
+    options: dict[str, Any] = {
+        "loader": FolderLoader(tmp_path),
+        "undefined": jinja2.StrictUndefined,
+    }
+    ours, before = BoundedSandbox(**options), NotInlining(**options)
+    assert rendered(ours, "main.jinja") == rendered(before, "main.jinja")
+    failed = rendered(ours, "main.jinja").startswith(("TemplateNotFound", "TemplateSyntaxError"))
+    assert failed is (case in ("missing", "unparsable"))
+
+
+def test_a_template_is_hashed_with_what_it_includes_though_its_code_inlines_it(
+    tmp_path: Path,
+) -> None:
+    from harness.prompting.prompts import template_hash
+
+    (tmp_path / "t.jinja").write_text(
+        "{% block system %}S{% endblock %}{% block user %}{% include 'part.jinja' %}{% endblock %}"
+    )
+    (tmp_path / "part.jinja").write_text("first")
+    reload_templates()
+    before = template_hash("t.jinja", tmp_path), render("t.jinja", {}, [], tmp_path).parts
+    (tmp_path / "part.jinja").write_text("second")
+    reload_templates()
+    after = template_hash("t.jinja", tmp_path), render("t.jinja", {}, [], tmp_path).parts
+    assert before[1] == ("first",) and after[1] == ("second",)
+    assert before[0] != after[0]
