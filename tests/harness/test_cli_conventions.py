@@ -316,3 +316,18 @@ def test_run_help_imports_no_pydantic() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "Usage:" in out.stdout
     assert out.stderr.split() == ["0", "False"]
+
+
+def test_the_script_freezes_what_is_alive_before_the_process_exits() -> None:
+    """The collection at exit would walk a large run's objects again: they are frozen once
+    the command has returned (atexit handlers still run, after it)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import atexit, gc, sys\nsys.argv = ['harness', '--version']\n"
+        "atexit.register(lambda: print(gc.get_freeze_count() > 0, file=sys.stderr))\n"
+        "from harness.cli import main\nmain()"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stderr.split() == ["True"]
