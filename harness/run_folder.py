@@ -179,7 +179,7 @@ def evaluate_run(
         first_pass = RunPass(config)
         for record in records:
             first_pass.add(record)
-    evaluation = first_pass.predictions.evaluate(dataset.items, **run_options(config))
+    evaluation = evaluate_records(dataset.items, first_pass.predictions, **run_options(config))
     metrics = evaluation.to_json()
     metrics["parse_failures"] = parse_failures
     metrics["errors"] = errors

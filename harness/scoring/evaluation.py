@@ -138,50 +138,20 @@ class RecordsPass:
     feeds it the records it writes, in the order it writes them)."""
 
     def __init__(self) -> None:
-        self._by_turn: dict[int | None, PredictionsBuilder] = {}
+        self.by_turn: dict[int | None, PredictionsBuilder] = {}  # None: records of no turn
 
     def add(self, record: Record) -> None:
         turn = record.extra.get("turn")
         key = turn if isinstance(turn, int) else None
-        builder = self._by_turn.get(key)
+        builder = self.by_turn.get(key)
         if builder is None:
-            builder = self._by_turn[key] = PredictionsBuilder()
+            builder = self.by_turn[key] = PredictionsBuilder()
         builder.add(record)
-
-    def evaluate(
-        self,
-        items: Sequence[Item],
-        *,
-        repeats: int,
-        missing: MissingPolicy = "worst",
-        n_bootstrap: int = 1000,
-        seed: int = 0,
-        at: Sequence[int] = (),
-        merge_groups: Mapping[str, str] | None = None,
-    ) -> Evaluation:
-        """The metrics of the records added (see `evaluate_records`)."""
-        options: dict[str, Any] = {
-            "repeats": repeats,
-            "missing": missing,
-            "n_bootstrap": n_bootstrap,
-            "seed": seed,
-            "at": at,
-            "merge_groups": merge_groups,
-        }
-        merging = self._by_turn
-        turns = sorted(t for t in merging if t is not None)
-        if not turns:
-            merged = merging[None].predictions() if None in merging else {}
-            return evaluate_predictions(items, merged, **options)
-        by_turn = [evaluate_predictions(items, merging[t].predictions(), **options) for t in turns]
-        return _over_turns(
-            turns, by_turn, missing=missing, at=at, n_bootstrap=n_bootstrap, seed=seed
-        )
 
 
 def evaluate_records(
     items: Sequence[Item],
-    records: Iterable[Record],
+    records: Iterable[Record] | RecordsPass,
     *,
     repeats: int,
     missing: MissingPolicy = "worst",
@@ -192,19 +162,29 @@ def evaluate_records(
 ) -> Evaluation:
     """Metrics of a run's records (a candidate scored by several calls gets their mean);
     records of several turns are evaluated turn by turn (see the module docstring). The
-    records are read once, in one pass (they may be streamed from a file)."""
-    one_pass = RecordsPass()
-    for record in records:
-        one_pass.add(record)
-    return one_pass.evaluate(
-        items,
-        repeats=repeats,
-        missing=missing,
-        n_bootstrap=n_bootstrap,
-        seed=seed,
-        at=at,
-        merge_groups=merge_groups,
-    )
+    records are read once, in one pass (they may be streamed from a file), or were passed
+    over already (a `RecordsPass`)."""
+    if isinstance(records, RecordsPass):
+        one_pass = records
+    else:
+        one_pass = RecordsPass()
+        for record in records:
+            one_pass.add(record)
+    options: dict[str, Any] = {
+        "repeats": repeats,
+        "missing": missing,
+        "n_bootstrap": n_bootstrap,
+        "seed": seed,
+        "at": at,
+        "merge_groups": merge_groups,
+    }
+    merging = one_pass.by_turn
+    turns = sorted(t for t in merging if t is not None)
+    if not turns:
+        merged = merging[None].predictions() if None in merging else {}
+        return evaluate_predictions(items, merged, **options)
+    by_turn = [evaluate_predictions(items, merging[t].predictions(), **options) for t in turns]
+    return _over_turns(turns, by_turn, missing=missing, at=at, n_bootstrap=n_bootstrap, seed=seed)
 
 
 def success_at(
