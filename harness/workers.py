@@ -64,13 +64,15 @@ class ForkedWorker:
     def worker_pid(self) -> int | None:
         return self._pid
 
-    def start(self, target: Callable[..., None], *args: Any) -> None:
-        """Fork a worker running `target(connection, *args)`, unless `fork_context` says no."""
+    def start(self, target: Callable[..., None], *args: Any, daemon: bool = True) -> None:
+        """Fork a worker running `target(connection, *args)`, unless `fork_context` says no.
+        `daemon=False` for a worker that forks helpers of its own (multiprocessing forbids a
+        daemon that): the `with` block ends it all the same."""
         context = fork_context()
         if context is None:
             return
         mine, theirs = context.Pipe()
-        process = context.Process(target=_run, args=(target, theirs, mine, *args), daemon=True)
+        process = context.Process(target=_run, args=(target, theirs, mine, *args), daemon=daemon)
         process.start()
         theirs.close()  # the worker's end: EOF here once the worker is gone
         self._process, self._pid, self.connection = process, process.pid, mine

@@ -53,15 +53,17 @@ def figure_inputs(analysis: Analysis) -> FigureInputs:
     )
 
 
-def draw_figures(inputs: FigureInputs, *, files: bool = True) -> dict[str, plots.Figure]:
-    """The report's figures by name (metrics, agreement, position_bias for joint runs);
-    `files=False` renders only the page PNGs (for `harness view`)."""
+def draw_figures(
+    inputs: FigureInputs, *, files: bool = True, names: Sequence[str] | None = None
+) -> dict[str, plots.Figure]:
+    """The report's figures by name (metrics, agreement, position_bias for joint runs), or
+    only those of `names`; `files=False` renders only the page PNGs (for `harness view`)."""
     draw = {
         "metrics": lambda: plots.metric_bars(inputs.metric_rows, inputs.chance, files=files),
         "agreement": lambda: plots.agreement_heatmap(inputs.agreement, files=files),
         "position_bias": lambda: plots.position_bars(inputs.position_bias, files=files),
     }
-    return {name: draw[name]() for name in inputs.names}
+    return {name: draw[name]() for name in (inputs.names if names is None else names)}
 
 
 def report_figures(analysis: Analysis, *, files: bool = True) -> dict[str, plots.Figure]:

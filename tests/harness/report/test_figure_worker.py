@@ -6,12 +6,14 @@ from __future__ import annotations
 import os
 import signal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness.report.analysis import Analysis, analyse
 from harness.report.figure_worker import FigureWorker
-from harness.report.writing import write_report
+from harness.report.plots import Figure
+from harness.report.writing import FigureInputs, write_report
 from harness.workers import fork_context
 from tests.conftest import load_runs, write_tiny_dataset
 from tests.harness.report._runs import pointwise_records, tiny_scores, write_run
@@ -76,3 +78,51 @@ def test_the_worker_is_gone_after_the_block() -> None:
     assert pid is not None
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def _drawn_by(log: Path, monkeypatch: pytest.MonkeyPatch, *, dies_on: str = "") -> None:
+    """Make every process that draws write `pid name...` to `log`; the worker's helper (the
+    test's grandchild), if it is to draw `dies_on`, exits at once instead, as if killed."""
+    from harness.report.writing import draw_figures as draw
+
+    def logged(inputs: FigureInputs, **options: Any) -> dict[str, Figure]:
+        names = options.get("names") or inputs.names
+        if dies_on in names and test_pid not in (os.getpid(), os.getppid()):
+            os._exit(9)
+        with log.open("a") as file:
+            file.write(f"{os.getpid()} {' '.join(names)}\n")
+        return draw(inputs, **options)
+
+    test_pid = os.getpid()
+    monkeypatch.setattr("harness.report.figure_worker.draw_figures", logged)
+
+
+def test_the_worker_shares_the_figures_with_a_helper_it_forks(
+    analysis: Analysis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_report(analysis, tmp_path / "here", title="t")
+    log = tmp_path / "drawn"
+    _drawn_by(log, monkeypatch)
+    with FigureWorker() as drawer:
+        write_report(analysis, tmp_path / "there", title="t", drawer=drawer)
+        assert not drawer.fell_back
+    drawn = [line.split() for line in log.read_text().splitlines()]
+    pids = {pid for pid, *_ in drawn}
+    assert len(pids) == 2 and str(os.getpid()) not in pids  # two processes, neither this one
+    assert sorted(name for _, *names in drawn for name in names) == ["agreement", "metrics"]
+    assert _files(tmp_path / "there") == _files(tmp_path / "here")
+
+
+def test_a_helper_that_dies_leaves_its_share_to_the_worker(
+    analysis: Analysis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_report(analysis, tmp_path / "here", title="t")
+    log = tmp_path / "drawn"
+    _drawn_by(log, monkeypatch, dies_on="agreement")
+    with FigureWorker() as drawer:
+        write_report(analysis, tmp_path / "there", title="t", drawer=drawer)
+        assert not drawer.fell_back
+        worker = str(drawer.worker_pid)
+    drawn = [line.split() for line in log.read_text().splitlines()]
+    assert drawn == [[worker, "metrics"], [worker, "agreement"]]
+    assert _files(tmp_path / "there") == _files(tmp_path / "here")
