@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 
@@ -24,7 +25,7 @@ class RunProgress:
     def __init__(self, name: str, console: Console, *, show: bool, every: float = 0.1) -> None:
         self.every = every
         self.count = 0
-        self._shown_at = 0.0
+        self._shown_at = -math.inf  # the first call draws (the monotonic clock may be near 0)
         self._bar = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
