@@ -31,6 +31,7 @@ def test_benchmark_runs_at_tiny_size(name: str, tmp_path: Path) -> None:
     numbers = [v for v in result.figures.values() if isinstance(v, int | float)]
     assert numbers and all(math.isfinite(v) for v in numbers)
     assert result.met in (True, False, None)
+    assert set(result.tracked) <= set(result.figures)  # else RESULTS.md would never compare it
     assert result.line().startswith(f"[{name}] ")
 
 
