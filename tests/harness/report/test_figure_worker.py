@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 from harness.report.analysis import Analysis, analyse
 from harness.report.figure_worker import FigureWorker
 from harness.report.plots import Figure
-from harness.report.writing import FigureInputs, write_report
+from harness.report.writing import FigureInputs, figure_inputs, write_report
 from harness.workers import fork_context
 from tests.conftest import load_runs, write_tiny_dataset
 from tests.harness.report._runs import pointwise_records, tiny_scores, write_run
@@ -126,3 +127,51 @@ def test_a_helper_that_dies_leaves_its_share_to_the_worker(
     drawn = [line.split() for line in log.read_text().splitlines()]
     assert drawn == [[worker, "metrics"], [worker, "agreement"]]
     assert _files(tmp_path / "there") == _files(tmp_path / "here")
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` is a process that has not ended (a zombie has)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_a_helper_whose_worker_is_killed_ends_too(
+    analysis: Analysis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.report.writing import draw_figures as draw
+
+    log = tmp_path / "drawn"
+    test_pid = os.getpid()
+
+    def slow(inputs: FigureInputs, **options: Any) -> dict[str, Figure]:
+        with log.open("a") as file:
+            file.write(f"{os.getpid()} {os.getppid()}\n")
+        if os.getppid() == test_pid:  # the worker: killed while it draws
+            time.sleep(60)
+        elif os.getpid() != test_pid:  # its helper: still drawing when the worker is killed
+            time.sleep(1)
+        return draw(inputs, **options)
+
+    monkeypatch.setattr("harness.report.figure_worker.draw_figures", slow)
+    inputs = figure_inputs(analysis)
+    with FigureWorker() as drawer:
+        drawer.draw(inputs)
+        deadline = time.monotonic() + 30
+        while len(_lines(log)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (helper,) = [int(pid) for pid, parent in _lines(log) if int(parent) != test_pid]
+        assert drawer.worker_pid is not None
+        os.kill(drawer.worker_pid, signal.SIGKILL)
+        assert set(drawer.figures(inputs)) == {"metrics", "agreement"}  # drawn here
+        assert drawer.fell_back
+    deadline = time.monotonic() + 30
+    while _running(helper) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(helper)
+
+
+def _lines(log: Path) -> list[list[str]]:
+    return [line.split() for line in log.read_text().splitlines()] if log.exists() else []
