@@ -1,5 +1,5 @@
 """JSON text as the standard library writes and reads it, faster: the canonical form cache
-keys digest, and `loads`. Both are defined by `json` (their tests hold them to it); orjson
+keys digest, the compact form of a report's page data, and `loads`. Both are defined by `json` (their tests hold them to it); orjson
 only does the work where it gives the very same bytes or value, and `json` does the rest."""
 
 from __future__ import annotations
@@ -28,6 +28,17 @@ def canonical_json(value: Any) -> bytes:
             pass
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return text.encode("utf-8")
+
+
+def compact_json(value: Any) -> str:
+    """`json.dumps(value, separators=(",", ":"), ensure_ascii=False)` (a report's page data):
+    written by orjson where it gives the same text (`_same_in_orjson`), else by `json`."""
+    if _same_in_orjson(value):
+        try:
+            return orjson.dumps(value).decode("utf-8")
+        except orjson.JSONEncodeError:  # as in canonical_json
+            pass
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def _same_in_orjson(value: Any) -> bool:

@@ -9,13 +9,13 @@ the page draws the gold and each run's top K with each run's rank of them, and t
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
+from harness.json_text import compact_json
 from harness.report.analysis import Analysis
 from harness.report.browser_data import ORDER_SHOWN, TOP_K, item_data
 from harness.report.labels import shorten_unique
@@ -62,7 +62,7 @@ HEADER_WIDTH = 14  # characters of a run's label in a column header (the full on
 
 def script_json(value: Any) -> str:
     """JSON that is safe inside a <script> element (no "</script>", no "<!--")."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    text = compact_json(value)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 

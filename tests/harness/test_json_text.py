@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.json_text import canonical_json, loads
+from harness.json_text import canonical_json, compact_json, loads
 
 JSON_SCALARS = (
     st.none()
@@ -46,6 +46,12 @@ def test_canonical_json_is_json_dumps_sorted_and_compact(value: object) -> None:
             canonical_json(value)
         return
     assert canonical_json(value) == expected
+
+
+@settings(max_examples=400, deadline=None)
+@given(JSON_VALUES)
+def test_compact_json_is_json_dumps_compact_in_insertion_order(value: object) -> None:
+    assert compact_json(value) == json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def test_canonical_json_of_other_types_is_json_dumps_or_its_error() -> None:
