@@ -22,11 +22,11 @@ from harness.dataset import load_dataset
 from harness.testing.chromium import CHROMIUM, FLAGS
 from tests.conftest import write_tiny_dataset
 
-if CHROMIUM is None:
-    pytest.skip(
-        "chromium is not installed (Debian: apt-get install chromium); browser test skipped",
-        allow_module_level=True,
-    )
+# A mark, not a module-level skip: the tests stay collected (tests/test_collection.py) and skip.
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="chromium is not installed (Debian: apt-get install chromium); browser test skipped",
+)
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 
 
