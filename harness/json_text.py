@@ -1,6 +1,7 @@
 """JSON text as the standard library writes and reads it, faster: the canonical form cache
-keys digest, the compact form of a report's page data, and `loads`. Both are defined by `json` (their tests hold them to it); orjson
-only does the work where it gives the very same bytes or value, and `json` does the rest."""
+keys digest, the compact form of a report's page data, and `loads`. All three are defined by
+`json` (their tests hold them to it); orjson only does the work where it gives the very same
+bytes or value, and `json` does the rest."""
 
 from __future__ import annotations
 
@@ -19,26 +20,32 @@ _LONG_NUMBER = b"0" * 19
 def canonical_json(value: Any) -> bytes:
     """`json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)` as
     UTF-8: the text every cache key digests. orjson writes the same bytes fifteen times
-    faster for plain values (`_same_in_orjson`); anything else goes through `json`, whose
-    output (or error) it is by definition."""
-    if _same_in_orjson(value):
-        try:
-            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-        except orjson.JSONEncodeError:  # an int past 64 bits, a lone surrogate, deep nesting
-            pass
+    faster for plain values; anything else goes through `json`, whose output (or error) it
+    is by definition."""
+    fast = _by_orjson(value, orjson.OPT_SORT_KEYS)
+    if fast is not None:
+        return fast
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return text.encode("utf-8")
 
 
 def compact_json(value: Any) -> str:
     """`json.dumps(value, separators=(",", ":"), ensure_ascii=False)` (a report's page data):
-    written by orjson where it gives the same text (`_same_in_orjson`), else by `json`."""
-    if _same_in_orjson(value):
-        try:
-            return orjson.dumps(value).decode("utf-8")
-        except orjson.JSONEncodeError:  # as in canonical_json
-            pass
+    written by orjson where it gives the same text, else by `json`."""
+    fast = _by_orjson(value, 0)
+    if fast is not None:
+        return fast.decode("utf-8")
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _by_orjson(value: Any, option: int) -> bytes | None:
+    """orjson's bytes for `value` where they are `json`'s (`_same_in_orjson`), else None."""
+    if not _same_in_orjson(value):
+        return None
+    try:
+        return orjson.dumps(value, option=option)
+    except orjson.JSONEncodeError:  # an int past 64 bits, a lone surrogate, deep nesting
+        return None
 
 
 def _same_in_orjson(value: Any) -> bool:
