@@ -56,7 +56,7 @@ experiment: sample-audio
 ## Regenerate the figure blocks of README.md and docs/ (<!-- generated: NAME -->) by running
 ## the documented commands on the sample set and the fake API; review the diff (a few minutes).
 docs: sample-audio
-	$(BIN)/python -m harness.testing.doc_blocks
+	$(BIN)/python -m tests.support.doc_blocks
 
 # pytest-xdist workers for make test (auto: one per core); a module's tests stay on one worker
 # so that its fixtures (tiny models, fake servers) are built once.

@@ -14,7 +14,7 @@ from typing import Any
 
 import psutil
 
-from harness.testing.chromium import CHROMIUM, FLAGS
+from tests.support.chromium import CHROMIUM, FLAGS
 
 # Runs an action, then waits for the frame after it: the time until the browser has drawn
 # the result (content-visibility lays out on-screen content at the next frame). Milliseconds.

@@ -207,20 +207,20 @@ def free_port() -> int:
 
 def harness_command() -> list[str]:
     script = Path(sys.executable).with_name("harness")
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "harness.cli"]
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "harness.cli.main"]
 
 
 @contextmanager
 def fake_server(
     *, latency: float, rpm: float | None = None, extra: Sequence[str] = ()
 ) -> Iterator[str]:
-    """The fake model server of `harness.testing.fake_api` in its own process (so that it never
+    """The fake model server of `harness.fake_api` in its own process (so that it never
     shares the client's event loop or its CPU time accounting); yields its base URL."""
     port = free_port()
     command = [
         sys.executable,
         "-m",
-        "harness.testing.fake_api",
+        "harness.fake_api",
         "--port",
         str(port),
         "--latency",
@@ -388,10 +388,10 @@ def harness_run(
 def export_requests(dataset: Path, out: Path, *, prompt: str = "zero_shot") -> int:
     """The chat requests the harness would send for `dataset`, as JSONL of
     {system, parts: [{text} | {audio: path}]} (for the floor and inspect_ai scripts)."""
-    from harness.cache import ResponseCache
-    from harness.config import ExperimentConfig
-    from harness.runner import Runner
-    from harness.types import AudioRef, ChatRequest
+    from harness.calls.cache import ResponseCache
+    from harness.config.experiment import ExperimentConfig
+    from harness.core.types import AudioRef, ChatRequest
+    from harness.runs.runner import Runner
 
     config = ExperimentConfig(
         name="export", dataset=dataset, provider={"name": "mock"}, prompt=prompt

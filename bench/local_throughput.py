@@ -5,7 +5,7 @@ whatever device is present.
         --batch-size 8 --pairs 256
     python -m bench.local_throughput --provider clap --model tiny     # no weights needed
 
-`--model tiny` builds a tiny random checkpoint of the family (harness/testing/tiny_models.py), which
+`--model tiny` builds a tiny random checkpoint of the family (tests/support/tiny_models.py), which
 measures the harness and batching overhead, not a real model. The dataset is synthetic:
 pairs/4 dialogues with 4 distinct tone clips each of `--clip-seconds` (DialBGM clips are
 10 s). The model is loaded before the clock starts; the load time is printed apart.
@@ -24,12 +24,12 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-from harness.cache import ResponseCache
-from harness.config import ExperimentConfig
-from harness.config import provider_config as validated_provider
-from harness.runner import Runner
-from harness.testing.tiny_models import BUILDERS
+from harness.calls.cache import ResponseCache
+from harness.config.experiment import ExperimentConfig
+from harness.config.experiment import provider_config as validated_provider
+from harness.runs.runner import Runner
 from providers import create_provider
+from tests.support.tiny_models import BUILDERS
 
 WORDS = [
     "rain",

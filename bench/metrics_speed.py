@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from bench.common import REPO, BenchResult, Size
-from harness.dataset import Item, Turn
+from harness.core.dataset import Item, Turn
 from harness.scoring.metrics import aggregate, build_matrix
 from harness.scoring.stats import agreement_matrix
 

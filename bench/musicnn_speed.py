@@ -1,5 +1,5 @@
 """(7) musicnn tagging speed on CPU: clips tagged per second and peak RSS of the PyTorch
-port (`harness.musicnn.Tagger`, windows of all clips batched), and, when a Python with
+port (`providers.scorers.musicnn.Tagger`, windows of all clips batched), and, when a Python with
 TensorFlow and the musicnn package is at hand, of the original code in the same run.
 
     python -m bench musicnn                       # as part of the bench suite
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import BenchResult, DatasetSpec, Size, checked, ratio, run_timed, synth_dataset
-from harness.musicnn import INSTALL_HINT, WHEEL_ENV
+from providers.scorers.musicnn import INSTALL_HINT, WHEEL_ENV
 
 MODEL = "MTT_musicnn"
 SIZES: dict[Size, DatasetSpec] = {
@@ -41,7 +41,7 @@ TF_PYTHON_ENV = "BGM_JUDGE_TF_PYTHON"
 PORT_CHILD = """
 import json, sys, time
 started = time.perf_counter()
-from harness.musicnn import Tagger
+from providers.scorers.musicnn import Tagger
 tagger = Tagger.load(sys.argv[1])
 clips = sys.argv[2:]
 tagger.tag(clips[:1])

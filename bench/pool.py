@@ -77,7 +77,7 @@ class ServerProcess:
         command = [
             sys.executable,
             "-m",
-            "harness.testing.fake_api",
+            "harness.fake_api",
             "--port",
             str(self.port),
             "--latency",

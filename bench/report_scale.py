@@ -14,7 +14,7 @@ from typing import Any
 from bench import browser
 from bench.common import OUT, BenchResult, Size, checked, harness_command, run_timed
 from bench.report_data import Scale, random_sweep, rank_dataset, refine_dataset
-from harness.testing.chromium import CHROMIUM
+from tests.support.chromium import CHROMIUM
 
 SCALES: dict[Size, Scale] = {
     "full": Scale(items=200, pool=500, catalogue=5500, many_runs=20, many_items=1200),

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import yaml
 
-from harness.cache import ResponseCache
-from harness.config import ExperimentConfig
-from harness.runner import Runner
+from harness.calls.cache import ResponseCache
+from harness.config.experiment import ExperimentConfig
+from harness.runs.runner import Runner
 
 # The SDK a provider imports lazily, by provider name.
 SDK_OF = {"openai": "openai", "openai-compatible": "openai"}

@@ -2,7 +2,7 @@
 2,000 items of 4 candidates with one gold each; per seed, A puts the gold first on each item
 with probability 0.30 and B with 0.45 (independently: the hardest case, no shared easy
 items), or both with 0.30. Hit@1 per item comes from the one evaluation path, the comparison
-from `harness.compare.engine.sequential_compare` with its defaults (alpha 0.05, batches of
+from `harness.runs.compare.engine.sequential_compare` with its defaults (alpha 0.05, batches of
 50, items as i.i.d. draws). Goal: with the 0.15 difference, "B better" in >= 95% of seeds
 using <= 30% of the items (median); with none, a decision in <= 5% of seeds.
 
@@ -18,11 +18,11 @@ from typing import Any
 import numpy as np
 
 from bench.common import BenchResult, Size
-from harness.compare.engine import sequential_compare
-from harness.compare.result import Comparison
-from harness.compare.sources import ValuesSource, per_item_metric
-from harness.dataset import Item, Turn
-from harness.records import Record
+from harness.core.dataset import Item, Turn
+from harness.core.records import Record
+from harness.runs.compare.engine import sequential_compare
+from harness.runs.compare.result import Comparison
+from harness.runs.compare.sources import ValuesSource, per_item_metric
 
 N_ITEMS, CANDIDATES, BASE_HIT, EFFECT = 2000, 4, 0.30, 0.15
 GOAL_POWER, GOAL_FRACTION, GOAL_FALSE = 0.95, 0.30, 0.05
@@ -133,7 +133,7 @@ def run(size: Size, work: Path) -> BenchResult:
 
 def example_figure(path: Path, seed: int = 0) -> Path:
     """docs/sequential.png: one seed of the +0.15 simulation, as compare.png draws it."""
-    from harness.compare.figure import plot_sequence
+    from harness.runs.compare.figure import plot_sequence
 
     return plot_sequence(one_comparison(seed, EFFECT), path)
 

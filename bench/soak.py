@@ -33,7 +33,7 @@ from bench.common import (
     synth_dataset,
     write_experiment,
 )
-from harness.testing.fake_api import FAULT_KINDS, MALFORMED_KINDS
+from harness.fake_api import FAULT_KINDS, MALFORMED_KINDS
 
 SPECS: dict[Size, DatasetSpec] = {
     "full": THROUGHPUT["full"].spec,  # 1,200 items x 4 candidates, 4,800 distinct clips

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
-    from harness.api import Experiment, Scores
-    from harness.dataset import Dataset
-    from harness.runner import RunResult
+    from harness.core.dataset import Dataset
+    from harness.runs.api import Experiment, Scores
+    from harness.runs.runner import RunResult
     from harness.scoring.metrics import Aggregate, MissingPolicy
 
 from harness._version import __version__
@@ -40,8 +40,8 @@ def run(
     only: Sequence[str] = (),
     **overrides: Any,
 ) -> list[RunResult]:
-    """Run an experiment file, config or mapping; see `harness.api.run`."""
-    from harness import api
+    """Run an experiment file, config or mapping; see `harness.runs.api.run`."""
+    from harness.runs import api
 
     return api.run(
         experiment,
@@ -63,8 +63,8 @@ def evaluate(
     seed: int = 0,
     at: Sequence[int] = (),
 ) -> Aggregate:
-    """Metrics of your own predictions; see `harness.api.evaluate`."""
-    from harness import api
+    """Metrics of your own predictions; see `harness.runs.api.evaluate`."""
+    from harness.runs import api
 
     return api.evaluate(
         dataset, predictions, missing=missing, n_bootstrap=n_bootstrap, seed=seed, at=at
@@ -72,7 +72,7 @@ def evaluate(
 
 
 def load_run(folder: str | Path) -> pd.DataFrame:
-    """A run's records as a pandas DataFrame; see `harness.api.load_run`."""
-    from harness import api
+    """A run's records as a pandas DataFrame; see `harness.runs.api.load_run`."""
+    from harness.runs import api
 
     return api.load_run(folder)

@@ -14,8 +14,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, SerializeAsAny, ValidationError
 
-from harness.errors import ConfigError
-from harness.types import ProviderConfig
+from harness.core.errors import ConfigError
+from harness.core.types import ProviderConfig
 from providers.base import Judge, Provider, Scorer
 
 __all__ = [
@@ -58,80 +58,85 @@ REGISTRY: dict[str, Entry] = {
         "Scripted answers for tests (valid, malformed, failing)",
     ),
     "random": Entry(
-        "providers.random_baseline:RandomScorer", "scorer", "Seeded uniform random baseline"
+        "providers.scorers.random_baseline:RandomScorer", "scorer", "Seeded uniform random baseline"
     ),
     "text-embedding": Entry(
-        "providers.text_embedding:TextEmbeddingScorer",
+        "providers.scorers.text_embedding:TextEmbeddingScorer",
         "scorer",
         "Cosine between dialogue text and clip caption (sentence-transformers, offline)",
         "embed",
     ),
     "gemini": Entry(
-        "providers.gemini:GeminiJudge", "judge", "Gemini API (google-genai), audio inline", "api"
+        "providers.api.gemini:GeminiJudge",
+        "judge",
+        "Gemini API (google-genai), audio inline",
+        "api",
     ),
     "openai-audio": Entry(
-        "providers.openai_chat:OpenAIAudioJudge",
+        "providers.api.openai_chat:OpenAIAudioJudge",
         "judge",
         "GPT-4o-audio / gpt-audio on the OpenAI API (chat completions)",
         "api",
     ),
     "openai": Entry(
-        "providers.openai_chat:OpenAIJudge",
+        "providers.api.openai_chat:OpenAIJudge",
         "judge",
         "Any chat model on the OpenAI API, e.g. GPT-5-mini for the text-only tables",
         "api",
     ),
     "openai-compatible": Entry(
-        "providers.openai_chat:OpenAICompatibleJudge",
+        "providers.api.openai_chat:OpenAICompatibleJudge",
         "judge",
         "Any OpenAI-compatible server, e.g. vLLM serving Qwen2.5-Omni (one or several URLs)",
         "api",
     ),
     "qwen-omni": Entry(
-        "providers.qwen_omni:QwenOmniJudge",
+        "providers.local.qwen_omni:QwenOmniJudge",
         "judge",
         "Qwen2.5-Omni thinker, local (transformers)",
         "local",
     ),
     "phi4-multimodal": Entry(
-        "providers.phi4_multimodal:Phi4MultimodalJudge",
+        "providers.local.phi4_multimodal:Phi4MultimodalJudge",
         "judge",
         "Phi-4-multimodal, local (transformers)",
         "local",
     ),
     "audio-flamingo-3": Entry(
-        "providers.audio_flamingo:AudioFlamingo3Judge",
+        "providers.local.audio_flamingo:AudioFlamingo3Judge",
         "judge",
         "Audio Flamingo 3, local (transformers)",
         "local",
     ),
     "music-flamingo": Entry(
-        "providers.audio_flamingo:MusicFlamingoJudge",
+        "providers.local.audio_flamingo:MusicFlamingoJudge",
         "judge",
         "Music Flamingo, local (transformers)",
         "local",
     ),
     "ms-clap": Entry(
-        "providers.ms_clap:MsClapScorer",
+        "providers.scorers.ms_clap:MsClapScorer",
         "scorer",
         "Microsoft CLAP (msclap 2022 or 2023) cosine of dialogue text and clip audio, local",
         "local",
     ),
     "paraclap": Entry(
-        "providers.paraclap:ParaClapScorer",
+        "providers.scorers.paraclap:ParaClapScorer",
         "scorer",
         "ParaCLAP (paralinguistic CLAP) cosine of dialogue text and clip audio, local",
         "local",
     ),
     "clap": Entry(
-        "providers.clap:ClapScorer",
+        "providers.scorers.clap:ClapScorer",
         "scorer",
         "CLAP cosine of dialogue text and clip audio, local (transformers)",
         "local",
     ),
-    "musicnn": Entry("providers.musicnn:MusicnnScorer", "scorer", "musicnn tags as text", "embed"),
+    "musicnn": Entry(
+        "providers.scorers.musicnn.scorer:MusicnnScorer", "scorer", "musicnn tags as text", "embed"
+    ),
     "popularity": Entry(
-        "providers.popularity:PopularityScorer",
+        "providers.scorers.popularity:PopularityScorer",
         "scorer",
         "How often a candidate appears in the candidate lists of its group (MusiCRS baseline)",
     ),

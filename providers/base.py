@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from harness.types import (
+from harness.core.types import (
     BASE_FIELDS,
     NON_IDENTITY_FIELDS,
     ChatRequest,
@@ -26,7 +26,7 @@ from harness.types import (
 )
 
 if TYPE_CHECKING:
-    from harness.dataset import Item
+    from harness.core.dataset import Item
     from providers.batch import BatchApi
 
 

@@ -2,7 +2,7 @@
 job, find a job submitted under a label (after a kill between submitting and recording its
 id), report its progress, and read its results. The harness's side (collecting requests,
 recording batch ids in the run folder, polling, resubmitting what is missing) lives in
-`harness.batch.jobs`; each API's adapter lives next to its provider.
+`harness.calls.batch_jobs`; each API's adapter lives next to its provider.
 
 Requests are identified by an id the harness chooses (the request's cache key), so results
 land in the cache under the same keys as online answers."""
@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from harness.types import ChatRequest, ProviderError
+from harness.core.types import ChatRequest, ProviderError
 
 # The `batch*` keys of a provider block: how a run's requests travel, never what a model
 # answers or what a run measures.

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import Field
 
-from harness.types import ChatRequest, ChatResponse, ProviderConfig, ProviderError
+from harness.core.types import ChatRequest, ChatResponse, ProviderConfig, ProviderError
 from providers.base import Judge
 
 

@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 import soundfile
 
-from harness.cache import ResponseCache
-from harness.config import ExperimentConfig
-from harness.dataset import Dataset
-from harness.records import Record, read_records
-from harness.report.loading import RunData, assign_labels, load_run
-from harness.runner import Runner, RunResult
-from harness.sync import run_coroutine
-from harness.testing.fake_api import FakeServer
+from harness.calls.cache import ResponseCache
+from harness.config.experiment import ExperimentConfig
+from harness.core.dataset import Dataset
+from harness.core.event_loop import run_coroutine
+from harness.core.records import Record, read_records
+from harness.fake_api import FakeServer
+from harness.reports.loading import RunData, assign_labels, load_run
+from harness.runs.runner import Runner, RunResult
 from providers import Provider
 
 SAMPLE_RATE = 16000
@@ -81,21 +81,21 @@ def tiny_dataset(tmp_path: Path) -> Path:
 SLOW_TESTS = frozenset(
     {
         "tests/bench/test_bench_smoke.py",  # the benchmarks at tiny size, subprocesses
-        "tests/harness/annotate/test_annotate_browser.py",  # headless chromium
-        "tests/harness/report/test_server.py",  # `harness view` in a subprocess
+        "tests/harness/construct/annotate/test_annotate_browser.py",  # headless chromium
+        "tests/harness/reports/test_server.py",  # `harness view` in a subprocess
         "tests/harness/construct/test_construct_realdata.py",
         "tests/harness/construct/test_refine_set.py",
-        "tests/harness/musicnn/test_reference.py",
+        "tests/providers/scorers/musicnn/test_reference.py",
         "tests/harness/scoring/test_metrics_reference.py",  # ranx: ~30 s of numba compile
-        "tests/providers/test_audio_flamingo.py",  # tiny transformers models from here on
-        "tests/providers/test_chat_templates.py",
-        "tests/providers/test_clap.py",
-        "tests/providers/test_local.py",
-        "tests/providers/test_ms_clap_paraclap.py",
-        "tests/providers/test_musicnn.py",
-        "tests/providers/test_phi4_multimodal.py",
-        "tests/providers/test_qwen_omni.py",
-        "tests/providers/test_text_embedding.py",
+        "tests/providers/local/test_audio_flamingo.py",  # tiny transformers models from here on
+        "tests/providers/local/test_chat_templates.py",
+        "tests/providers/scorers/test_clap.py",
+        "tests/providers/local/test_local.py",
+        "tests/providers/scorers/test_ms_clap_paraclap.py",
+        "tests/providers/scorers/test_musicnn.py",
+        "tests/providers/local/test_phi4_multimodal.py",
+        "tests/providers/local/test_qwen_omni.py",
+        "tests/providers/scorers/test_text_embedding.py",
         "tests/reliability/test_annotate_app.py",  # `harness` subprocesses from here on
         "tests/reliability/test_bad_cli_options.py",
         "tests/reliability/test_bad_inputs.py",
@@ -115,26 +115,26 @@ SLOW_TESTS = frozenset(
         "tests/reliability/test_validate_before_paying.py",
         "tests/test_collection.py",  # a second pytest process
         "tests/bench/test_soak_smoke.py",
-        "tests/harness/batch/test_batching.py",  # batch round trips against the fake API
+        "tests/harness/calls/test_batching.py",  # batch round trips against the fake API
         "tests/harness/construct/test_audio_tags.py",  # the real tagger on real clips
         "tests/harness/construct/test_construct_cli.py",  # the whole pipeline, twice
         "tests/harness/construct/test_stage3.py",
-        "tests/harness/musicnn/test_tagger.py",
+        "tests/providers/scorers/musicnn/test_tagger.py",
         "tests/harness/protocols/test_describe.py",
-        "tests/harness/report/test_html.py",  # headless chromium from here on
-        "tests/harness/report/test_pool_report.py",
-        "tests/harness/report/test_protocol_report.py",
-        "tests/harness/report/test_publication.py",  # figures in three formats
+        "tests/harness/reports/test_html.py",  # headless chromium from here on
+        "tests/harness/reports/test_pool_report.py",
+        "tests/harness/reports/test_protocol_report.py",
+        "tests/harness/reports/test_publication.py",  # figures in three formats
         "tests/harness/scoring/test_metrics_bruteforce.py",  # every ranking of every tie pattern
         "tests/reliability/test_parser_fuzz.py",  # hypothesis at high example counts
         "tests/reliability/test_secrets.py",  # runs with faults, then a scan of every file
         "tests/harness/construct/test_embed.py",  # the packaged sentence-embedding model
         "tests/harness/protocols/test_refine.py",  # two-turn runs
-        "tests/harness/report/test_report.py",  # whole reports with figures
-        "tests/harness/report/test_sources.py",
+        "tests/harness/reports/test_report.py",  # whole reports with figures
+        "tests/harness/reports/test_sources.py",
         "tests/reliability/fuzz/test_fuzz_cache_values.py",
         # single tests: the module's name, "::", the test's name
-        "tests/harness/report/test_labels.py::test_shortened_labels_stay_unique_and_fit",
+        "tests/harness/reports/test_labels.py::test_shortened_labels_stay_unique_and_fit",
     }
 )
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import typer
 
-from harness.cli import app
-from harness.testing import doc_blocks
-from harness.testing.doc_blocks import GENERATORS, NOT_GENERATED, ROOT, blocks, pages, rewrite
+from harness.cli.main import app
+from tests.support import doc_blocks
+from tests.support.doc_blocks import GENERATORS, NOT_GENERATED, ROOT, blocks, pages, rewrite
 
 FIGURE_HEADER = re.compile(r"\b(Hit@1|MRR|nDCG|Recall@\d+|R@\d+|tau-b|result)\b")
 # A bash block of placeholder names (`experiments/zero_shot.yaml` for "your file") says so.

@@ -18,14 +18,14 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from harness.config import ExperimentConfig, SweepConfig
-from harness.dataset import Item
-from harness.prompting.variants import VARIANTS
-from harness.runner import PROTOCOL_BLOCKS
+from harness.calls.prompting.variants import VARIANTS
+from harness.config.experiment import ExperimentConfig, SweepConfig
+from harness.core.dataset import Item
+from harness.core.types import ProviderConfig
+from harness.runs.runner import PROTOCOL_BLOCKS
 from harness.scoring.description_metrics import NAMES as DESCRIPTION_NAMES
 from harness.scoring.evaluation import Evaluation, evaluate_predictions, success_at
 from harness.scoring.metrics import metric_names
-from harness.types import ProviderConfig
 from providers import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[1]

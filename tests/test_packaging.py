@@ -32,8 +32,8 @@ def test_every_prompt_template_ships_in_the_wheel() -> None:
 def test_package_data_folders_are_covered() -> None:
     data = SETUPTOOLS["package-data"]
     for package, folder, pattern in [
-        ("harness.report", "harness/report/templates", "templates/*"),
-        ("harness.annotate", "harness/annotate/static", "static/*"),
+        ("harness.reports", "harness/reports/templates", "templates/*"),
+        ("harness.construct.annotate", "harness/construct/annotate/static", "static/*"),
     ]:
         files = [p.name for p in (ROOT / folder).iterdir() if p.is_file()]
         globs = data[package]

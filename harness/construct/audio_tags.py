@@ -11,8 +11,8 @@ from typing import Literal
 import soundfile
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.musicnn import Tagger, describe, vocal_evidence
-from harness.musicnn.vocals import DEFAULT_THRESHOLD, VocalEvidence
+from providers.scorers.musicnn import Tagger, describe, vocal_evidence
+from providers.scorers.musicnn.vocals import DEFAULT_THRESHOLD, VocalEvidence
 
 AUDIO_EXTENSIONS = ("wav", "flac", "ogg", "mp3")
 # Caption from tags: the MagnaTagATune model's instruments and moods, then the Million Song

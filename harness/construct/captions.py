@@ -1,5 +1,5 @@
 """Stage 2's captions: the project's summariser (`harness.protocols.summaries`, prompt
-`prompts/summarize.jinja`) run through the call path (harness.answering): the provider registry, the
+`prompts/summarize.jinja`) run through the call path (harness.calls.answerer): the provider registry, the
 shared response cache with the summariser's own key recipe (so a dialogue captioned here
 is not paid for again when an experiment summarises it), the concurrency limit, rate limit,
 retries of transient errors and re-asks of unusable answers."""
@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.answering import Answerer, RunStats
-from harness.cache import ResponseCache
-from harness.dataset import Item, Turn
-from harness.errors import HarnessError
+from harness.calls.answerer import Answerer, RunStats
+from harness.calls.cache import ResponseCache
+from harness.core.dataset import Item, Turn
+from harness.core.errors import HarnessError
+from harness.core.types import ProviderConfig
 from harness.protocols.summaries import summarize
-from harness.types import ProviderConfig
 from providers import create_provider
 
 

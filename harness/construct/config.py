@@ -26,8 +26,8 @@ from harness.construct.stage1 import Stage1Config
 from harness.construct.stage2 import Stage2Config
 from harness.construct.stage3 import Stage3Config
 from harness.construct.stage4 import Stage4Config
-from harness.errors import ConfigError
-from harness.yaml_files import load_yaml
+from harness.core.errors import ConfigError
+from harness.core.yaml_files import load_yaml
 from providers import provider_options
 
 

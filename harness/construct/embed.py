@@ -20,10 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_exponential_jitter
 
-from harness.cache import ResponseCache, cache_key
-from harness.errors import HarnessError
-from harness.secrets import scrub
-from harness.types import ProviderError
+from harness.calls.cache import ResponseCache, cache_key
+from harness.core.errors import HarnessError
+from harness.core.secrets import scrub
+from harness.core.types import ProviderError
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -51,7 +51,7 @@ class EmbedderConfig(BaseModel):
             return self.model
         if self.kind == "openai":
             return "text-embedding-3-large"
-        from providers.text_embedding import PACKAGED_MODEL
+        from providers.scorers.text_embedding import PACKAGED_MODEL
 
         return PACKAGED_MODEL
 
@@ -89,7 +89,7 @@ def _sentence_model(path: str) -> SentenceTransformer:
 
 
 def _embed_local(texts: list[str], config: EmbedderConfig) -> Vectors:
-    from providers.text_embedding import resolve_model_path
+    from providers.scorers.text_embedding import resolve_model_path
 
     model = _sentence_model(resolve_model_path(config.model_name))
     vectors = model.encode(texts, batch_size=config.batch_size, convert_to_numpy=True)

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 
 MARKER = "build.json"  # written last into a built dataset; marks a folder we may replace
 

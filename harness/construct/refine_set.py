@@ -18,10 +18,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from harness.cache import sha256_file
+from harness.calls.cache import sha256_file
 from harness.construct.files import MARKER, prepare_out_dir, write_json, write_jsonl
 from harness.construct.stage1 import read_musiccaps
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 
 # Aspects about the recording, not the music: a listener does not ask for them.
 RECORDING = re.compile(r"\b(quality|recording|recorded|mono|audio|noise|noisy)\b", re.I)

@@ -21,10 +21,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.cache import sha256_file
+from harness.calls.cache import sha256_file
 from harness.construct.audio_tags import AudioVocalsConfig, find_audio, vocals_by_audio
 from harness.construct.files import write_json, write_jsonl
-from harness.errors import DatasetError
+from harness.core.errors import DatasetError
 
 MUSICCAPS_COLUMNS = (
     "ytid",

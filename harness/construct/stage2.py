@@ -18,10 +18,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from harness.cache import sha256_file
+from harness.calls.cache import sha256_file
 from harness.construct.files import dumps, write_json, write_jsonl
-from harness.dataset import read_jsonl
-from harness.errors import DatasetError, HarnessError
+from harness.core.dataset import read_jsonl
+from harness.core.errors import DatasetError, HarnessError
 from providers import ProviderBlock
 
 TURN_SEPARATOR = "__eou__"

@@ -19,13 +19,13 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.cache import sha256_file
+from harness.calls.cache import sha256_file
 from harness.construct.audio_tags import AUDIO_EXTENSIONS, captions_from_tags, find_audio
 from harness.construct.embed import EmbedderConfig, embed_texts
 from harness.construct.files import MARKER, prepare_out_dir, write_json, write_jsonl
 from harness.construct.stage2 import load_dialogues, require_captions
-from harness.dataset import load_dataset, read_jsonl
-from harness.errors import DatasetError, HarnessError
+from harness.core.dataset import load_dataset, read_jsonl
+from harness.core.errors import DatasetError, HarnessError
 
 
 class Stage3Config(BaseModel):

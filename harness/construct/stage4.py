@@ -18,14 +18,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.cache import sha256_file
+from harness.calls.cache import sha256_file
 from harness.scoring.consensus import Ranking, borda_points, consensus, positions
 
 __all__ = ["Stage4Config", "borda_points", "consensus", "kendall_w", "run_stage4"]
 from harness.construct.files import MARKER, prepare_out_dir, write_json, write_jsonl
-from harness.dataset import load_dataset, read_jsonl
-from harness.errors import HarnessError
-from harness.paths import contained
+from harness.core.dataset import load_dataset, read_jsonl
+from harness.core.errors import HarnessError
+from harness.core.paths import contained
 
 
 class Stage4Config(BaseModel):

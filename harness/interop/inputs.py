@@ -7,10 +7,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from harness.dataset import Item, pydantic_reason
-from harness.errors import HarnessError
-from harness.hf_dataset import HFSource, is_hf_source, materialize, parse_hub_id
-from harness.trec import is_trec_run, items_from_qrels, read_candidates, read_qrels
+from harness.config.sources import HFSource, is_hf_source, parse_hub_id
+from harness.core.dataset import Item, pydantic_reason
+from harness.core.errors import HarnessError
+from harness.core.trec import is_trec_run, items_from_qrels, read_candidates, read_qrels
+from harness.interop.hf import materialize
 
 
 def dataset_folder(dataset: str, columns: str | None) -> Path:

@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.errors import HarnessError
-from harness.records import Record
+from harness.core.errors import HarnessError
+from harness.core.records import Record
 
 if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-    from harness.report.loading import RunData
+    from harness.reports.loading import RunData
 
 RECORDS_FILE = "records.parquet"
 ITEMS_FILE = "items.parquet"

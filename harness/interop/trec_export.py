@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness.predictions import predictions_from_records
-from harness.report.loading import RunData
-from harness.trec import qrels_lines, run_lines
+from harness.core.predictions import predictions_from_records
+from harness.core.trec import qrels_lines, run_lines
+from harness.reports.loading import RunData
 
 RUN_FILE = "run.trec"
 QRELS_FILE = "qrels.txt"

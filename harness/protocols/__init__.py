@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.config import ExperimentConfig
+from harness.config.experiment import ExperimentConfig
 from harness.protocols.describe import DescribeCalls
 from harness.protocols.plans import CallPlan, JudgeCalls, ScorerCalls
 from harness.protocols.refine import RefineCalls

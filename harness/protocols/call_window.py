@@ -8,7 +8,7 @@ import asyncio
 import itertools
 from collections.abc import Awaitable, Callable, Iterable
 
-from harness.cache import ResponseCache
+from harness.calls.cache import ResponseCache
 from harness.protocols.calls_ahead import CallsAhead
 from harness.protocols.plans import Call
 

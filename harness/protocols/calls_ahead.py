@@ -29,9 +29,9 @@ from contextlib import closing
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from harness.cache import ResponseCache, stored_rows
+from harness.calls.cache import ResponseCache, stored_rows
+from harness.core.workers import ForkedWorker
 from harness.protocols.plans import Call
-from harness.workers import ForkedWorker
 
 BLOCK = 256  # calls per message: pickling a block costs a few per cent of rendering it
 _END = "end"

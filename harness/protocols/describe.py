@@ -19,14 +19,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.answering import Answerer, RunStats
-from harness.cache import ResponseCache, request_key
-from harness.config import ExperimentConfig, provider_config
-from harness.dataset import Dataset, Item
-from harness.errors import HarnessError
+from harness.calls.answerer import Answerer, RunStats
+from harness.calls.cache import ResponseCache, request_key
+from harness.config.experiment import ExperimentConfig, provider_config
+from harness.core.dataset import Dataset, Item
+from harness.core.errors import HarnessError
+from harness.core.records import Record
+from harness.core.types import ProviderConfig, ProviderError, ScoreCandidate, ScoreRequest
 from harness.protocols.plans import Call, CallPlan, JudgeCalls, ScorerCalls, SummaryOf
-from harness.records import Record
-from harness.types import ProviderConfig, ProviderError, ScoreCandidate, ScoreRequest
 from providers import Provider, create_provider
 
 DEFAULT_RETRIEVER = "text-embedding"

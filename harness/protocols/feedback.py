@@ -21,14 +21,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.answering import Answerer, RunStats, ask_until_parsed, reask_step
-from harness.cache import ResponseCache, request_key
-from harness.config_blocks import RefineOptions
-from harness.dataset import Clip, Dataset, Item
-from harness.errors import HarnessError
-from harness.prompting.parsing import ParseError, text_field
-from harness.prompting.prompts import render
-from harness.types import ChatRequest, ProviderConfig
+from harness.calls.answerer import Answerer, RunStats, ask_until_parsed, reask_step
+from harness.calls.cache import ResponseCache, request_key
+from harness.calls.prompting.parsing import ParseError, text_field
+from harness.calls.prompting.templates import render
+from harness.config.blocks import RefineOptions
+from harness.core.dataset import Clip, Dataset, Item
+from harness.core.errors import HarnessError
+from harness.core.types import ChatRequest, ProviderConfig
 from providers import create_provider
 
 SIMULATOR_TEMPLATE = "user_simulator.jinja"

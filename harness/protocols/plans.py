@@ -18,18 +18,18 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from harness.answering import Answerer, ask_until_parsed
-from harness.audio import audio_ref
-from harness.cache import ResponseCache, request_key
-from harness.config import ExperimentConfig
-from harness.dataset import Dataset, Item
-from harness.errors import HarnessError
-from harness.prompting.context_audio import context_excerpt
-from harness.prompting.fewshot import Example, check_no_leak, few_shot_options, load_examples
-from harness.prompting.prompts import TemplateHashes
-from harness.prompting.variants import PromptContext, PromptVariant, get_variant
-from harness.records import Record
-from harness.types import (
+from harness.calls.answerer import Answerer, ask_until_parsed
+from harness.calls.cache import ResponseCache, request_key
+from harness.calls.prompting.context_audio import context_excerpt
+from harness.calls.prompting.fewshot import Example, check_no_leak, few_shot_options, load_examples
+from harness.calls.prompting.templates import TemplateHashes
+from harness.calls.prompting.variants import PromptContext, PromptVariant, get_variant
+from harness.config.experiment import ExperimentConfig
+from harness.core.audio import audio_ref
+from harness.core.dataset import Dataset, Item
+from harness.core.errors import HarnessError
+from harness.core.records import Record
+from harness.core.types import (
     AudioRef,
     ChatRequest,
     ProviderError,

@@ -16,14 +16,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.answering import Answerer
-from harness.cache import ResponseCache
-from harness.cache_values import Shape
-from harness.config import ExperimentConfig
-from harness.dataset import Dataset, Item
-from harness.errors import HarnessError
-from harness.prompting.fewshot import Example
-from harness.prompting.prompts import TemplateError
+from harness.calls.answerer import Answerer
+from harness.calls.cache import ResponseCache
+from harness.calls.cache_entries import Shape
+from harness.calls.prompting.fewshot import Example
+from harness.calls.prompting.templates import TemplateError
+from harness.config.experiment import ExperimentConfig
+from harness.core.dataset import Dataset, Item
+from harness.core.errors import HarnessError
+from harness.core.records import Record
+from harness.core.types import ChatRequest
 from harness.protocols.feedback import (
     Reply,
     UserSimulator,
@@ -33,8 +35,6 @@ from harness.protocols.feedback import (
     simulator_request,
 )
 from harness.protocols.plans import Call, CallPlan, JudgeCalls, ScorerCalls, SummaryOf
-from harness.records import Record
-from harness.types import ChatRequest
 from providers import Provider
 
 REPLY_PLACEHOLDER = "(the user's reply to the first pick, known after turn 1)"

@@ -9,15 +9,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness.answering import Answerer, RunStats
-from harness.cache import ResponseCache
-from harness.config import ExperimentConfig
-from harness.dataset import Dataset
-from harness.errors import HarnessError
-from harness.prompting.fewshot import Example
+from harness.calls.answerer import Answerer, RunStats
+from harness.calls.cache import ResponseCache
+from harness.calls.prompting.fewshot import Example
+from harness.config.experiment import ExperimentConfig
+from harness.core.dataset import Dataset
+from harness.core.errors import HarnessError
+from harness.core.records import Record
+from harness.core.types import ChatRequest
 from harness.protocols.plans import Call, CallPlan, JudgeCalls, ScorerCalls, SummaryOf
-from harness.records import Record
-from harness.types import ChatRequest
 from providers import Provider, create_provider
 
 

@@ -18,17 +18,17 @@ from typing import Any
 
 from rich.console import Console
 
-from harness.answering import Answerer, RunStats, ask_until_parsed, reask_step
-from harness.cache import request_key
-from harness.config import ExperimentConfig
-from harness.dataset import Item
-from harness.errors import DatasetError, HarnessError
-from harness.prompting.fewshot import dialogue_key
-from harness.prompting.parsing import ParseError, parse_summary
-from harness.prompting.prompts import render
-from harness.records import Record
-from harness.sanitize import terminal_text
-from harness.types import ChatRequest, ProviderConfig
+from harness.calls.answerer import Answerer, RunStats, ask_until_parsed, reask_step
+from harness.calls.cache import request_key
+from harness.calls.prompting.fewshot import dialogue_key
+from harness.calls.prompting.parsing import ParseError, parse_summary
+from harness.calls.prompting.templates import render
+from harness.config.experiment import ExperimentConfig
+from harness.core.dataset import Item
+from harness.core.errors import DatasetError, HarnessError
+from harness.core.records import Record
+from harness.core.sanitize import terminal_text
+from harness.core.types import ChatRequest, ProviderConfig
 from providers import create_provider
 
 SUMMARY_TEMPLATE = "summarize.jinja"

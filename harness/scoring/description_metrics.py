@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.dataset import Clip, Item
-from harness.records import Record
+from harness.core.dataset import Clip, Item
+from harness.core.records import Record
 from harness.scoring.metrics import FloatArray, MetricSummary, resample_blocks, summarize
 
 BLEU_ORDERS = (1, 2, 3, 4)

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from harness.dataset import Item
-from harness.predictions import Predictions, PredictionsBuilder
-from harness.records import Record
+from harness.core.dataset import Item
+from harness.core.predictions import Predictions, PredictionsBuilder
+from harness.core.records import Record
 from harness.scoring.metrics import (
     Aggregate,
     FloatArray,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.dataset import Item
+from harness.core.dataset import Item
 from harness.scoring.consensus import consensus
 from harness.scoring.metrics import Aggregate, aggregate, build_matrix
 

@@ -14,14 +14,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
-from harness.dataset import Item
-from harness.errors import HarnessError
-from harness.predictions import ScoreRow
+from harness.core.dataset import Item
+from harness.core.errors import HarnessError
+from harness.core.predictions import MissingPolicy, ScoreRow
 from harness.scoring.ranking import CORE_NAMES, block_metrics, cutoff_names
 from harness.scoring.sorted_block import FloatArray
 from harness.scoring.tau_b import kendall_tau_b
@@ -45,7 +44,6 @@ __all__ = [
     "top_is_tied",
 ]
 
-MissingPolicy = Literal["worst", "exclude"]
 METRIC_NAMES = CORE_NAMES
 RANK_NAMES = ("median_rank", "mean_rank")
 BLOCK_ELEMENTS = 1 << 15  # rows x columns per block of items: small enough to stay in cache

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
-from harness.dataset import Item
-from harness.prompting.joint import position_top1_rates
-from harness.records import Record
+from harness.core.dataset import Item
+from harness.core.records import Record
 from harness.scoring.metrics import FloatArray, kendall_tau_b, resample_blocks
 from harness.scoring.power import minimum_detectable_difference
 
@@ -330,7 +329,7 @@ def is_joint(record: Record) -> bool:
 
 def position_bias(records: Iterable[Record], items: Iterable[Item] = ()) -> PositionBias | None:
     """Top-1 rates per presentation position over the joint calls that were answered and
-    parsed (`harness.prompting.joint.position_top1_rates`), with a chi-square test against 1/N; None
+    parsed (`position_top1_rates`), with a chi-square test against 1/N; None
     when there are no such calls. A record lists its candidates in presentation order."""
     joint = [r for r in records if is_joint(r) and r.error is None and r.parse_error is None]
     top1 = position_top1_rates(joint, items)
@@ -346,3 +345,49 @@ def position_bias(records: Iterable[Record], items: Iterable[Item] = ()) -> Posi
     statistic = float(((observed - expected) ** 2 / expected).sum())
     p_value = float(chdtrc(n - 1, statistic)) if n > 1 else 1.0
     return PositionBias(calls, rates, np.array(top1["human"], dtype=np.float64), p_value)
+
+
+def _top_shares(scores: Sequence[float | None]) -> list[float] | None:
+    """Share of the top-1 at each position (1/k each for a k-way tie); None if nothing scored."""
+    usable = [s for s in scores if s is not None]
+    if not usable:
+        return None
+    best = max(usable)
+    tied = [i for i, s in enumerate(scores) if s == best]
+    return [1.0 / len(tied) if i in tied else 0.0 for i in range(len(scores))]
+
+
+def position_top1_rates(records: Iterable[Record], items: Iterable[Item]) -> dict[str, Any]:
+    """How often the model's top clip, and the human's, sat at each presentation position.
+
+    Only joint records (several candidates in one call) with at least one usable score
+    count. Without position bias and with permuted orders, both rates tend to 1/N.
+    """
+    human_best: Mapping[str, str] = {
+        item.id: item.human_ranking[0] for item in items if item.human_ranking
+    }
+    model: list[float] = []
+    human: list[float] = []
+    counted = 0
+    for record in records:
+        if len(record.candidates) < 2:
+            continue
+        shares = _top_shares([record.scores.get(cid) for cid in record.candidates])
+        if shares is None:
+            continue
+        if len(model) < len(shares):
+            model += [0.0] * (len(shares) - len(model))
+            human += [0.0] * (len(shares) - len(human))
+        counted += 1
+        for position, share in enumerate(shares):
+            model[position] += share
+        best = human_best.get(record.item_id)
+        if best in record.candidates:
+            human[record.candidates.index(best)] += 1.0
+    if not counted:
+        return {"calls": 0, "model": [], "human": []}
+    return {
+        "calls": counted,
+        "model": [round(v / counted, 6) for v in model],
+        "human": [round(v / counted, 6) for v in human],
+    }

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from harness._version import __version__
-from harness.dataset import Item
-from harness.sanitize import dumps_json
+from harness.core.dataset import Item
+from harness.core.sanitize import dumps_json
 from harness.scoring.evaluation import Evaluation
 from harness.scoring.metrics import Aggregate, MetricSummary
 

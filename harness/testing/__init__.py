@@ -1,3 +1,2 @@
-"""What tests, benchmarks and offline demos use, kept out of the product modules: a fake of
-the Gemini and OpenAI APIs (`harness.testing.fake_api`) and tiny randomly initialised models
-of the local providers' exact classes (`harness.testing.tiny_models`)."""
+"""The fake API's old home: `python -m harness.testing.fake_api` and
+`from harness.testing.fake_api import FakeServer` still work; the server is `harness.fake_api`."""

@@ -55,7 +55,7 @@ def test_unknown_benchmark_is_refused() -> None:
 
 
 def test_synthesised_dataset_loads_with_distinct_clips_per_item(tmp_path: Path) -> None:
-    from harness.dataset import load_dataset
+    from harness.core.dataset import load_dataset
 
     spec = common.DatasetSpec(n_items=5, n_clips=8, seconds=0.1)
     folder = common.synth_dataset(spec, tmp_path)

@@ -15,7 +15,7 @@ from bench.sequential import (
     synthetic_items,
     synthetic_records,
 )
-from harness.compare.sources import per_item_metric
+from harness.runs.compare.sources import per_item_metric
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "sequential.md"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness.dataset import load_dataset
+from harness.core.dataset import load_dataset
 from harness.scoring.evaluation import evaluate_predictions
 from harness.scoring.human_ceiling import human_ceiling
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.errors import ConfigError
-from harness.types import ProviderConfig
+from harness.core.errors import ConfigError
+from harness.core.types import ProviderConfig
 from providers import REGISTRY, Judge, Scorer, provider_class, provider_options
-from providers.api_judge import ApiJudge
+from providers.api.judge import ApiJudge
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
@@ -21,7 +21,7 @@ def test_entry_class_matches_its_declared_kind(name: str) -> None:
     assert issubclass(cls.Options, ProviderConfig)
     assert cls.Options.model_config.get("extra") == "forbid"
     assert entry.summary and (entry.extra is None or entry.extra in {"api", "embed", "local"})
-    # The API judges are the `api` extra's (the provenance test of providers/api_judge.py
+    # The API judges are the `api` extra's (the provenance test of providers/api/judge.py
     # sends a request through each of them)
     assert issubclass(cls, ApiJudge) == (entry.extra == "api")
 

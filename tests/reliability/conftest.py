@@ -15,7 +15,7 @@ import pytest
 import soundfile
 import yaml
 
-from harness.testing.fake_api import MALFORMED_KINDS, FakeServer, FakeSettings
+from harness.fake_api import MALFORMED_KINDS, FakeServer, FakeSettings
 
 SAMPLE_RATE = 16000
 MakeDataset = Callable[..., Path]

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from harness.annotate.app import create_app
-from harness.annotate.store import RankingStore
-from harness.dataset import load_dataset
+from harness.construct.annotate.app import create_app
+from harness.construct.annotate.store import RankingStore
+from harness.core.dataset import load_dataset
 from tests.reliability.conftest import write_dataset
 
 ODD_IDS = {"c0_0": "a#1", "c0_1": "b?2", "c0_2": "c%2F3", "c0_3": "d/4 e"}

@@ -16,9 +16,9 @@ from aiohttp.test_utils import TestClient, TestServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.annotate.store import RankingStore
-from harness.annotate.study import Study, create_study_app
-from harness.dataset import load_dataset
+from harness.construct.annotate.store import RankingStore
+from harness.construct.annotate.study import Study, create_study_app
+from harness.core.dataset import load_dataset
 from tests.conftest import write_tiny_dataset
 
 

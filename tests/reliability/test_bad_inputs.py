@@ -17,7 +17,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from harness.cli import app
+from harness.cli.main import app
 from tests.reliability.conftest import write_dataset
 
 BAD = Path(__file__).parent / "bad_inputs"

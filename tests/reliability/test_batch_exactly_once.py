@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.cache import ResponseCache
-from harness.config import load_experiments
-from harness.runner import RunResult
-from harness.testing.fake_api import FakeServer
+from harness.calls.cache import ResponseCache
+from harness.config.experiment import load_experiments
+from harness.fake_api import FakeServer
+from harness.runs.runner import RunResult
 from tests.conftest import run_experiment
 from tests.reliability.conftest import (
     MakeDataset,

@@ -13,11 +13,11 @@ import diskcache
 import pytest
 from typer.testing import CliRunner
 
-from harness.cache import ResponseCache
-from harness.cli import app
-from harness.config import load_experiments
-from harness.runner import Runner
-from harness.testing.fake_api import FakeServer
+from harness.calls.cache import ResponseCache
+from harness.cli.main import app
+from harness.config.experiment import load_experiments
+from harness.fake_api import FakeServer
+from harness.runs.runner import Runner
 from tests.reliability.conftest import MakeDataset, fast_settings, write_experiment
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.cache import ResponseCache
-from harness.config import ExperimentConfig, provider_config
-from harness.runner import Runner
-from harness.testing.fake_api import FakeServer
+from harness.calls.cache import ResponseCache
+from harness.config.experiment import ExperimentConfig, provider_config
+from harness.fake_api import FakeServer
+from harness.runs.runner import Runner
 from tests.conftest import run_experiment
 from tests.reliability.conftest import (
     MakeDataset,
@@ -30,7 +30,7 @@ from tests.reliability.conftest import (
 
 HOLDER = """
 import os, sys, time
-from harness.cache import ResponseCache
+from harness.calls.cache import ResponseCache
 cache = ResponseCache(sys.argv[1])
 key, hold_s, then, go = sys.argv[2], float(sys.argv[3]), sys.argv[4], sys.argv[5]
 assert cache.claim(key)

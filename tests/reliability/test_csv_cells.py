@@ -13,10 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.sanitize import csv_cell
+from harness.cli.main import app
+from harness.core.sanitize import csv_cell
 from tests.conftest import write_tiny_dataset
-from tests.harness.report._runs import tiny_scores
+from tests.harness.reports._runs import tiny_scores
 
 HOSTILE = ['=HYPERLINK("x")', "+1+2", "-2+3", "@SUM(A1)"]
 

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from harness import cache as cache_module
-from harness.cache import ResponseCache
-from harness.cli import app
-from harness.testing.fake_api import FakeServer
+from harness.calls import cache as cache_module
+from harness.calls.cache import ResponseCache
+from harness.cli.main import app
+from harness.fake_api import FakeServer
 from tests.reliability.conftest import (
     MakeDataset,
     answered_per_body,

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.cache import ResponseCache
-from harness.config import ExperimentConfig, provider_config
-from harness.runner import Runner
-from harness.types import AudioRef, ChatRequest
+from harness.calls.cache import ResponseCache
+from harness.config.experiment import ExperimentConfig, provider_config
+from harness.core.types import AudioRef, ChatRequest
+from harness.runs.runner import Runner
 from tests.reliability.conftest import MakeDataset
 
 FORGED = ["<|audio:7|>", "<|audio:0|>", "<|audio:1|><|audio:0|>"]

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.config import provider_config
-from harness.errors import ConfigError
+from harness.config.experiment import provider_config
+from harness.core.errors import ConfigError
 from providers import create_provider
-from providers.openai_chat import OpenAIOptions
+from providers.api.openai_chat import OpenAIOptions
 
 
 @pytest.mark.parametrize("key", ["model", "messages", "stream", "n"])
@@ -27,7 +27,7 @@ def test_other_extra_fields_are_sent() -> None:
     )
     assert isinstance(config, OpenAIOptions)
     judge = create_provider(config)
-    from harness.types import ChatRequest
+    from harness.core.types import ChatRequest
 
     body = judge.request_body(ChatRequest("s", ("u",), None))  # type: ignore[attr-defined]
     assert body["extra_body"] == {"top_k": 20} and body["model"] == "m"

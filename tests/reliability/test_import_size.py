@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.dataset import load_dataset
-from harness.importers.musicrs import import_musicrs
+from harness.core.dataset import load_dataset
+from harness.interop.musicrs import import_musicrs
 
 N = 100_000
 

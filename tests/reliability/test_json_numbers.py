@@ -16,9 +16,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from harness.cache import ResponseCache
-from harness.cli import app
-from harness.sanitize import dumps_json
+from harness.calls.cache import ResponseCache
+from harness.cli.main import app
+from harness.core.sanitize import dumps_json
 from tests.reliability.conftest import MakeDataset
 
 

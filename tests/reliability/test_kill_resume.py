@@ -15,9 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-from harness.cache import ResponseCache
-from harness.config import load_experiments
-from harness.testing.fake_api import FakeServer
+from harness.calls.cache import ResponseCache
+from harness.config.experiment import load_experiments
+from harness.fake_api import FakeServer
 from tests.conftest import run_experiment
 from tests.reliability.conftest import (
     MakeDataset,

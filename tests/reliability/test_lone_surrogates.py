@@ -12,9 +12,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from harness.cache import ResponseCache
-from harness.cli import app
-from harness.testing.fake_api import FakeServer
+from harness.calls.cache import ResponseCache
+from harness.cli.main import app
+from harness.fake_api import FakeServer
 from tests.reliability.conftest import FAST, MakeDataset, fast_settings, read_jsonl
 
 PROVIDERS = {

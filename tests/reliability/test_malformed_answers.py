@@ -13,11 +13,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from harness.cache import ResponseCache
-from harness.cli import app
-from harness.config import load_experiments
-from harness.runner import RunResult
-from harness.testing.fake_api import MALFORMED_KINDS, FakeServer
+from harness.calls.cache import ResponseCache
+from harness.cli.main import app
+from harness.config.experiment import load_experiments
+from harness.fake_api import MALFORMED_KINDS, FakeServer
+from harness.runs.runner import RunResult
 from tests.conftest import run_experiment
 from tests.reliability.conftest import (
     FAST,

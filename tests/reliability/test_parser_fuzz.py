@@ -2,7 +2,7 @@
 accepts a score outside [0, 10] (or NaN/Infinity).
 
 Parsers are found, not listed: the `parse` of every registered prompt variant (with as many
-candidates as its mode implies) and every `parse_*` function of `harness.prompting.parsing`.
+candidates as its mode implies) and every `parse_*` function of `harness.calls.prompting.parsing`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import harness.prompting.parsing
-from harness.prompting.parsing import ParsedAnswer, ParseError
-from harness.prompting.variants import VARIANTS
+import harness.calls.prompting.parsing
+from harness.calls.prompting.parsing import ParsedAnswer, ParseError
+from harness.calls.prompting.variants import VARIANTS
 
 TwoArgParser = Callable[[str, list[str]], ParsedAnswer]
 
@@ -141,9 +141,11 @@ def _two_arg_parsers() -> list[tuple[str, TwoArgParser, int]]:
 def _module_parsers(n_params: int) -> list[tuple[str, Any]]:
     return [
         (name, function)
-        for name, function in inspect.getmembers(harness.prompting.parsing, inspect.isfunction)
+        for name, function in inspect.getmembers(
+            harness.calls.prompting.parsing, inspect.isfunction
+        )
         if name.startswith("parse_")
-        and function.__module__ == harness.prompting.parsing.__name__
+        and function.__module__ == harness.calls.prompting.parsing.__name__
         and len(inspect.signature(function).parameters) == n_params
     ]
 
@@ -219,6 +221,6 @@ def test_value_parsers_raise_only_parse_errors(parser: Callable[[str], Any], tex
     ],
 )
 def test_pointwise_rejects_known_bad_scores(text: str) -> None:
-    answer = harness.prompting.parsing.parse_pointwise(text, ["c"])
+    answer = harness.calls.prompting.parsing.parse_pointwise(text, ["c"])
     assert answer.scores == {"c": None}
     assert answer.error

@@ -1,5 +1,5 @@
 """Paths that come from data stay inside their folder (issue 27, class 2): a clip's audio, an
-item's context audio, a thread's name in an importer's input. One check (`harness.paths`) is
+item's context audio, a thread's name in an importer's input. One check (`harness.core.paths`) is
 used wherever such a path is opened, served or written."""
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from harness.annotate.export import export_annotations
-from harness.annotate.store import RankingStore
-from harness.cli import app
+from harness.cli.main import app
+from harness.construct.annotate.export import export_annotations
+from harness.construct.annotate.store import RankingStore
 from harness.construct.stage4 import run_stage4
-from harness.dataset import load_dataset
-from harness.errors import DatasetError, HarnessError
-from harness.importers.musicrs import import_musicrs
-from harness.paths import UnsafePath, contained, inside
+from harness.core.dataset import load_dataset
+from harness.core.errors import DatasetError, HarnessError
+from harness.core.paths import UnsafePath, contained, inside
+from harness.interop.musicrs import import_musicrs
 from tests.conftest import write_tiny_dataset
 
 ESCAPES = ["../outside.txt", "/etc/passwd", "audio/../../outside.txt", "..\\outside.txt", "C:x"]
@@ -58,7 +58,7 @@ def test_d14_context_audio_leaving_the_dataset_folder_is_refused(tmp_path: Path)
 def test_d14_report_embed_audio_never_embeds_a_file_outside_the_dataset(
     tmp_path: Path,
 ) -> None:
-    from harness.testing.fake_api import FakeServer
+    from harness.fake_api import FakeServer
     from tests.reliability.conftest import fast_settings, write_dataset, write_experiment
 
     dataset = write_dataset(tmp_path / "data", 2)

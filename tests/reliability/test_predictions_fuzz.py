@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.dataset import load_dataset
-from harness.errors import DatasetError
-from harness.predictions import read_predictions
+from harness.cli.main import app
+from harness.core.dataset import load_dataset
+from harness.core.errors import DatasetError
+from harness.core.predictions import read_predictions
 from harness.scoring.evaluation import evaluate_predictions
 from tests.conftest import write_tiny_dataset
 

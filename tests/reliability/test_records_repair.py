@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from harness.cache import ResponseCache
-from harness.config import ExperimentConfig, provider_config
-from harness.records import read_records, scan_partial
-from harness.runner import Runner
+from harness.calls.cache import ResponseCache
+from harness.config.experiment import ExperimentConfig, provider_config
+from harness.core.records import read_records, scan_partial
+from harness.runs.runner import Runner
 from tests.conftest import run_experiment
 from tests.reliability.conftest import MakeDataset
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from harness.cli import app
+from harness.cli.main import app
 from tests.harness.protocols.test_refine import write_refine_dataset
 from tests.reliability.conftest import read_jsonl
 

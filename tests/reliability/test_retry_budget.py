@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cache import ResponseCache
-from harness.config import load_experiments
-from harness.testing.fake_api import FakeServer
+from harness.calls.cache import ResponseCache
+from harness.config.experiment import load_experiments
+from harness.fake_api import FakeServer
 from tests.conftest import run_experiment
 from tests.reliability.conftest import MakeDataset, fast_settings, read_jsonl, write_experiment
 

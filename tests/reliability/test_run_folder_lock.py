@@ -9,7 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from harness.testing.fake_api import FakeServer
+from harness.fake_api import FakeServer
 from tests.reliability.conftest import (
     MakeDataset,
     fast_settings,

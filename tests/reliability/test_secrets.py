@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.secrets import REDACTED, scrub
-from harness.testing.fake_api import FakeServer
+from harness.core.secrets import REDACTED, scrub
+from harness.fake_api import FakeServer
 from tests.reliability.conftest import FAST, MakeDataset, fast_settings, harness_command, read_jsonl
 
 # Distinctive keys, one not shaped like any known key format (caught only because it is in
@@ -284,7 +284,7 @@ def test_credentials_in_a_base_url_appear_nowhere(
 
 
 def test_scrub_redacts_credentials_in_urls_and_registered_values() -> None:
-    from harness.secrets import register
+    from harness.core.secrets import register
 
     register("a-registered-secret-value")
     text = (
@@ -302,7 +302,7 @@ def test_a_scan_of_the_environment_taken_once_still_scrubs_later_registered_keys
 ) -> None:
     """A run scans the environment once (`env_secrets`) and scrubs every answer with it; a key
     a provider registers afterwards (read on its first call) is scrubbed as well."""
-    from harness.secrets import env_secrets, register, scrub_value
+    from harness.core.secrets import env_secrets, register, scrub_value
 
     monkeypatch.setenv("SNAPSHOT_API_KEY", "snap-shot-secret-1")
     named = env_secrets()

@@ -15,8 +15,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.testing.fake_api import FakeServer
+from harness.cli.main import app
+from harness.fake_api import FakeServer
 from tests.reliability.conftest import FAST, MakeDataset, fast_settings
 
 URL_KEY = "urlpass-4d8e19bb27c6"
@@ -151,7 +151,7 @@ def test_d24_gemini_never_sends_its_key_to_another_origin_on_a_redirect(
 ) -> None:
     """D24: the Gemini provider's aiohttp transport followed a 307 to another origin with
     `x-goog-api-key` (the openai SDK drops Authorization on such a redirect)."""
-    from harness.types import ChatRequest, ProviderError
+    from harness.core.types import ChatRequest, ProviderError
     from providers import create_provider, provider_options
 
     key = "gemini-redirect-secret-6a1f"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.testing.fake_api import FakeServer
+from harness.fake_api import FakeServer
 from tests.reliability.conftest import (
     MakeDataset,
     answered_per_body,

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.prompting import sandbox
-from harness.prompting.prompts import TemplateError, render
+from harness.calls.prompting import sandbox
+from harness.calls.prompting.templates import TemplateError, render
 
 BIG = "{% set big = 'x' * 100000 %}"
 

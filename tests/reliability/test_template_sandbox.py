@@ -10,8 +10,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.prompting.prompts import ClipView, TemplateError, render, template_hash
+from harness.calls.prompting.templates import ClipView, TemplateError, render, template_hash
+from harness.cli.main import app
 from tests.reliability.conftest import MakeDataset
 
 SECRET = "TOP-SECRET-CONTENT-4711"

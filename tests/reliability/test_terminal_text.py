@@ -2,7 +2,7 @@
 quoting a dataset) reaches the terminal as text: rich markup in it (`[/bold]`) prints literally
 instead of raising MarkupError after the files are written, and control characters (ESC
 starting colour, cursor and title sequences; BEL; CR) are shown escaped, never acted on. One
-helper, `harness.sanitize.terminal_text`, is what every print of data goes through."""
+helper, `harness.core.sanitize.terminal_text`, is what every print of data goes through."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from rich.console import Console
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.sanitize import terminal_text
+from harness.cli.main import app
+from harness.core.sanitize import terminal_text
 from tests.conftest import write_tiny_dataset
-from tests.harness.report._runs import pointwise_records, tiny_scores, write_run
+from tests.harness.reports._runs import pointwise_records, tiny_scores, write_run
 
 MARKUP = "[/bold]"
 ESC = "\x1b]0;owned\x07\x1b[2J"

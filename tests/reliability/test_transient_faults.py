@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.cache import ResponseCache
-from harness.config import load_experiments
-from harness.runner import RunResult
-from harness.testing.fake_api import FakeServer
+from harness.calls.cache import ResponseCache
+from harness.config.experiment import load_experiments
+from harness.fake_api import FakeServer
+from harness.runs.runner import RunResult
 from tests.conftest import run_experiment
 from tests.reliability.conftest import (
     TRANSIENT,

@@ -12,16 +12,16 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from harness.batch.ledger import BatchLedger
-from harness.cache import ResponseCache
-from harness.cli import app
-from harness.errors import HarnessError
-from harness.testing.fake_api import FakeServer
-from harness.testing.fake_api import openai_batches as fake_batches
-from harness.testing.fake_api.openai import chat_completion
+from harness.calls.batch_ledger import BatchLedger
+from harness.calls.cache import ResponseCache
+from harness.cli.main import app
+from harness.core.errors import HarnessError
+from harness.fake_api import FakeServer
+from harness.fake_api import openai_batches as fake_batches
+from harness.fake_api.openai import chat_completion
 from providers import create_provider, provider_options
+from providers.api.openai_batch import OpenAIBatchApi
 from providers.batch import BatchResults
-from providers.openai_batch import OpenAIBatchApi
 from tests.reliability.conftest import fast_settings, read_jsonl, write_dataset
 
 BATCH = {"batch": True, "batch_poll_s": 0.02, "batch_collect_s": 0.05}

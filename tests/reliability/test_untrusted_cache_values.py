@@ -15,11 +15,11 @@ import diskcache
 import pytest
 from typer.testing import CliRunner
 
-from harness.cache import ResponseCache
-from harness.cli import app
-from harness.config import load_experiments
-from harness.runner import Runner
-from harness.testing.fake_api import FakeServer
+from harness.calls.cache import ResponseCache
+from harness.cli.main import app
+from harness.config.experiment import load_experiments
+from harness.fake_api import FakeServer
+from harness.runs.runner import Runner
 from tests.reliability.conftest import MakeDataset, fast_settings, write_experiment
 
 WRONG_SHAPES: dict[str, Any] = {
@@ -138,7 +138,7 @@ def test_d2_a_recursive_pickle_is_a_damaged_entry(tmp_path: Path) -> None:
 def test_a_damaged_claims_database_says_to_remove_only_claims(tmp_path: Path) -> None:
     """Also noticed in issue 27: a damaged `claims/` database told the user to move the whole
     cache (every paid answer) aside; it holds no answers, so only it is to be removed."""
-    from harness.errors import StorageError
+    from harness.core.errors import StorageError
 
     ResponseCache(tmp_path / "cache").close()
     (tmp_path / "cache" / "claims" / "cache.db").write_bytes(b"\x00not a database\xff" * 512)

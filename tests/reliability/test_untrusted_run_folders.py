@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.errors import HarnessError
-from harness.report.loading import load_run
-from harness.report.server import LiveReport
-from harness.testing.fake_api import FakeServer
+from harness.cli.main import app
+from harness.core.errors import HarnessError
+from harness.fake_api import FakeServer
+from harness.reports.loading import load_run
+from harness.reports.server import LiveReport
 from tests.reliability.conftest import fast_settings, write_experiment
 
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
@@ -141,9 +141,9 @@ def test_d6_a_damaged_run_json_is_one_line_not_a_traceback(
 def test_d7_the_api_load_run_reads_a_damaged_config_yaml_as_one_error(
     finished_run: tuple[Path, Path, Path], tmp_path: Path
 ) -> None:
-    """D7: `harness.api.load_run` (the DataFrame of a run) used plain yaml.safe_load."""
+    """D7: `harness.runs.api.load_run` (the DataFrame of a run) used plain yaml.safe_load."""
     pytest.importorskip("pandas")
-    from harness import api
+    from harness.runs import api
 
     finished, _, _ = finished_run
     run = _copy(finished, tmp_path)

@@ -13,8 +13,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.testing.fake_api import FakeServer
+from harness.cli.main import app
+from harness.fake_api import FakeServer
 from tests.reliability.conftest import FAST, MakeDataset, fast_settings
 
 

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.report.server import LiveReport, serve
+from harness.cli.main import app
+from harness.reports.server import LiveReport, serve
 from tests.conftest import write_tiny_dataset
-from tests.harness.report._runs import pointwise_records, tiny_scores, write_run
+from tests.harness.reports._runs import pointwise_records, tiny_scores, write_run
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import ConfigError
-from harness.yaml_files import MAX_VALUES, load_yaml
+from harness.core.errors import ConfigError
+from harness.core.yaml_files import MAX_VALUES, load_yaml
 
 
 def _bomb(levels: int) -> str:

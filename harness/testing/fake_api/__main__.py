@@ -1,3 +1,6 @@
-from harness.testing.fake_api.server import main
+import sys
 
+from harness.fake_api import main
+
+print("note: harness.testing.fake_api is now harness.fake_api", file=sys.stderr)
 main()

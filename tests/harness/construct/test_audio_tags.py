@@ -13,8 +13,8 @@ import soundfile
 
 from harness.construct.audio_tags import AudioVocalsConfig, captions_from_tags, vocals_by_audio
 from harness.construct.stage1 import Stage1Config, SuitabilityFilter, filter_clips, read_musiccaps
-from harness.musicnn import MusicnnWeightsError, locate
-from harness.musicnn.vocals import VocalEvidence
+from providers.scorers.musicnn import MusicnnWeightsError, locate
+from providers.scorers.musicnn.vocals import VocalEvidence
 
 REPO = Path(__file__).resolve().parents[3]
 REALDATA = Path(os.environ.get("BGM_JUDGE_REALDATA", REPO.parent / "shared" / "realdata"))

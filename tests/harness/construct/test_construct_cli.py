@@ -9,10 +9,10 @@ import soundfile
 import yaml
 from typer.testing import CliRunner
 
-from harness.cli import app
+from harness.cli.main import app
 from harness.construct.config import load_build_config
 from harness.construct.stage1 import MUSICCAPS_COLUMNS
-from harness.dataset import load_dataset
+from harness.core.dataset import load_dataset
 
 CLIPS = {
     "pianoA": (["solo piano", "calm", "no voices"], "A calm solo piano piece, slow and gentle."),

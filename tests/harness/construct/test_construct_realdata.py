@@ -15,7 +15,7 @@ import pytest
 from harness.construct.stage1 import run_stage1
 from harness.construct.stage2 import Stage2Config, run_stage2
 from harness.construct.stage3 import Stage3Config, run_stage3
-from harness.dataset import load_dataset
+from harness.core.dataset import load_dataset
 
 REPO = Path(__file__).resolve().parents[3]
 REALDATA = Path(os.environ.get("BGM_JUDGE_REALDATA", REPO.parent / "shared" / "realdata"))

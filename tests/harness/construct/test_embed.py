@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from harness.construct.embed import EmbedderConfig, embed_texts
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 
 
 def fake_vector(text: str, dims: int = 6) -> list[float]:

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.config import ExperimentConfig
+from harness.cli.main import app
+from harness.config.experiment import ExperimentConfig
 from harness.construct.refine_set import RECORDING, RefineSetConfig, build_items, run_refine_set
 from harness.construct.stage1 import MUSICCAPS_COLUMNS, read_musiccaps
-from harness.dataset import load_dataset
-from harness.errors import HarnessError
+from harness.core.dataset import load_dataset
+from harness.core.errors import HarnessError
 from tests.conftest import run_config
 
 REPO = Path(__file__).resolve().parents[3]

@@ -14,7 +14,7 @@ from harness.construct.stage1 import (
     read_musiccaps,
     run_stage1,
 )
-from harness.errors import DatasetError
+from harness.core.errors import DatasetError
 
 
 def write_musiccaps(path: Path, rows: list[tuple[str, list[str], str]]) -> Path:

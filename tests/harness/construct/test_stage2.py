@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from harness.config import provider_config
+from harness.config.experiment import provider_config
 from harness.construct.captions import caption_dialogues
 from harness.construct.stage2 import (
     Stage2Config,
@@ -18,8 +18,8 @@ from harness.construct.stage2 import (
     run_stage2,
     seeded_sample,
 )
-from harness.errors import DatasetError, HarnessError
-from harness.types import ProviderConfig
+from harness.core.errors import DatasetError, HarnessError
+from harness.core.types import ProviderConfig
 
 LONG = " __eou__ ".join(f"Turn number {i} says a few more words here ." for i in range(14))
 TEXT = [
@@ -146,11 +146,11 @@ def test_run_stage2_captions_through_the_cache(tmp_path: Path) -> None:
 
 def test_captions_share_the_summariser_cache(tmp_path: Path) -> None:
     """A dialogue captioned in stage 2 is not summarised again by an experiment."""
-    from harness.cache import ResponseCache
-    from harness.config import ExperimentConfig
-    from harness.dataset import Item
+    from harness.calls.cache import ResponseCache
+    from harness.config.experiment import ExperimentConfig
+    from harness.core.dataset import Item
     from harness.protocols.summaries import summarize
-    from harness.runner import Runner
+    from harness.runs.runner import Runner
 
     dialogue = {
         "id": "dd1",

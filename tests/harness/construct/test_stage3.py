@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from harness.construct.stage3 import Stage3Config, pick_candidates, pool_size, run_stage3
-from harness.dataset import load_dataset
-from harness.errors import HarnessError
+from harness.core.dataset import load_dataset
+from harness.core.errors import HarnessError
 
 Inputs = tuple[Path, Path, Path]
 

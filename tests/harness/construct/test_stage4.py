@@ -15,8 +15,8 @@ from harness.construct.stage4 import (
     kendall_w,
     run_stage4,
 )
-from harness.dataset import load_dataset
-from harness.errors import HarnessError
+from harness.core.dataset import load_dataset
+from harness.core.errors import HarnessError
 
 CANDS = ["a", "b", "c", "d"]
 

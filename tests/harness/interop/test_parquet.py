@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 import harness
-from harness.cli import app
-from harness.errors import HarnessError
-from harness.records import read_records
+from harness.cli.main import app
+from harness.core.errors import HarnessError
+from harness.core.records import read_records
 from tests.conftest import run_pool as run
 from tests.conftest import write_pool_dataset
 

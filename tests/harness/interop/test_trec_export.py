@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.config import ExperimentConfig
+from harness.cli.main import app
+from harness.config.experiment import ExperimentConfig
 from tests.conftest import run_config, write_pool_dataset
 
 REPO = Path(__file__).resolve().parents[3]
@@ -130,7 +130,7 @@ def test_ranx_reads_the_exported_files(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(not RELEASE.is_file(), reason=f"MusiCRS release not found at {RELEASE}")
 def test_the_musicrs_popularity_run_through_trec_eval_and_ranx(tmp_path: Path) -> None:
-    from harness.importers.musicrs import import_musicrs
+    from harness.interop.musicrs import import_musicrs
 
     import_musicrs(RELEASE, tmp_path / "musicrs")
     run_dir = popularity_run(tmp_path, tmp_path / "musicrs")

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.cache import ResponseCache
+from harness.calls.cache import ResponseCache
+from harness.core.types import ChatRequest
 from harness.protocols.call_window import run_in_window
 from harness.protocols.plans import Call
-from harness.types import ChatRequest
 
 
 def calls(n: int) -> list[Call]:

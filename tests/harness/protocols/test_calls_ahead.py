@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from harness import workers
-from harness.cache import ResponseCache
-from harness.config import ExperimentConfig, provider_config
-from harness.errors import HarnessError
+from harness.calls.cache import ResponseCache
+from harness.config.experiment import ExperimentConfig, provider_config
+from harness.core import workers
+from harness.core.errors import HarnessError
 from harness.protocols import calls_ahead
 from harness.protocols.calls_ahead import CallsAhead
 from harness.protocols.plans import Call
-from harness.runner import Runner, RunResult
+from harness.runs.runner import Runner, RunResult
 from tests.conftest import write_tiny_dataset
 
 pytestmark = pytest.mark.skipif(
@@ -155,7 +155,7 @@ def test_the_worker_is_gone_after_the_run(
 def test_a_call_crosses_the_pipe_unchanged(dataset: Path, tmp_path: Path) -> None:
     import pickle
 
-    from harness.types import AudioRef, ChatRequest
+    from harness.core.types import AudioRef, ChatRequest
 
     config = ExperimentConfig(name="t", dataset=dataset, provider=provider_config(name="mock"))
     cache = ResponseCache(tmp_path / "cache")

@@ -13,13 +13,13 @@ import pytest
 from rouge_score import rouge_scorer
 from sacrebleu.metrics.bleu import BLEU
 
-from harness.config import ExperimentConfig, load_experiments
-from harness.dataset import Clip, Item
-from harness.errors import ConfigError, HarnessError
-from harness.prompting.parsing import parse_description
-from harness.records import Record
+from harness.calls.prompting.parsing import parse_description
+from harness.config.experiment import ExperimentConfig, load_experiments
+from harness.core.dataset import Clip, Item
+from harness.core.errors import ConfigError, HarnessError
+from harness.core.records import Record
+from harness.fake_api import FakeServer
 from harness.scoring.description_metrics import NAMES, description_metrics
-from harness.testing.fake_api import FakeServer
 from tests.conftest import run_config, write_tiny_dataset
 
 pytestmark = [
@@ -189,7 +189,7 @@ def test_the_sample_experiment_through_both_sdks(
     tmp_path: Path, server: FakeServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """experiments/describe_sample.yaml on the bundled sample set, against the fake API."""
-    from harness.cache import ResponseCache
+    from harness.calls.cache import ResponseCache
     from tests.conftest import run_experiment
 
     root = Path(__file__).resolve().parents[3]

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-import harness.prompting.prompts as prompts
-from harness.config import ExperimentConfig, Inputs, provider_config
+import harness.calls.prompting.templates as prompts
+from harness.config.experiment import ExperimentConfig, Inputs, provider_config
 from providers.mock import MockJudge
 from tests.conftest import run_config, write_tiny_dataset
 

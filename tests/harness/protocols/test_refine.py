@@ -13,17 +13,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.cache import ResponseCache
-from harness.config import ExperimentConfig, RefineOptions, load_experiments
-from harness.dataset import Clip, Item
-from harness.dry_run import estimate_run
-from harness.errors import ConfigError, HarnessError
+from harness.calls.cache import ResponseCache
+from harness.config.experiment import ExperimentConfig, RefineOptions, load_experiments
+from harness.core.dataset import Clip, Item
+from harness.core.errors import ConfigError, HarnessError
+from harness.core.records import Record
+from harness.fake_api import FakeServer
 from harness.protocols.feedback import SATISFIED, aspect_feedback
 from harness.protocols.refine import top_pick
-from harness.records import Record
-from harness.runner import Runner
+from harness.runs.dry_run import estimate_run
+from harness.runs.runner import Runner
 from harness.scoring.evaluation import evaluate_records
-from harness.testing.fake_api import FakeServer
 from tests.conftest import run_config
 
 pytestmark = [
@@ -354,7 +354,7 @@ def test_the_dry_run_counts_both_turns_and_the_users_requests(
 
 
 def test_a_turn_one_without_scores_leaves_turn_two_unasked(tmp_path: Path, pool: Path) -> None:
-    from harness.testing.fake_api import FakeSettings
+    from harness.fake_api import FakeSettings
 
     with FakeServer(FakeSettings(answer="wrong_keys")) as server:
         block = api("gemini", server) | {"reask": 0}
@@ -378,7 +378,7 @@ def test_the_musiccaps_experiment_file_loads_with_its_judges_uncommented(tmp_pat
 
 
 def test_a_sweeps_comparison_has_the_turns(tmp_path: Path, pool: Path) -> None:
-    from harness.experiment import run_all
+    from harness.runs.experiment import run_all
 
     path = tmp_path / "sweep.yaml"
     path.write_text(
@@ -401,7 +401,7 @@ def test_a_sweeps_comparison_has_the_turns(tmp_path: Path, pool: Path) -> None:
 def test_an_unusable_reply_is_counted_as_unparsable_not_as_a_failed_call(
     tmp_path: Path, pool: Path
 ) -> None:
-    from harness.testing.fake_api import FakeSettings
+    from harness.fake_api import FakeSettings
 
     with (
         FakeServer(FakeSettings()) as judge_server,

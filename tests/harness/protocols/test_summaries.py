@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from harness.cache import ResponseCache
-from harness.config import ExperimentConfig, Inputs, provider_config
-from harness.errors import DatasetError
+from harness.calls.cache import ResponseCache
+from harness.config.experiment import ExperimentConfig, Inputs, provider_config
+from harness.core.errors import DatasetError
+from harness.core.records import read_records
 from harness.protocols.summaries import SUMMARY_SCHEMA
-from harness.records import read_records
-from harness.runner import Runner, RunResult
+from harness.runs.runner import Runner, RunResult
 from providers.mock import MockJudge
 
 SUMMARY = (

@@ -10,9 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.dataset import load_dataset
-from harness.predictions import read_predictions, scores_from_ranking
+from harness.cli.main import app
+from harness.core.dataset import load_dataset
+from harness.core.predictions import read_predictions, scores_from_ranking
 from harness.scoring.evaluation import evaluate_predictions, mean_scores
 from harness.scoring.metrics import ScoreMatrix, aggregate, build_matrix
 from tests.conftest import write_pool_dataset

@@ -20,8 +20,8 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.dataset import load_dataset
-from harness.predictions import read_predictions
+from harness.core.dataset import load_dataset
+from harness.core.predictions import read_predictions
 from harness.scoring.evaluation import evaluate_predictions
 
 GOLDEN = Path(__file__).parent / "data" / "golden_metrics"

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from harness.dataset import Item, load_dataset
+from harness.core.dataset import Item, load_dataset
 from harness.scoring.human_ceiling import HUMAN_ROW, human_ceiling
 
 
@@ -101,7 +101,7 @@ def test_a_run_report_and_a_sweep_comparison_show_the_human_row(
 ) -> None:
     from typer.testing import CliRunner
 
-    from harness.cli import app
+    from harness.cli.main import app
 
     rows = [json.loads(line) for line in (tiny_dataset / "items.jsonl").open()]
     for row in rows:

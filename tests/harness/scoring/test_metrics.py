@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from scipy.stats import kendalltau
 from sklearn.metrics import ndcg_score
 
-from harness.dataset import Item, Turn
-from harness.errors import HarnessError
+from harness.core.dataset import Item, Turn
+from harness.core.errors import HarnessError
 from harness.scoring import metrics as metrics_module
 from harness.scoring.metrics import ScoreMatrix, aggregate, build_matrix, per_item_metrics
 

@@ -19,7 +19,7 @@ from harness.scoring.tau_b import counts_by_level, one_top_counts, pair_counts
 
 def test_importing_the_cli_and_the_runner_does_not_import_scipy() -> None:
     code = (
-        "import sys, harness.cli, harness.runner, harness.scoring.ranking; "
+        "import sys, harness.cli.main, harness.runs.runner, harness.scoring.ranking; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -68,7 +68,7 @@ def test_evaluating_single_gold_items_does_not_import_scipy() -> None:
     """`harness evaluate` on a pool never pays scipy's import (the hypergeometric term of
     several gold is a plain product)."""
     code = (
-        "import sys; from harness.dataset import Item; "
+        "import sys; from harness.core.dataset import Item; "
         "from harness.scoring.evaluation import evaluate_predictions; "
         "items = [Item(id=f'q{i}', query='calm', candidates=('a', 'b', 'c'), relevant=('b',)) "
         "for i in range(20)]; "

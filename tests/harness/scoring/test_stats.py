@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.stats import kendalltau
 
-from harness.dataset import Item
-from harness.records import Record
+from harness.core.dataset import Item
+from harness.core.records import Record
 from harness.scoring.stats import (
     agreement_matrix,
     paired_difference,

@@ -15,10 +15,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.config import ExperimentConfig
-from harness.records import read_records
-from harness.report.loading import RunData
+from harness.cli.main import app
+from harness.config.experiment import ExperimentConfig
+from harness.core.records import read_records
+from harness.reports.loading import RunData
 from harness.scoring.evaluation import evaluate_records
 from harness.scoring.stored import INPUTS, stored_metrics, with_stored_intervals
 from tests.conftest import load_runs, run_config, run_pool, write_pool_dataset

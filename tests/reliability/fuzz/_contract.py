@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 
 T = TypeVar("T")
 

@@ -11,9 +11,9 @@ from aiohttp.test_utils import TestClient, TestServer
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.annotate.app import create_app
-from harness.annotate.store import RankingStore
-from harness.dataset import load_dataset
+from harness.construct.annotate.app import create_app
+from harness.construct.annotate.store import RankingStore
+from harness.core.dataset import load_dataset
 from tests.conftest import write_tiny_dataset
 from tests.reliability.fuzz._contract import SETTINGS, json_values
 

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from providers import create_provider, provider_options
+from providers.api.openai_batch import OpenAIBatchApi
 from providers.batch import BatchResults
-from providers.openai_batch import OpenAIBatchApi
 from tests.reliability.fuzz._contract import SETTINGS, json_values, within_contract
 
 KEYS = ["custom_id", "response", "error", "status_code", "body", "choices", "message",

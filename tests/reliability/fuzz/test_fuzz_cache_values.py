@@ -13,11 +13,11 @@ import diskcache
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.answering import Asked
-from harness.cache import ResponseCache
-from harness.cache_values import well_formed
-from harness.pricing import Cost, Price, Usage
-from harness.records import Record
+from harness.calls.answerer import Asked
+from harness.calls.cache import ResponseCache
+from harness.calls.cache_entries import well_formed
+from harness.calls.pricing import Cost, Price, Usage
+from harness.core.records import Record
 from tests.reliability.fuzz._contract import SETTINGS, json_values, within_contract
 
 KEYS = ["text", "input_tokens", "output_tokens", "extra", "latency_s", "scores", "vector",

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.dataset import load_dataset
+from harness.core.dataset import load_dataset
 from tests.reliability.fuzz._contract import SETTINGS, json_lines, within_contract
 
 ITEM_KEYS = ["id", "dialogue", "query", "context_audio", "candidates", "human_ranking",

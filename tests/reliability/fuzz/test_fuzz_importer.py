@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.importers.musicrs import import_musicrs
+from harness.interop.musicrs import import_musicrs
 from tests.reliability.fuzz._contract import SETTINGS, json_lines, within_contract
 
 KEYS = ["name", "query", "combined_text", "source_subreddit", "final_candidates",

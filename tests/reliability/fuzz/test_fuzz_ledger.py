@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.batch.ledger import BatchLedger
+from harness.calls.batch_ledger import BatchLedger
 from tests.reliability.fuzz._contract import SETTINGS, json_lines, within_contract
 
 KEYS = ["event", "label", "keys", "api", "id", "at", "answered", "errors"]

@@ -10,8 +10,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.dataset import load_dataset
-from harness.predictions import read_predictions
+from harness.core.dataset import load_dataset
+from harness.core.predictions import read_predictions
 from tests.conftest import write_tiny_dataset
 from tests.reliability.fuzz._contract import SETTINGS, json_lines, within_contract
 

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.records import read_records
+from harness.core.records import read_records
 from tests.reliability.fuzz._contract import SETTINGS, json_lines, json_values, within_contract
 
 KEYS = ["item_id", "candidates", "repeat", "scores", "raw", "error", "parse_error",

@@ -10,7 +10,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.run_files import read_or_empty, read_run_config, read_run_json
+from harness.core.run_files import read_or_empty, read_run_config, read_run_json
 from tests.reliability.fuzz._contract import SETTINGS, json_values, within_contract
 
 CONFIG_KEYS = ["name", "dataset", "limit", "repeats", "missing", "n_bootstrap", "seed",

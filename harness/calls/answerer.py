@@ -1,0 +1,435 @@
+"""The call path of a run: one answer per request key, from the cache, from an identical
+request already in flight (in this process, or in another one sharing the cache), or from
+the provider with bounded concurrency, an optional rate limit, and retries of transient
+failures only (honouring Retry-After). After a failure that every later call would meet
+(a refused key, a wrong model) it stops sending and fails the rest fast."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
+
+from aiolimiter import AsyncLimiter
+from rich.console import Console
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, stop_before_delay
+from tenacity.wait import wait_exponential_jitter
+
+from harness.calls.batch_jobs import BatchCollector
+from harness.calls.batch_ledger import BatchLedger
+from harness.calls.cache import CLAIM_LEASE_S, ResponseCache, cache_key
+from harness.calls.group_commit import GroupCommit
+from harness.calls.prompting.templates import TemplateHashes, render
+from harness.core.errors import StorageError
+from harness.core.sanitize import clean_value
+from harness.core.secrets import env_secrets, scrub, scrub_value
+from harness.core.types import ChatRequest, ProviderConfig, ProviderError, Request, ScoreRequest
+from providers import Provider
+from providers.batch import BatchApi
+
+
+@dataclass
+class RunStats:
+    """What a run counted: its calls and records (the runner) and its model calls, retries
+    and shared answers (the call path)."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    model_calls: int = 0
+    retries: int = 0
+    errors: int = 0
+    parse_failures: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    wall_s: float = 0.0
+    shared_answers: int = 0  # answers another process was already fetching (claims)
+    resumed_records: int = 0  # complete records an interrupted run of this experiment left
+    torn_lines: int = 0  # half-written lines it left (a kill mid-write)
+    cache_repaired: int = 0  # damaged cache entries found, so asked again
+    seeded: int = 0  # answers a seed cache gave (copied into the run's cache); shown if any
+    error_kinds: Counter[str] = field(default_factory=Counter)
+    first_errors: dict[str, str] = field(default_factory=dict)  # kind -> first message
+    batch: dict[str, int] | None = None  # batch mode's counts (`harness.calls.batch_jobs`)
+
+    def failed(self, exc: ProviderError) -> str:
+        """Count a failed call by kind; the text its record carries (`kind: message`)."""
+        message = scrub(str(exc))
+        self.error_kinds[exc.kind] += 1
+        self.first_errors.setdefault(exc.kind, message)
+        return f"{exc.kind}: {message}"
+
+    def to_json(self) -> dict[str, Any]:
+        left_out = {"error_kinds"} | ({"batch"} if self.batch is None else set())
+        left_out |= {"seeded"} if not self.seeded else set()
+        return {
+            **{k: v for k, v in self.__dict__.items() if k not in left_out},
+            "error_kinds": dict(self.error_kinds),
+        }
+
+
+# Permanent failures that every later request of the run would meet as well: after the first
+# one, the run stops sending. Other failures stop it after a streak of calls without an answer.
+RUN_WIDE_KINDS = frozenset({"auth", "permission", "not_found", "load"})
+HALT_AFTER_FAILURES = 10
+_STREAK_HINTS = {
+    "connection": ": is the server running?",
+    "timeout": ": is the server answering within timeout_s?",
+}
+
+
+class _RetryAfterOrBackoff:
+    """Wait what the server asked for (Retry-After), else exponential backoff with jitter."""
+
+    def __init__(self, initial: float, maximum: float) -> None:
+        self._backoff = wait_exponential_jitter(initial=initial, max=maximum, jitter=2 * initial)
+
+    def __call__(self, state: Any) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, ProviderError) and exc.retry_after is not None:
+            return float(exc.retry_after)
+        return float(self._backoff(state))
+
+
+def _is_transient(exc: BaseException) -> bool:
+    return isinstance(exc, ProviderError) and exc.transient
+
+
+class Answerer:
+    def __init__(
+        self, provider: Provider, settings: ProviderConfig, cache: ResponseCache, stats: RunStats
+    ) -> None:
+        self.provider = provider
+        self.settings = settings
+        self.cache = cache
+        self.stats = stats
+        self._semaphore = asyncio.Semaphore(settings.max_concurrency)
+        self._limiter = AsyncLimiter(1, 60.0 / settings.rpm) if settings.rpm else None
+        self._inflight: dict[str, asyncio.Future[tuple[dict[str, Any], bool]]] = {}
+        self._halt_reason: str | None = None  # why no more calls are sent, once they are not
+        self._held: set[str] = set()  # keys whose claims this run holds
+        self._renewer: asyncio.Future[None] | None = None
+        self._failure_streak = 0  # calls in a row that failed, after their retries
+        self.batch: BatchCollector | None = None
+        self.commits = GroupCommit(cache)  # fresh answers, stored a turn of the loop at a time
+        self.template_hash = TemplateHashes()  # once per template and run
+        # The environment's secrets, scanned once per run rather than for every answer
+        # (values registered later, e.g. a key a provider reads on its first call, still count).
+        self._env_secrets = env_secrets()
+
+    @cached_property
+    def identity(self) -> dict[str, Any]:
+        """The provider's identity (part of every key), computed once per run."""
+        return self.provider.identity()
+
+    def use_batches(self, api: BatchApi, ledger: Path, console: Console) -> BatchCollector:
+        """Send the requests the cache does not answer through the provider's batch API,
+        recording its jobs in `ledger` (in the run folder)."""
+        self.batch = BatchCollector(
+            api, BatchLedger(ledger), self.cache, console, self._invoke, self._count_sent
+        )
+        return self.batch
+
+    def _count_sent(self, requests: int) -> None:
+        self.stats.model_calls += requests
+
+    def close(self) -> None:
+        self.commits.flush()  # answers whose callers were cancelled (Ctrl-C) are kept
+        if self._renewer is not None:
+            self._renewer.cancel()
+        if self.batch is not None:
+            self.batch.close()
+            self.stats.batch = self.batch.to_json()
+
+    async def answer(self, key: str, request: Request) -> tuple[dict[str, Any], bool]:
+        """The answer for `key` and whether it came without a model call (from the cache,
+        or from an identical request already in flight in this run). Its text has no lone
+        surrogate (a cache entry of an older harness may hold one): it is keyed, written and
+        printed as UTF-8 further on."""
+        cached = self._cached(key, request)  # no lone surrogate: ResponseCache.get
+        if cached is not None:
+            return cached, True
+        pending = self._inflight.get(key)
+        if pending is not None:
+            answer, _ = await asyncio.shield(pending)
+            return answer, True
+        task = asyncio.ensure_future(self._fetch(key, request))
+        self._inflight[key] = task
+        task.add_done_callback(lambda _: self._fetched(key, task))
+        return await task
+
+    def _fetched(self, key: str, task: asyncio.Future[tuple[dict[str, Any], bool]]) -> None:
+        self._inflight.pop(key, None)
+        if not task.cancelled():
+            # read here: when the run stops, the call that awaited it may be cancelled first,
+            # and asyncio would print the unread failure with its traceback at exit
+            task.exception()
+
+    async def _invoke(self, request: Request) -> dict[str, Any]:
+        """One fresh answer from the provider, retried on transient errors only. The first
+        attempt goes without a retry loop (most calls need none); after a transient failure
+        tenacity takes over, counting that attempt and the time it took."""
+        cfg = self.settings
+        started = time.monotonic()
+        try:
+            try:
+                return await self._attempt(request)
+            except ProviderError as exc:
+                if not exc.transient or cfg.max_attempts <= 1:
+                    raise
+                first = exc
+            return await self._retry(request, first, time.monotonic() - started)
+        except ProviderError as exc:
+            if exc.transient and (exc.retry_after or 0.0) >= cfg.max_retry_time_s:
+                exc.args = (
+                    f"{exc} (asked to wait {exc.retry_after:g} s, more than "
+                    f"max_retry_time_s: {cfg.max_retry_time_s:g})",
+                )
+            self._note_failure(exc)
+            raise
+
+    async def _retry(self, request: Request, first: ProviderError, spent: float) -> dict[str, Any]:
+        """The attempts after a first one that failed with `first`, `spent` seconds ago."""
+        cfg = self.settings
+        # Stop before a wait (Retry-After included) that would end past max_retry_time_s.
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(cfg.max_attempts)
+            | stop_before_delay(cfg.max_retry_time_s - spent),
+            wait=_RetryAfterOrBackoff(cfg.retry_wait_s, cfg.retry_max_wait_s),
+            retry=retry_if_exception(_is_transient),
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                if attempt.retry_state.attempt_number == 1:
+                    raise first  # the attempt already made: its wait and stop apply
+                self.stats.retries += 1
+                return await self._attempt(request)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _attempt(self, request: Request) -> dict[str, Any]:
+        """One attempt: the rate limit, the provider's readiness, a concurrency slot."""
+        cfg = self.settings
+        if self._limiter:
+            await self._limiter.acquire()
+        await self.provider.ready()  # e.g. loading local weights: not timed
+        async with self._semaphore:
+            await self.commits.settled()  # the answers in hand are stored before more is paid
+            if self.commits.failure is not None:  # nothing more is paid for that is not kept
+                raise StorageError(str(self.commits.failure))
+            if self._halt_reason is not None:
+                raise ProviderError(
+                    f"the run stopped calling the model {self._halt_reason}",
+                    transient=False,
+                    kind="not_sent",
+                )
+            self.stats.model_calls += 1
+            started = time.perf_counter()
+            try:
+                async with asyncio.timeout(cfg.timeout_s):
+                    answer = await self._ask(request)
+            except TimeoutError as exc:
+                raise ProviderError(
+                    f"no answer within {cfg.timeout_s:g} s", transient=True, kind="timeout"
+                ) from exc
+            answer["latency_s"] = round(time.perf_counter() - started, 4)
+            self._failure_streak = 0
+            return answer
+
+    def _note_failure(self, exc: ProviderError) -> None:
+        """Stop calling the model (fail the rest fast) once every call would fail: at a
+        run-wide failure, or after HALT_AFTER_FAILURES calls in a row failed with no answer
+        between them (a transient failure counts once its call has used up its attempts:
+        then nothing gets through, and each further call would be lost after its retries)."""
+        if exc.kind == "not_sent":
+            return
+        self._failure_streak += 1
+        if exc.kind in RUN_WIDE_KINDS:
+            self._halt(f"after a {exc.kind} failure (see that error)")
+        elif self._failure_streak >= HALT_AFTER_FAILURES:
+            retried = ", each after its retries" * exc.transient
+            self._halt(
+                f"after {self._failure_streak} calls in a row failed{retried}, the last with "
+                f"{exc.kind}{_STREAK_HINTS.get(exc.kind, '')} (see that error)",
+            )
+
+    def _halt(self, reason: str) -> None:
+        if self._halt_reason is None:  # the first reason stands
+            self._halt_reason = reason
+
+    async def _ask(self, request: Request) -> dict[str, Any]:
+        """The provider's answer; whatever else it raises becomes this request's error."""
+        try:
+            return await self.provider.answer(request)
+        except ProviderError:
+            raise
+        except TimeoutError as exc:
+            raise ProviderError("request timed out", transient=True, kind="timeout") from exc
+        except Exception as exc:  # a provider's bug must not end the run: it fails one call
+            raise ProviderError(
+                f"{type(exc).__name__}: {exc}", transient=False, kind="provider_crash"
+            ) from exc
+
+    async def _fetch(self, key: str, request: Request) -> tuple[dict[str, Any], bool]:
+        """Ask the model, unless another process sharing the cache already is: then wait for
+        its answer. Claims make concurrent runs pay once for the answers they share."""
+        while not self.cache.claim(key):
+            answer = await self._answer_from_elsewhere(key, request)
+            if answer is not None:
+                self.stats.shared_answers += 1
+                return answer, True
+        self._hold(key)
+        committing = False  # once the answer is handed over, the commit releases the claim
+        try:
+            cached = self._cached(key, request)  # stored between our cache miss and our claim
+            if cached is not None:
+                return cached, True
+            if self.batch is not None:
+                answer = await self.batch.answer(key, request)
+            else:
+                answer = await self._invoke(request)
+                answer = scrub_value(answer, self._env_secrets)  # answers may quote a key
+            answer = clean_value(answer)  # a lone surrogate ("\ud800" in JSON) is no UTF-8
+            committing = True
+            await self.commits.store(key, answer)  # a full disk: the run stops sending
+            return answer, False
+        finally:
+            self._held.discard(key)
+            if not committing:
+                self.cache.release(key)
+
+    async def _answer_from_elsewhere(self, key: str, request: Request) -> dict[str, Any] | None:
+        """Wait while another live process holds the claim on `key`; its answer, or None
+        when the claim ended without one (that process failed or died)."""
+        delay = 0.02
+        while self.cache.claimed_elsewhere(key):
+            await asyncio.sleep(delay)
+            delay = min(2 * delay, 0.5)
+        return self._cached(key, request)
+
+    def _cached(self, key: str, request: Request) -> dict[str, Any] | None:
+        """The cached answer to `request`, when it has the shape of one (else a miss)."""
+        if isinstance(request, ScoreRequest):
+            return self.cache.get(key, "scores", len(request.candidates))
+        return self.cache.get(key, "chat")
+
+    def _hold(self, key: str) -> None:
+        self._held.add(key)
+        if self._renewer is None or self._renewer.done():
+            self._renewer = asyncio.ensure_future(self._renew_claims())
+
+    async def _renew_claims(self) -> None:
+        """Renew every claim this run holds, from one task (a task and a timer per claim
+        cost more than the call itself when thousands of calls are queued)."""
+        while self._held:
+            await asyncio.sleep(CLAIM_LEASE_S / 3)
+            for key in list(self._held):
+                self.cache.renew(key)
+
+
+class Parsed(Protocol):
+    """A parsed answer: `error` says why the text was not usable (None when it was)."""
+
+    @property
+    def error(self) -> str | None: ...
+
+
+P = TypeVar("P", bound=Parsed)
+
+
+@dataclass
+class Asked(Generic[P]):
+    """A judge's answer to one request after re-asks: the last answer and its parse, the
+    raw text of earlier unusable answers, and the usage summed over every attempt."""
+
+    parsed: P | None = None
+    text: str | None = None
+    attempts: list[str] = field(default_factory=list)
+    cache_hit: bool = False
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    latency_s: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    error: ProviderError | None = None
+
+    def error_text(self) -> str | None:
+        """`kind: message`, scrubbed of secrets, when the call failed."""
+        if self.error is None:
+            return None
+        return f"{self.error.kind}: {scrub(str(self.error))}"
+
+    def _add(self, answer: dict[str, Any], hit: bool) -> None:
+        self.cache_hit = hit if self.text is None else self.cache_hit and hit
+        for name in ("input_tokens", "output_tokens"):
+            if answer.get(name) is not None:
+                setattr(self, name, (getattr(self, name) or 0) + answer[name])
+        self.latency_s = answer.get("latency_s")
+        extra = answer.get("extra") or {}
+        for name, value in extra.items():
+            before = self.extra.get(name)
+            if _is_count(name, value) and _is_count(name, before):
+                # summed like input_tokens: the cost prices every attempt's audio, cached
+                # and reasoning tokens, not only the last one's
+                self.extra[name] = before + value
+            else:
+                self.extra[name] = value
+
+
+def _is_count(name: str, value: Any) -> bool:
+    return name.endswith("_tokens") and isinstance(value, int) and not isinstance(value, bool)
+
+
+def reask_request(request: ChatRequest, answer: str, reason: str) -> ChatRequest:
+    """The request with one more exchange: the model's unusable answer, then a turn saying
+    why it was rejected (`prompts/reask.jinja`), so a greedy model is not asked the same
+    prompt again."""
+    reply = render(REASK_TEMPLATE, {"answer": answer, "reason": reason}, []).parts
+    return request.with_follow_up(answer, "".join(str(p) for p in reply))
+
+
+REASK_TEMPLATE = "reask.jinja"
+
+
+def reask_step(
+    first_key: str, request: ChatRequest, answer: str, reason: str | None
+) -> tuple[ChatRequest, str]:
+    """The re-ask after an unusable `answer` to `request` (whose first attempt has key
+    `first_key`): the request with the follow-up turn, and its cache key."""
+    request = reask_request(request, answer, reason or "unusable")
+    follow_ups = request.key_fields()["follow_ups"]
+    return request, cache_key({"reask_of": first_key, "follow_ups": follow_ups})
+
+
+async def ask_until_parsed(
+    answerer: Answerer,
+    key: str,
+    request: ChatRequest,
+    parse: Callable[[str], P],
+    *,
+    reask: int,
+) -> Asked[P]:
+    """Ask, parse, and re-ask up to `reask` times while the answer is unusable, each time
+    with the answers so far and why they were rejected as further turns. A re-ask's cache
+    key derives from the first attempt's key and the follow-up turns, so a re-run replays
+    the same answers and the first attempt's key never changes."""
+    asked: Asked[P] = Asked()
+    key_now = key
+    for _ in range(reask + 1):
+        if asked.text is not None and asked.parsed is not None:
+            asked.attempts.append(asked.text)
+            request, key_now = reask_step(key, request, asked.text, asked.parsed.error)
+        try:
+            answer, hit = await answerer.answer(key_now, request)
+        except ProviderError as exc:
+            asked.error = exc
+            return asked
+        asked._add(answer, hit)
+        asked.text = answer["text"]
+        asked.parsed = parse(answer["text"])
+        if asked.parsed.error is None:
+            break
+    return asked

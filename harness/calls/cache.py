@@ -1,0 +1,365 @@
+"""The one response cache: diskcache keyed by a hash of everything that can change an answer.
+
+Successful raw answers are stored (including ones that fail to parse: parsing is redone from
+the raw text); errors never are. diskcache is SQLite underneath, so several processes can
+share one cache directory safely, and a claim per key (in `claims/`) keeps two processes
+from paying for the same answer at the same time.
+
+A cache is data, never code: values are stored as JSON text. A value an older harness
+pickled is read as plain data only (no name is ever resolved, so nothing can be called); a
+value that cannot be read that way, or is damaged, is a miss: asked again and counted in
+`damaged`. A damaged database, a full disk or a cache folder that is not a folder is a
+StorageError: one line saying what to do.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import itertools
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+import diskcache
+from diskcache.core import MODE_PICKLE, MODE_RAW, MODE_TEXT, UNKNOWN
+
+from harness.calls.cache_entries import DamagedEntry, Shape, plain_pickle, well_formed
+from harness.calls.claims import Claims
+from harness.core.errors import StorageError
+from harness.core.json_text import TooLarge, bounded, canonical_json, loads, within_bounds_as_text
+from harness.core.sanitize import clean_value
+from harness.core.types import Request
+
+CACHE_SCHEMA_VERSION = 1
+DEFAULT_CACHE_DIR = Path(".cache/responses")
+CLAIM_LEASE_S = 60.0
+READ_AHEAD = 4096  # values `prefetch` keeps for their `get` (~300 bytes each)
+# By the (key, raw) index: a condition on expire_time makes SQLite scan its index instead.
+PREFETCH_QUERY = (
+    "SELECT key, expire_time, mode, filename, value FROM Cache WHERE raw = 1 AND key IN ({marks})"
+)
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("BGM_JUDGE_CACHE", DEFAULT_CACHE_DIR))
+
+
+def sha256_file(path: Path) -> str:
+    """SHA-256 of a file's bytes, read in blocks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def cache_key(payload: dict[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of `payload` plus the cache schema version."""
+    body = canonical_json({**payload, "cache_schema": CACHE_SCHEMA_VERSION})
+    return hashlib.sha256(body).hexdigest()
+
+
+def request_key(
+    provider: dict[str, Any], request: Request, *, audio: bool = True, **context: Any
+) -> str:
+    """The one key recipe of a model call: the provider's identity, what of the request can
+    change the answer, and the call's context (template hash, repeat index when sampling is
+    not deterministic, purpose). `audio=False` leaves the audio field out: the key of a
+    summary has never had one, and keys stay stable so that cached answers keep answering."""
+    fields = request.key_fields()
+    if not audio:
+        fields.pop("audio", None)
+    return cache_key({"provider": provider, **fields, **context})
+
+
+# key -> how diskcache stored its value: mode, file name (a large value), value
+StoredRows = dict[str, tuple[int, str | None, Any]]
+
+
+def stored_rows(connection: sqlite3.Connection, keys: Sequence[str]) -> StoredRows:
+    """The rows of the cached `keys` that `ResponseCache.get` may read as they are, in one
+    query (a value that may expire is left to diskcache's `get`)."""
+    marks = ",".join("?" * len(keys))
+    rows = connection.execute(PREFETCH_QUERY.format(marks=marks), list(keys))
+    return {key: (mode, name, value) for key, expires, mode, name, value in rows if expires is None}
+
+
+_ABSENT = object()  # no value under a key (a stored JSON `null` is a damaged value)
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+class JsonDisk(diskcache.Disk):  # type: ignore[misc]
+    """diskcache's storage with JSON text values (keys are stored as before)."""
+
+    def store(self, value: Any, read: bool, key: Any = UNKNOWN) -> Any:
+        return super().store(json.dumps(value, default=_numpy_to_json), read, key=key)
+
+    def fetch(self, mode: int, filename: str | None, value: Any, read: bool) -> Any:
+        try:
+            if mode == MODE_PICKLE:
+                if value is None:
+                    value = Path(self._directory, str(filename)).read_bytes()
+                return clean_value(_walkable(plain_pickle(bytes(value))))
+            if mode == MODE_TEXT or (mode == MODE_RAW and isinstance(value, str)):
+                text = super().fetch(mode, filename, value, read)
+                decoded = loads(text)
+                checked = decoded if within_bounds_as_text(text) else _walkable(decoded)
+                # A lone surrogate (no UTF-8) can only come from an escape such as \ud800.
+                return clean_value(checked) if _SURROGATE_ESCAPE.search(text) else checked
+        except DamagedEntry:
+            raise
+        except Exception as exc:  # a truncated or missing file, text that is not JSON
+            raise DamagedEntry(f"{type(exc).__name__}: {exc}") from None
+        raise DamagedEntry(f"a value stored in mode {mode}")
+
+    def get(self, key: Any, raw: bool) -> Any:
+        if not raw:
+            raise DamagedEntry("a pickled key")
+        return super().get(key, raw)
+
+
+def _walkable(value: Any) -> Any:
+    """`value`, when walking it stays within a stored answer's size (`bounded`)."""
+    try:
+        bounded(value)
+    except TooLarge as exc:
+        raise DamagedEntry(str(exc)) from None
+    return value
+
+
+def _numpy_to_json(value: Any) -> Any:
+    """numpy scalars and arrays (a scorer's answer) as plain numbers and lists."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} cannot be stored in the response cache")
+
+
+class Seed(Protocol):
+    """A second cache read only (`cache: {seed: PATH}`): `harness.calls.portable_cache`."""
+
+    def get(self, key: str) -> dict[str, Any] | None: ...
+
+    def close(self) -> None: ...
+
+
+class ResponseCache:
+    def __init__(self, directory: str | Path | None = None, *, seed: Seed | None = None) -> None:
+        self.directory = Path(directory) if directory is not None else default_cache_dir()
+        self.damaged: set[str] = set()  # keys whose stored value could not be read
+        # A read-only cache asked on a miss; what it answers is copied in (`seeded` counts).
+        self.seed = seed
+        self.seeded = 0
+        # Keys answered from or stored in this cache since `used` was last reset: the
+        # answers a run used (`harness cache export --run`).
+        self.used: set[str] = set()
+        self._ahead: dict[str, tuple[int, str | None, Any]] = {}  # `prefetch`: mode, file, value
+        self._reading: sqlite3.Connection | None = None
+        if self.directory.exists() and not self.directory.is_dir():
+            raise StorageError(f"cache folder {self.directory} is a file, not a folder")
+        with self._guard():
+            # No eviction: a cached answer is paid for; losing it silently would cost money.
+            self._store = diskcache.Cache(
+                str(self.directory),
+                size_limit=2**50,
+                eviction_policy="none",
+                timeout=60,
+                disk=JsonDisk,
+                # diskcache maps up to 64 MiB of the database into the process and caches
+                # 32 MiB of pages: a long run's peak memory grew with its cache. Reads in bulk
+                # go through `prefetch`; the system's file cache serves the rest.
+                sqlite_mmap_size=0,
+                sqlite_cache_size=1024,  # pages of 4 KiB
+            )
+        with self._guard(claims=True):
+            self._claims = Claims(self.directory / "claims")
+
+    @contextmanager
+    def _guard(self, claims: bool = False) -> Iterator[None]:
+        """SQLite and file errors as one StorageError line (`_storage_error`)."""
+        try:
+            yield
+        except (sqlite3.Error, OSError) as exc:
+            raise self._storage_error(exc, claims) from None
+
+    def _storage_error(self, exc: sqlite3.Error | OSError, claims: bool = False) -> StorageError:
+        """What to do about a SQLite or file error (for the `claims/` database, which holds
+        no answer, only that one is to be removed)."""
+        where = self.directory / "claims" if claims else self.directory
+        if _disk_full(exc):
+            return StorageError(
+                f"the disk holding the response cache {where} is full: the run stopped "
+                "(every answer stored so far is kept); free some space and run again"
+            )
+        if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
+            if claims:
+                return StorageError(
+                    f"the claims database {where} of the response cache is damaged ({exc}): "
+                    f"remove it (rm -r {where}) and run again; it holds no answers, only "
+                    "which process is asking for which, and no run may be using the cache"
+                )
+            return StorageError(
+                f"the response cache {where} is damaged ({exc}): move it aside "
+                f"(mv {where} {where}.damaged) and run again; its answers will be asked again"
+            )
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        return StorageError(f"cannot use the response cache {where}: {reason}")
+
+    def get(
+        self, key: str, shape: Shape | None = None, length: int | None = None
+    ) -> dict[str, Any] | None:
+        """The stored value of `key`, when it is a value of `shape` (`harness.calls.cache_entries`;
+        any stored shape when None) with `length` scores when given; None for a miss. A
+        value that cannot be read, or is of another shape, is counted in `damaged`. Its text
+        has no lone surrogate (an older harness may have stored one; `clean_value`)."""
+        ahead = self._ahead.pop(key, None)
+        try:  # (not `_guard`: a context manager cost a tenth of a cached call's read)
+            if ahead is None:
+                value = self._store.get(key, default=_ABSENT)
+            else:
+                value = self._store.disk.fetch(*ahead, False)
+        except DamagedEntry:
+            value = False
+        except (sqlite3.Error, OSError) as exc:
+            raise self._storage_error(exc) from None
+        if value is _ABSENT:
+            return self._from_seed(key, shape, length)
+        if not well_formed(value, shape, length):  # a stored `null` too
+            self.damaged.add(key)
+            return self._from_seed(key, shape, length)
+        self.used.add(key)
+        return value  # type: ignore[no-any-return]
+
+    def prefetch(self, keys: Sequence[str]) -> int:
+        """Read the stored values of `keys` in one query, for the `get`s that follow (a warm
+        re-run then asks the database once per block of calls, not once per call). At most
+        READ_AHEAD values wait for their `get`, the oldest dropped first (a call that failed
+        before asking); a key stored meanwhile is read by `get` as usual. Returns how many
+        values it read."""
+        if not keys:
+            return 0
+        with self._guard():
+            found = stored_rows(self._reader(), keys)
+        self.hold(found)
+        return len(found)
+
+    def hold(self, rows: StoredRows) -> None:
+        """Keep `rows` (read by `stored_rows`, here or by a process sharing the cache) for
+        the `get`s that follow, as `prefetch` keeps those it reads."""
+        self._ahead.update(rows)
+        for key in list(itertools.islice(self._ahead, max(0, len(self._ahead) - READ_AHEAD))):
+            del self._ahead[key]
+
+    @property
+    def database(self) -> Path:
+        """The SQLite file that holds the answers (`stored_rows` reads it in bulk)."""
+        return self.directory / "cache.db"
+
+    @property
+    def read_ahead(self) -> int:
+        """How many values `prefetch` read that no `get` has taken yet."""
+        return len(self._ahead)
+
+    def _reader(self) -> sqlite3.Connection:
+        """A connection for reading blocks of keys (diskcache reads one key at a time)."""
+        if self._reading is None:
+            with self._guard():
+                # Closed by whichever thread closes the cache (a run inside a notebook's
+                # event loop runs in a thread of its own); it is never used by two at once.
+                self._reading = sqlite3.connect(self.database, check_same_thread=False)
+        return self._reading
+
+    def _from_seed(
+        self, key: str, shape: Shape | None, length: int | None
+    ) -> dict[str, Any] | None:
+        """The seed's answer, copied into this cache (so a later run needs no seed); one of
+        another shape is not used."""
+        if self.seed is None:
+            return None
+        value = self.seed.get(key)
+        if value is None or not well_formed(value, shape, length):
+            return None
+        cleaned: dict[str, Any] = clean_value(value)
+        self.set(key, cleaned)
+        self.seeded += 1
+        return cleaned
+
+    def set(self, key: str, value: dict[str, Any]) -> None:
+        with self._guard():
+            self._store.set(key, value)
+        self.used.add(key)
+
+    def set_many(self, entries: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        """Store every (key, value) in one transaction: all of them, or (an error) none."""
+        with self._guard(), self._store.transact():
+            for key, value in entries:
+                self._store.set(key, value)
+        self.used.update(key for key, _ in entries)
+
+    def add(self, key: str, value: dict[str, Any]) -> bool:
+        """Store `value` unless `key` holds an answer already; whether it was stored."""
+        with self._guard():
+            return bool(self._store.add(key, value))
+
+    def keys(self) -> Iterator[str]:
+        """Every key of the cache (claims not included)."""
+        with self._guard():
+            for key in self._store.iterkeys():
+                if isinstance(key, str):
+                    yield key
+
+    def __contains__(self, key: str) -> bool:
+        """Whether the cache (or its seed) answers `key`."""
+        with self._guard():
+            if key in self._store:
+                return True
+        return self.seed is not None and self.seed.get(key) is not None
+
+    def __len__(self) -> int:
+        with self._guard():
+            return len(self._store)
+
+    # ------------------------------------------------------------ cross-process claims
+    def claim(self, key: str, lease_s: float = CLAIM_LEASE_S) -> bool:
+        """Take the claim on asking the model for `key`; False while another process holds
+        it. A claim lapses after `lease_s` unless renewed, or at once when its process died."""
+        with self._guard(claims=True):
+            return self._claims.claim(key, lease_s)
+
+    def renew(self, key: str, lease_s: float = CLAIM_LEASE_S) -> None:
+        with self._guard(claims=True):
+            self._claims.renew(key, lease_s)
+
+    def release(self, key: str) -> None:
+        with self._guard(claims=True):
+            self._claims.release(key)
+
+    def release_many(self, keys: Sequence[str]) -> None:
+        with self._guard(claims=True):
+            self._claims.release_many(keys)
+
+    def claimed_elsewhere(self, key: str) -> bool:
+        """Whether another live process holds the claim on `key` (a dead one's is dropped)."""
+        with self._guard(claims=True):
+            return self._claims.held_elsewhere(key)
+
+    def close(self) -> None:
+        if self._reading is not None:
+            self._reading.close()
+        self._store.close()
+        self._claims.close()
+        if self.seed is not None:
+            self.seed.close()
+
+
+def _disk_full(exc: BaseException) -> bool:
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return "full" in str(exc).lower()

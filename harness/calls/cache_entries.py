@@ -1,0 +1,194 @@
+"""What a response-cache value may be, checked each time one is read back: the cache is a file
+the harness wrote earlier, so it is read as untrusted (a damaged disk, an older harness, a
+shared cache someone else wrote). A value of any other shape is a damaged entry: a miss,
+counted and asked again (`harness.calls.cache.ResponseCache.get`).
+
+Three shapes are stored: a judge's answer (`chat`: `text`, token counts, `latency_s`,
+`extra`), a scorer's answer (`scores`: one number per candidate, `extra`) and an embedding
+(`vector`). Token counts are non-negative integers (never booleans or strings), including
+the `*_tokens` counts in `extra` that pricing sums. `bounded` keeps a value that would
+expand beyond any answer's size (shared references in an old pickle, a value that holds
+itself) from ever being walked. A value an older harness pickled is read as plain data only
+(`plain_pickle`): no name is ever resolved, so nothing can be called."""
+
+from __future__ import annotations
+
+import io
+import pickle
+import pickletools
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
+
+Shape = Literal["chat", "scores", "vector"]
+
+
+Count = Annotated[StrictInt, Field(ge=0)]
+Number = StrictInt | StrictFloat
+
+
+class _Value(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+    extra: dict[str, Any] = Field(default_factory=dict)
+    latency_s: Annotated[Number, Field(ge=0)] | None = None
+
+
+class _Chat(_Value):
+    text: str
+    input_tokens: Count | None = None
+    output_tokens: Count | None = None
+
+
+class _Scores(_Value):
+    scores: list[Number]
+
+
+class _Vector(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+    vector: list[Number]
+
+
+_MODELS: dict[Shape, type[BaseModel]] = {"chat": _Chat, "scores": _Scores, "vector": _Vector}
+
+
+def _counts_ok(extra: dict[str, Any]) -> bool:
+    """`extra` is named by strings, and its `*_tokens` counts are non-negative integers
+    (pricing adds them up)."""
+    return all(
+        type(name) is str and (not name.endswith("_tokens") or value is None or _count(value))
+        for name, value in extra.items()
+    )
+
+
+def _count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def well_formed(value: Any, shape: Shape | None = None, length: int | None = None) -> bool:
+    """Whether `value` is a stored value of `shape` (any of the three when None) with
+    `length` scores when that is given."""
+    if not isinstance(value, dict):
+        return False
+    shapes: tuple[Shape, ...] = (shape,) if shape else ("chat", "scores", "vector")
+    for name in shapes:
+        if not _plainly(name, value):
+            try:
+                _MODELS[name].model_validate(value)
+            except ValidationError:
+                continue
+        extra = value.get("extra") or {}
+        if not isinstance(extra, dict) or not _counts_ok(extra):  # (a vector declares none)
+            return False
+        return length is None or name != "scores" or len(value["scores"]) == length
+    return False
+
+
+def _plainly(shape: Shape, value: dict[str, Any]) -> bool:
+    """True only where the model of `shape` accepts `value`, told in a tenth of its time for
+    a value as the harness stores it (JSON types, nothing doubtful); False means "ask the
+    model". A warm re-run reads every answer back, so this check is on its path."""
+    if shape == "vector":
+        return False
+    if shape == "chat":
+        if type(value.get("text")) is not str:
+            return False
+        for name in ("input_tokens", "output_tokens"):
+            count = value.get(name)
+            if count is not None and not _count(count):
+                return False
+    else:
+        scores = value.get("scores")
+        if type(scores) is not list or not all(type(x) in _NUMBER_TYPES for x in scores):
+            return False
+    latency = value.get("latency_s")
+    if latency is not None and not (type(latency) in _NUMBER_TYPES and latency >= 0):
+        return False
+    extra = value.get("extra", {})
+    return type(extra) is dict and all(type(key) is str for key in extra)
+
+
+_NUMBER_TYPES = (int, float)
+
+
+# ---------------------------------------------------------------- pickles of an older harness
+class DamagedEntry(Exception):
+    """A stored value that cannot be read back as plain data."""
+
+
+# Opcodes that build only None, booleans, numbers, strings, bytes, lists, tuples, sets and
+# dicts: what an answer pickled by an older harness holds.
+_PLAIN_OPCODES = frozenset(
+    [
+        "PROTO",
+        "FRAME",
+        "STOP",
+        "MARK",
+        "POP",
+        "POP_MARK",
+        "DUP",
+        "NONE",
+        "NEWTRUE",
+        "NEWFALSE",
+        "INT",
+        "BININT",
+        "BININT1",
+        "BININT2",
+        "LONG",
+        "LONG1",
+        "LONG4",
+        "FLOAT",
+        "BINFLOAT",
+        "UNICODE",
+        "SHORT_BINUNICODE",
+        "BINUNICODE",
+        "BINUNICODE8",
+        "BINBYTES",
+        "SHORT_BINBYTES",
+        "BINBYTES8",
+        "EMPTY_LIST",
+        "APPEND",
+        "APPENDS",
+        "LIST",
+        "EMPTY_TUPLE",
+        "TUPLE",
+        "TUPLE1",
+        "TUPLE2",
+        "TUPLE3",
+        "EMPTY_DICT",
+        "DICT",
+        "SETITEM",
+        "SETITEMS",
+        "EMPTY_SET",
+        "ADDITEMS",
+        "FROZENSET",
+        "PUT",
+        "BINPUT",
+        "LONG_BINPUT",
+        "MEMOIZE",
+        "GET",
+        "BINGET",
+        "LONG_BINGET",
+    ]
+)
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"{module}.{name} refused")
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise pickle.UnpicklingError("persistent ids refused")
+
+
+def plain_pickle(data: bytes) -> Any:
+    """A value an older harness pickled, read as plain data: any opcode that could name or
+    call something makes it a damaged entry, before anything is loaded."""
+    try:
+        for opcode, _, _ in pickletools.genops(data):
+            if opcode.name not in _PLAIN_OPCODES:
+                raise DamagedEntry(f"pickle opcode {opcode.name} refused")
+        return _PlainUnpickler(io.BytesIO(data)).load()
+    except DamagedEntry:
+        raise
+    except Exception as exc:
+        raise DamagedEntry(f"{type(exc).__name__}: {exc}") from None

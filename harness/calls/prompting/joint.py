@@ -1,0 +1,67 @@
+"""Joint (all clips in one request) prompts: clip labels, presentation order and position bias.
+
+A joint prompt shows the candidates in a presentation order and the model answers by label
+("Clip 1" ... "Clip N"). The order is the item's candidate order (`fixed`) or, with
+`permuted`, a row of a cyclic Latin square seeded per item: repeats 0..N-1 of an item take
+the N rows of one square in a seeded order, so that each candidate sits in each position
+exactly once, and every further N repeats take a fresh square (of orders not shown yet, while
+there are any). Fewer than N repeats show distinct rows, so no candidate sits twice in one
+position. Averaging over repeats then cancels position bias, and the bias itself can be
+measured from the records, which keep the presentation order.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Literal
+
+Order = Literal["fixed", "permuted"]
+
+
+def clip_labels(count: int) -> list[str]:
+    """How the clips of one prompt are named, in presentation order."""
+    return [f"Clip {i + 1}" for i in range(count)] if count > 1 else ["Clip"]
+
+
+def presentation_order(
+    candidates: Sequence[str], order: Order, *, seed: int, item_id: str, repeat: int
+) -> list[str]:
+    if order == "fixed":
+        return list(candidates)
+    n = len(candidates)
+    block, row = divmod(repeat, n)
+    square = latin_square(candidates, seed=seed, item_id=item_id, block=block)
+    return square[row]
+
+
+# Draws of a base order before a block accepts one whose rows another block already showed.
+_FRESH_DRAWS = 64
+
+
+def latin_square(
+    candidates: Sequence[str], *, seed: int, item_id: str, block: int
+) -> list[list[str]]:
+    """The rows of block `block` of an item: the N rotations of a seeded base order, in a
+    seeded order. Each block's base order is drawn so that its rotations differ from those of
+    earlier blocks (there are (N-1)! such classes; after that, blocks may repeat rows)."""
+    # A string seed is hashed with SHA-512 by `random`, so the squares are stable across runs.
+    used: set[tuple[str, ...]] = set()
+    rows: list[list[str]] = []
+    for index in range(block + 1):
+        rng = random.Random(f"{seed}:{item_id}:square:{index}")
+        base = rng.sample(list(candidates), len(candidates))
+        for _ in range(_FRESH_DRAWS):
+            if _rotation_class(base) not in used:
+                break
+            base = rng.sample(list(candidates), len(candidates))
+        used.add(_rotation_class(base))
+        rows = [base[k:] + base[:k] for k in range(len(base))]
+        rng.shuffle(rows)
+    return rows
+
+
+def _rotation_class(order: Sequence[str]) -> tuple[str, ...]:
+    """The same tuple for every rotation of `order` (the rotation starting at its least id)."""
+    start = order.index(min(order))
+    return tuple(order[start:]) + tuple(order[:start])

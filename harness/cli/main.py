@@ -1,0 +1,459 @@
+"""`harness` command line: run experiments, evaluate predictions, list providers, report."""
+
+from __future__ import annotations
+
+import gc
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from harness.cli.annotate import annotate
+from harness.cli.cache import app as cache_app
+from harness.cli.common import (
+    EXIT_INCOMPLETE,
+    HarnessGroup,
+    check_range,
+    console,
+    err_console,
+    interrupted_by,
+    only_the_named_command,
+    termination_as_interrupt,
+    user_errors,
+    version_text,
+)
+from harness.cli.compare import compare, plan
+from harness.cli.construct import app as construct_app
+from harness.cli.exports import app as export_app
+from harness.cli.imports import app as import_app
+from harness.cli.results import report, runs, view
+from harness.core.errors import HarnessError
+from harness.core.locking import make_folder
+from harness.core.sanitize import dumps_json, terminal_text
+
+app = typer.Typer(
+    cls=HarnessGroup,
+    help="bgm-judge: evaluate background-music recommendation for dialogues (DialBGM).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",  # docstrings reflow; [brackets] in help stay literal
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(construct_app, name="construct")
+app.add_typer(import_app, name="import")
+app.add_typer(export_app, name="export")
+app.add_typer(cache_app, name="cache")
+# The group's name before 0.2; kept for one release.
+app.add_typer(construct_app, name="build", hidden=True)
+app.command()(annotate)
+app.command()(report)
+app.command()(runs)
+app.command()(view)
+app.command()(compare)
+app.command()(plan)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        console.print(version_text(), highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", is_eager=True, callback=_print_version
+        ),
+    ] = False,
+) -> None:
+    pass
+
+
+if TYPE_CHECKING:
+    from harness.runs.runner import RunResult
+
+
+@app.command()
+@user_errors
+def run(
+    experiment: Annotated[
+        Path, typer.Argument(help="Experiment or sweep YAML file (experiments/NAME.yaml).")
+    ],
+    results_dir: Annotated[Path, typer.Option(help="Where run folders are written.")] = Path(
+        "results"
+    ),
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Response cache directory [default: $BGM_JUDGE_CACHE or .cache/responses]."
+        ),
+    ] = None,
+    seed_cache: Annotated[
+        Path | None,
+        typer.Option(
+            help="A second response cache (a cache folder or a `harness cache export` file) "
+            "read only on a miss; what it answers is copied into --cache-dir [default: the "
+            "experiment file's cache.seed].",
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option(help="Only the first N items (quick checks).")
+    ] = None,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Render every request, count cached ones, estimate tokens and cost; call nothing.",
+        ),
+    ] = False,
+    output_tokens: Annotated[
+        int | None,
+        typer.Option(
+            help="Output tokens assumed per call by --dry-run [default: the prompt variant's "
+            "typical answer plus a thinking model's typical thinking]."
+        ),
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="Override a setting of the file, validated like it: KEY=VALUE with a dotted "
+            "key (provider.model=gemini-2.5-flash, limit=5, prompts=[zero_shot,cot]); "
+            "repeatable. On a sweep, provider.KEY sets it in every providers entry.",
+        ),
+    ] = None,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite",
+            help="Replace a finished run of the same name made with another configuration "
+            "(otherwise refused).",
+        ),
+    ] = False,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            help="Run only shard I of N (0-based, e.g. 0/4 .. 3/4: items by a hash of their id) "
+            "into NAME.shard-I-of-N/; `harness merge` joins the shards into the run.",
+        ),
+    ] = None,
+    only: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--only",
+            metavar="PATTERN",
+            help="Run only the runs of a sweep whose name matches PATTERN (shell-style: "
+            "'popularity*', '*_summary_*'); repeatable. Names: --dry-run lists them.",
+        ),
+    ] = None,
+) -> None:
+    """Run an experiment: call the model (or the cache) for every item, then write
+    records.jsonl, metrics.json, report.md and the resolved config to results/NAME/."""
+    from harness.calls.cache import ResponseCache
+    from harness.calls.portable_cache import open_seed
+    from harness.config.checks import check_datasets, select_runs
+    from harness.config.experiment import load_experiments
+    from harness.core.sharding import Shard
+    from harness.runs.dry_run import unset_keys
+    from harness.runs.experiment import run_all
+
+    part = Shard.parse(shard) if shard is not None else None
+    configs = select_runs(load_experiments(experiment, overrides=set_ or ()), only or ())
+    check_datasets(experiment, configs)
+    if limit is not None:
+        check_range("--limit", limit, 1)
+        configs = [c.model_copy(update={"limit": limit}) for c in configs]
+    if results_dir.exists() and not results_dir.is_dir():
+        raise HarnessError(f"--results-dir {results_dir} is a file, not a folder")
+    seed = seed_cache if seed_cache is not None else configs[0].cache.seed
+    cache = ResponseCache(cache_dir, seed=open_seed(seed) if seed is not None else None)
+    if dry_run:
+        from harness.runs.dry_run import dry_run as estimate
+
+        try:
+            estimate(
+                configs,
+                cache=cache,
+                results_dir=results_dir,
+                console=console,
+                output_tokens=output_tokens,
+                shard=part,
+            )
+        finally:
+            cache.close()
+        return
+    try:
+        unset = unset_keys(configs, cache=cache, results_dir=results_dir)
+    except BaseException:
+        cache.close()
+        raise
+    if unset:  # before the first call of the first run, not after the offline ones
+        cache.close()
+        hint = "set it, or leave those runs out with --only PATTERN (see --dry-run)"
+        raise HarnessError("\n".join(f"{line}; {hint}" for line in unset))
+    try:
+        with termination_as_interrupt():
+            results = run_all(
+                configs,
+                cache=cache,
+                results_dir=results_dir,
+                show_progress=progress,
+                overwrite=overwrite,
+                shard=part,
+            )
+    except KeyboardInterrupt:
+        received = interrupted_by()  # Ctrl-C, or SIGTERM/SIGHUP handled the same way
+        label = "" if received == signal.SIGINT else f" ({received.name})"
+        err_console.print(
+            f"[bold yellow]interrupted{label}:[/] re-run the same command to resume "
+            "(every answer received so far is in the cache)"
+        )
+        raise typer.Exit(128 + received) from None  # 130 for Ctrl-C, 143 SIGTERM, 129 SIGHUP
+    finally:
+        cache.close()
+    if not all(r.complete for r in results):
+        for line in failure_summary(results):
+            err_console.print(line, highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_INCOMPLETE)
+    if any(r.no_scores is not None for r in results):  # every answer unparsable
+        raise typer.Exit(EXIT_INCOMPLETE)
+
+
+@app.command()
+@user_errors
+def merge(
+    shards: Annotated[
+        list[Path],
+        typer.Argument(help="The shards' run folders (NAME.shard-I-of-N/), every I of 0..N-1."),
+    ],
+    out: Annotated[Path, typer.Option(help="The whole run's folder to write (e.g. results/NAME).")],
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite",
+            help="Replace a finished run of another configuration in --out (otherwise refused).",
+        ),
+    ] = False,
+) -> None:
+    """Join the shards of `harness run EXP --shard I/N` into one run folder: records.jsonl,
+    metrics.json and report.md as the unsharded run writes them, run.json with the shards'
+    counts added up. Refused, naming the folders, for shards of different configurations,
+    overlapping or missing shards, or a dataset changed since they ran."""
+    from harness.runs.merge import merge_shards
+
+    merged = merge_shards(shards, out, overwrite=overwrite)
+    console.print(
+        f"merged {merged.shards} shard(s): {merged.records} records of {merged.items} items "
+        f"in {merged.out}/ (records.jsonl, metrics.json, report.md)",
+        highlight=False,
+    )
+
+
+def failure_summary(results: list[RunResult]) -> list[str]:
+    """What failed in each incomplete run and why (first message per kind of failure)."""
+    lines = []
+    for result in results:
+        stats = result.stats
+        if result.complete:
+            continue
+        kinds = ", ".join(f"{kind} ×{n}" for kind, n in stats.error_kinds.most_common())
+        lines.append(
+            f"[bold yellow]incomplete:[/] {terminal_text(result.config.name)}: {stats.errors} of "
+            f"{stats.calls} call(s) failed ({kinds}); details in {terminal_text(result.out_dir / 'report.md')}"
+        )
+        lines += [
+            f"  {kind}: {terminal_text(message)}" for kind, message in stats.first_errors.items()
+        ]
+    lines.append(
+        "Re-run the same command to retry the failed calls "
+        "(answers already received come from the cache)."
+    )
+    return lines
+
+
+@app.command()
+@user_errors
+def evaluate(
+    predictions: Annotated[
+        Path,
+        typer.Option(
+            help="Predictions JSONL ({item_id, scores or ranking, [repeat]} per line) or a TREC "
+            "run file (QID Q0 DOCNO RANK SCORE TAG)."
+        ),
+    ],
+    dataset: Annotated[
+        str | None,
+        typer.Option(
+            help="Dataset folder (items.jsonl, clips.jsonl), or a Hugging Face dataset: "
+            "hf://OWNER/NAME[@REVISION], a save_to_disk folder, Parquet files (see --columns)."
+        ),
+    ] = None,
+    columns: Annotated[
+        str | None,
+        typer.Option(
+            help="Column mapping of a Hugging Face dataset, as in an experiment file's "
+            "columns: block, in YAML: '{items: {id: name, relevant: gold}}'."
+        ),
+    ] = None,
+    qrels: Annotated[
+        Path | None,
+        typer.Option(
+            help="TREC qrels instead of --dataset: each query of the run is an item, the "
+            "documents it ranks are the candidates."
+        ),
+    ] = None,
+    missing: Annotated[str, typer.Option(help="Missing-score policy: worst or exclude.")] = "worst",
+    out: Annotated[Path | None, typer.Option(help="Write the metrics JSON here.")] = None,
+    n_bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for the CIs.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    check_audio: Annotated[
+        bool, typer.Option(help="Check that every clip's audio file is readable.")
+    ] = False,
+    at: Annotated[
+        str | None,
+        typer.Option(help="Cut-offs K of hit@K, recall@K, precision@K, ndcg@K, e.g. 1,5,10,20."),
+    ] = None,
+) -> None:
+    """Compute Hit@1, MRR, nDCG and Kendall's tau-b (tie-aware, with bootstrap CIs), and the
+    @K metrics with --at, from a predictions file (scores or rankings per item) against the
+    dataset's relevance; per item group too when the items carry groups."""
+    from harness.core.dataset import gc_paused, load_dataset
+    from harness.interop.inputs import dataset_folder, qrels_items
+    from harness.reports.formatting import rich_table
+    from harness.runs.predictions_ahead import PredictionsReadAhead
+    from harness.scoring.evaluation import coverage_warnings, evaluate_predictions
+    from harness.scoring.metrics import MAX_BOOTSTRAP
+
+    if missing not in ("worst", "exclude"):
+        raise HarnessError(f"--missing must be 'worst' or 'exclude', not {missing!r}")
+    cutoffs = _cutoffs(at)
+    check_range("--n-bootstrap", n_bootstrap, 10, MAX_BOOTSTRAP)
+    check_range("--seed", seed, 0)
+    if out is not None and out.is_dir():
+        raise HarnessError(f"--out {out} is a folder: give the path of the metrics file")
+    if out is not None:
+        make_folder(out.parent, "--out")  # refused before the work, not after it
+    if (dataset is None) == (qrels is None):
+        raise HarnessError("give --dataset DIR or --qrels FILE (with a TREC run file)")
+    if qrels is not None:
+        items = qrels_items(qrels, predictions)
+    else:
+        assert dataset is not None
+        folder = dataset_folder(dataset, columns)
+    # the items and predictions, held to the end; the predictions parsed while the dataset loads
+    with gc_paused(freeze=True), PredictionsReadAhead(predictions) as ahead:
+        if qrels is None:
+            items = list(load_dataset(folder, check_audio=check_audio).items)
+        preds = ahead.read(items)
+    evaluation = evaluate_predictions(
+        items,
+        preds,
+        missing=missing,  # type: ignore[arg-type]
+        n_bootstrap=n_bootstrap,
+        seed=seed,
+        at=cutoffs,
+    )
+    metrics = evaluation.to_json()
+    console.print(rich_table(str(predictions), [(predictions.stem, metrics)]))
+    for line in coverage_warnings(items, preds, evaluation.aggregate):
+        err_console.print(f"[bold yellow]warning:[/] {terminal_text(line)}", highlight=False)
+    if out:
+        out.write_text(dumps_json(metrics, indent=2) + "\n")
+
+
+def _cutoffs(at: str | None) -> tuple[int, ...]:
+    if not at:
+        return ()
+    try:
+        cutoffs = tuple(int(k) for k in at.split(","))
+    except ValueError:
+        raise HarnessError(f"--at takes cut-offs such as 1,5,10,20, not {at!r}") from None
+    if any(k < 1 for k in cutoffs):
+        raise HarnessError(f"--at cut-offs must be >= 1, not {at!r}")
+    return cutoffs
+
+
+@app.command()
+@user_errors
+def tag(
+    files: Annotated[list[Path], typer.Argument(help="Audio files (any format librosa reads).")],
+    model: Annotated[
+        str, typer.Option(help="mtt (MagnaTagATune) or msd (Million Song Dataset), or a full name.")
+    ] = "mtt",
+) -> None:
+    """Tag audio files with a pretrained musicnn model (offline, CPU): one JSON line per file,
+    `{"file", "model", "tags": {tag: probability}}` with all 50 tags. A file that cannot be
+    read gets one error line; the others are still tagged (exit code 1 if any failed)."""
+    from providers.scorers.musicnn import MODELS, Tagger
+    from providers.scorers.musicnn.features import load_audio
+
+    names = {"mtt": "MTT_musicnn", "msd": "MSD_musicnn"}
+    name = names.get(model.lower(), model)
+    if name not in MODELS:
+        raise HarnessError(f"--model must be mtt, msd or one of {', '.join(MODELS)}, not {model!r}")
+    tagger = Tagger.load(name)
+    failed = 0
+    for path in files:
+        try:
+            samples = load_audio(path)
+            if samples.size == 0:
+                raise ValueError("no samples")
+            (scores,) = tagger.tag([samples])
+        except Exception as exc:  # one bad file never stops the others
+            failed += 1
+            if isinstance(exc, FileNotFoundError):
+                reason = "file not found"
+            else:
+                reason = (
+                    str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                )
+            err_console.print(
+                f"[bold red]error:[/] {terminal_text(str(path))}: {terminal_text(reason)}",
+                highlight=False,
+                soft_wrap=True,
+            )
+            continue
+        line = {
+            "file": str(path),
+            "model": name,
+            "tags": {k: round(v, 6) for k, v in scores.items()},
+        }
+        sys.stdout.write(json.dumps(line) + "\n")
+        sys.stdout.flush()
+    if failed:
+        raise typer.Exit(EXIT_INCOMPLETE)
+
+
+@app.command()
+def providers() -> None:
+    """List the registered providers (judges and scorers)."""
+    from rich.table import Table
+
+    from providers import REGISTRY
+
+    table = Table("name", "kind", "what it is", "extra")
+    for name, entry in sorted(REGISTRY.items()):
+        table.add_row(name, entry.kind, entry.summary, entry.extra or "")
+    console.print(table)
+
+
+def main() -> None:
+    """The `harness` script: `app`, with only the command the arguments name."""
+    try:
+        sys.exit(only_the_named_command(app, sys.argv[1:])())
+    finally:
+        # What is alive now stays so until the process ends: frozen, the collection at exit
+        # does not walk it all again (0.2-0.4 s after a large run). Each command has closed
+        # what it writes by now, so no finaliser there is left to flush anything.
+        gc.freeze()
+
+
+if __name__ == "__main__":
+    main()

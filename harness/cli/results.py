@@ -1,0 +1,368 @@
+"""`harness report`, `harness runs` and `harness view`: what a user does with finished runs
+and their own predictions."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Mapping, Sequence
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from harness.cli.common import console, err_console, user_errors
+from harness.core.errors import HarnessError
+from harness.core.sanitize import terminal_text
+
+RUNS_HELP = (
+    "Run folders, sweep folders (searched at any depth), predictions JSONL files, or folders "
+    "holding only predictions.jsonl."
+)
+
+
+def _warn(lines: Sequence[str]) -> None:
+    for line in lines:
+        err_console.print(
+            f"[bold yellow]warning:[/] {terminal_text(line)}", highlight=False, soft_wrap=True
+        )
+
+
+# Objects allocated between collections of the youngest generation while a report is built
+# (Python's default: 700). A report holds every run's records and the browser's rows to the
+# end; each full collection walks all of them (about a tenth of a 20-run report's CPU time).
+REPORT_GC_THRESHOLD = 100_000
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _long_lived(func: F) -> F:
+    """`func` with the cyclic garbage collector run rarely (REPORT_GC_THRESHOLD), then as
+    before, however it ends."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        threshold = gc.get_threshold()
+        gc.set_threshold(max(REPORT_GC_THRESHOLD, threshold[0]), *threshold[1:])
+        try:
+            return func(*args, **kwargs)
+        finally:
+            gc.set_threshold(*threshold)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@user_errors
+@_long_lived
+def report(
+    runs: Annotated[list[Path], typer.Argument(help=RUNS_HELP)],
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Folder for the report files [default: RUN when only one is given]."),
+    ] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(help="Run (or predictions file) to compare every run against."),
+    ] = None,
+    pair_by: Annotated[
+        str | None,
+        typer.Option(
+            help="Compare each run with its own baseline: the run that differs only in this "
+            "setting, e.g. prompt=zero_shot (each model's CoT run against its zero-shot run)."
+        ),
+    ] = None,
+    correction: Annotated[
+        str,
+        typer.Option(help="Adjust the paired p-values for their number: holm, bh or none."),
+    ] = "holm",
+    dataset: Annotated[
+        Path | None,
+        typer.Option(
+            help="Dataset folder, if not where the runs' config.yaml says (predictions files "
+            "need it unless a run folder names the dataset)."
+        ),
+    ] = None,
+    qrels: Annotated[
+        Path | None,
+        typer.Option(
+            help="TREC qrels instead of --dataset, for TREC run files: each query is an item, "
+            "the documents the runs rank its candidates (written to OUT/qrels_dataset)."
+        ),
+    ] = None,
+    html: Annotated[bool, typer.Option(help="Write the HTML report (report.html).")] = True,
+    embed_audio: Annotated[
+        bool,
+        typer.Option(
+            help="Embed the audio in report.html (compressed, each clip once; else linked "
+            "relative to it)."
+        ),
+    ] = False,
+    n_permutations: Annotated[
+        int, typer.Option(help="Sign-flip permutations for paired p-values.")
+    ] = 10000,
+    seed: Annotated[int, typer.Option(help="Seed of the paired bootstrap and permutations.")] = 0,
+    score: Annotated[
+        str,
+        typer.Option(
+            help="Which scores the metrics and paired statistics use: greedy (the answers) "
+            "or expected (the judges' probability-weighted scores, where a run has them)."
+        ),
+    ] = "greedy",
+) -> None:
+    """Compare finished runs and your own predictions: metrics with CIs, coverage, tie and
+    parse-failure rates, calls, tokens and cost; LaTeX tables and a model x prompt pivot;
+    paired differences against --baseline or --pair-by (bootstrap CI, sign-flip p, adjusted
+    for many p-values); agreement between runs and the human ranking; position bias of joint
+    prompts; figures (PNG and PDF); and an HTML report with a dialogue browser."""
+    from harness.reports.analysis import analyse
+    from harness.reports.figure_worker import FigureWorker
+    from harness.reports.pairing import parse_pair_by
+    from harness.reports.sources import discover, load_sources
+    from harness.reports.tables import comparison_rich_table, paired_rich_table
+    from harness.reports.writing import write_report
+    from harness.scoring.stats import CORRECTION_NAMES
+
+    if correction not in CORRECTION_NAMES:
+        raise HarnessError(f"--correction must be holm, bh or none, not {correction!r}")
+    if score not in ("greedy", "expected"):
+        raise HarnessError(f"--score must be 'greedy' or 'expected', not {score!r}")
+    if baseline is not None and pair_by is not None:
+        raise HarnessError("give --baseline or --pair-by, not both")
+    pair = parse_pair_by(pair_by) if pair_by is not None else None
+    if out is None:
+        if len(runs) != 1:
+            raise HarnessError("give --out DIR when comparing runs from several folders")
+        out = runs[0].parent if runs[0].is_file() else runs[0]
+    with FigureWorker() as drawer:  # it imports matplotlib while the runs load
+        found = discover([*runs, *([baseline] if baseline is not None else [])])
+        _warn(found.warnings)
+        if qrels is not None:
+            if dataset is not None:
+                raise HarnessError("give --dataset or --qrels, not both")
+            dataset = _qrels_dataset(qrels, [s.path for s in found.sources], out / "qrels_dataset")
+        loaded, warnings = load_sources(found.sources, dataset=dataset, score=score)  # type: ignore[arg-type]
+        _warn(warnings)
+        if not loaded:
+            raise HarnessError(
+                "no finished runs (folders with metrics.json) or predictions files to report under "
+                + ", ".join(map(str, runs))
+            )
+        base = None
+        if baseline is not None:
+            wanted = discover([baseline]).sources
+            paths = {s.path.resolve() for s in wanted}
+            base = next((r for r in loaded if r.path.resolve() in paths), None)
+            if len(wanted) != 1 or base is None:
+                raise HarnessError(
+                    f"--baseline {baseline}: not one readable run or predictions file"
+                )
+        analysis = analyse(
+            loaded,
+            base,
+            pair=pair,
+            correction=correction,  # type: ignore[arg-type]
+            n_permutations=n_permutations,
+            seed=seed,
+        )
+        _warn([f"--pair-by {pair_by}: {note}" for note in analysis.notes])
+        title = source_title(runs)
+        written = write_report(
+            analysis,
+            out,
+            title=title,
+            html=html,
+            embed_audio=embed_audio,
+            warnings=found.warnings + warnings,
+            drawer=drawer,
+        )
+    console.print(comparison_rich_table(title, loaded, analysis.human))
+    if analysis.paired:
+        console.print(paired_rich_table(analysis))
+    names = terminal_text(", ".join(p.name for p in written))
+    console.print(f"[dim]wrote {names} to {terminal_text(out)}/[/]")
+
+
+def _qrels_dataset(qrels: Path, sources: Sequence[Path], out: Path) -> Path:
+    """A dataset folder from the qrels, with the documents the TREC run files rank."""
+    from harness.core.trec import is_trec_run, read_candidates, read_qrels
+    from harness.interop.qrels import write_dataset
+
+    runs = [path for path in sources if path.is_file() and is_trec_run(path)]
+    if not runs:
+        raise HarnessError("--qrels goes with TREC run files; none among the runs given")
+    listed: dict[str, list[str]] = {}
+    for path in runs:
+        for qid, docs in read_candidates(path).items():
+            known = listed.setdefault(qid, [])
+            known += [d for d in docs if d not in known]
+    write_dataset(read_qrels(qrels), listed, out, runs[0])
+    return out
+
+
+def source_title(paths: Sequence[Path]) -> str:
+    """What a report compares, by the names of the folders and files it was given
+    (`quickstart`, `quickstart, my_model`), as `harness view` titles its page."""
+    names = [(p.parent if p.name == "predictions.jsonl" else p).resolve().name for p in paths]
+    return ", ".join(dict.fromkeys(n for n in names if n)) or "comparison"
+
+
+def _mean(metrics: Mapping[str, Any], name: str) -> str:
+    value = (metrics.get("metrics") or {}).get(name) or {}
+    mean = value.get("mean") if isinstance(value, Mapping) else None
+    return "n/a" if mean is None else f"{mean:.3f}"
+
+
+def _read(path: Path) -> dict[str, Any]:
+    from harness.core.run_files import read_or_empty
+
+    return read_or_empty(path)
+
+
+@user_errors
+def runs(
+    folders: Annotated[
+        list[Path] | None, typer.Argument(help="Results folders [default: results].")
+    ] = None,
+) -> None:
+    """List the finished runs under the folders (sweeps at any depth, in the experiment's
+    order) with their key figures: setup, items, Hit@1, MRR, nDCG, coverage, failed calls,
+    when they finished, and a dagger where the endpoint was not the provider's official one."""
+    from rich.table import Table
+
+    from harness.core.provenance import drifted_packages, unofficial_endpoints
+    from harness.reports.sources import discover
+    from harness.scoring.evaluation import no_scores_reason
+    from providers import REGISTRY
+
+    roots = folders or [Path("results")]
+    found = discover(roots)
+    _warn(found.warnings)
+    table = Table("run", "setup", "items", "Hit@1", "MRR", "nDCG", "coverage", "failed", "finished")
+    table.columns[0].overflow = table.columns[1].overflow = "fold"
+
+    def shown(path: Path) -> str:
+        for root in roots:
+            if path.is_relative_to(root) and path != root:
+                return terminal_text(str(path.relative_to(root)))
+        return terminal_text(str(path))
+
+    for source in found.sources:
+        if source.kind == "predictions":
+            table.add_row(shown(source.path), "your predictions (harness report scores them)")
+            continue
+        metrics = _read(source.path / "metrics.json")
+        config = _read(source.path / "config.yaml")
+        stats = _read(source.path / "run.json")
+        provider = config.get("provider") or {}
+        inputs = config.get("inputs") or {}
+        setup = " · ".join(
+            str(part)
+            for part in (
+                provider.get("label") or provider.get("name"),
+                provider.get("model"),
+                config.get("prompt") if _is_judge(REGISTRY, provider) else None,
+                f"{inputs.get('dialogue', 'full')}/{inputs.get('music', 'audio')}",
+            )
+            if part
+        )
+        coverage = metrics.get("coverage")
+        provenance = stats.get("provenance") or {}
+        mark = (" †" if unofficial_endpoints(stats) else "") + (
+            " ‡" if drifted_packages(stats) else ""
+        )
+        finished = str(provenance.get("finished_at") or "?")
+        failed = no_scores_reason(metrics, stats)  # chance-level numbers are not shown
+        figures = (
+            [_mean(metrics, name) for name in ("hit@1", "mrr", "ndcg")]
+            if failed is None
+            else ["no metrics", "-", "-"]
+        )
+        if failed is not None:
+            setup += f" ({failed})"
+        table.add_row(
+            shown(source.path) + mark,
+            terminal_text(setup),
+            str(metrics.get("n_items", "?")),
+            *figures,
+            "n/a" if coverage is None else f"{100 * coverage:.1f}%",
+            f"{stats.get('errors', '?')}/{stats.get('calls', '?')}",
+            finished.replace("T", " ")[:16],
+        )
+    if not found.sources:
+        where = ", ".join(map(str, folders or [Path("results")]))
+        raise HarnessError(f"no finished runs under {where}")
+    console.print(table)
+    if any(
+        unofficial_endpoints(_read(s.path / "run.json")) for s in found.sources if s.kind == "run"
+    ):
+        console.print("† endpoint is not the provider's official service (see the run's report.md)")
+    if any(drifted_packages(_read(s.path / "run.json")) for s in found.sources if s.kind == "run"):
+        console.print(
+            "‡ made in an environment that differs from the lock (see the run's report.md)"
+        )
+
+
+def _is_judge(registry: Mapping[str, Any], provider: Mapping[str, Any]) -> bool:
+    entry = registry.get(str(provider.get("name")))
+    return entry is None or entry.kind == "judge"
+
+
+@user_errors
+def view(
+    runs: Annotated[
+        list[Path] | None, typer.Argument(help=RUNS_HELP + " [default: results]")
+    ] = None,
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 7575,
+    host: Annotated[
+        str, typer.Option(help="Address to bind (127.0.0.1: this machine only).")
+    ] = "127.0.0.1",
+    dataset: Annotated[
+        Path | None, typer.Option(help="Dataset folder, if not where the runs' config.yaml says.")
+    ] = None,
+    open_browser: Annotated[
+        bool, typer.Option("--open", help="Open the page in the default browser.")
+    ] = False,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            help="Access token every request must carry (?token=, then a cookie) "
+            "[default: none on 127.0.0.1, a random one on any other --host]."
+        ),
+    ] = None,
+) -> None:
+    """Serve the HTML report of the runs, live: every page load re-reads the results that
+    changed, and an open page offers a reload when a run finishes. Ctrl+C stops."""
+    import secrets
+
+    from harness.reports.server import LiveReport, is_loopback, serve
+
+    local = is_loopback(host)
+    token = token or (None if local else secrets.token_urlsafe(12))
+    report = LiveReport(runs or [Path("results")], dataset=dataset)
+    try:
+        server = serve(report, host, port, token=token)
+    except OSError as exc:
+        raise HarnessError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
+    url = f"http://{host}:{server.server_address[1]}/" + (f"?token={token}" if token else "")
+    console.print(
+        f"serving the report of {terminal_text(', '.join(map(str, report.paths)))} at {url} "
+        "(Ctrl+C stops)",
+        highlight=False,
+    )
+    if not local:
+        console.print(
+            "[bold yellow]note:[/] listening beyond this machine: only links with the token "
+            "get in; use HTTPS in front of it (a reverse proxy) on an open network",
+            highlight=False,
+        )
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(url)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()

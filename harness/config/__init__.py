@@ -1,0 +1,1 @@
+"""Experiment files: one run or a sweep, `--set` overrides, and every mistake on one line."""

@@ -1,0 +1,419 @@
+"""Experiment files: one run, or a sweep that expands to one run per combination.
+
+Every provider block (`provider:`, each entry of `providers:`, `summarizer:`) is validated
+against its provider's own options when the file loads, so an unknown or misspelt key is one
+line naming the file, the block and the key, before anything runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, Self
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from harness.calls.prompting.context_audio import ContextAudioBudget
+from harness.config.blocks import MetricsOptions, RefineOptions, RerankOptions, TrackingOptions
+from harness.config.overrides import apply_overrides
+from harness.config.sources import HFSource, folder_for, is_hf_source, parse_hub_id
+from harness.config.validation import located, raise_all, unknown_keys, validation_errors
+from harness.core.errors import ConfigError, HarnessError
+from harness.core.types import BASE_FIELDS, ProviderConfig
+from harness.core.yaml_files import key_lines, load_yaml
+from harness.scoring.metrics import MAX_BOOTSTRAP, MissingPolicy
+from providers import REGISTRY, ProviderBlock, provider_options
+
+MAX_NAME = 200  # a run's folder name: file systems allow 255 bytes
+
+
+def provider_config(name: str, **options: Any) -> ProviderConfig:
+    """`provider_config("gemini", model="gemini-2.5-pro")`: a validated provider block."""
+    return provider_options({"name": name, **options})
+
+
+class Inputs(BaseModel):
+    """What a model is given: the query side (the dialogue in full, its summary, the item's
+    text `query`, or nothing; plus the item's own `context_audio`) and the candidates (their
+    audio, or their caption/title)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    dialogue: Literal["full", "summary", "query", "none"] = "full"
+    music: Literal["audio", "caption"] = "audio"
+    context_audio: bool = False
+
+    @model_validator(mode="after")
+    def _something_to_go_on(self) -> Inputs:
+        if self.dialogue == "none" and not self.context_audio:
+            raise ValueError("dialogue: none needs context_audio: true (nothing on the query side)")
+        return self
+
+    @property
+    def label(self) -> str:
+        """How run names and reports show the inputs (`query_caption_context-audio`)."""
+        parts = [self.dialogue, self.music] + (["context-audio"] if self.context_audio else [])
+        return "_".join(parts)
+
+
+class CacheOptions(BaseModel):
+    """`cache:` block: `seed`, a second response cache (a cache folder or a file of
+    `harness cache export`) read only on a miss; what it answers is copied into the run's
+    cache. It changes where answers come from, never what they are."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    seed: Path | None = None
+
+
+class _Common(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$", max_length=MAX_NAME)
+    dataset: Path
+    # Set from `dataset: hf://...` (or a save_to_disk / Parquet path) and `columns:`; `dataset`
+    # is then the folder the Hugging Face dataset is written to (harness.interop.hf).
+    hf_source: HFSource | None = None
+    tracking: TrackingOptions | None = Field(
+        default=None, description="log each run to W&B and/or MLflow (harness.interop.tracking)"
+    )
+    prompt_options: dict[str, Any] = Field(default_factory=dict)
+    repeats: int = Field(default=1, ge=1)
+    missing: MissingPolicy = "worst"
+    seed: int = Field(default=0, ge=0)
+    limit: int | None = Field(default=None, gt=0, description="evaluate only the first N items")
+    n_bootstrap: int = Field(default=1000, ge=10, le=MAX_BOOTSTRAP)
+    cache: CacheOptions = CacheOptions()
+    summarizer: ProviderBlock | None = Field(
+        default=None,
+        description="judge that writes missing summaries (default: the run's provider)",
+    )
+    metrics: MetricsOptions = MetricsOptions()
+    context_audio_budget: ContextAudioBudget = ContextAudioBudget()
+    rerank: RerankOptions | None = None
+    protocol: Literal["rank", "refine"] = "rank"
+    refine: RefineOptions = RefineOptions()
+    user_simulator: ProviderBlock | None = Field(
+        default=None, description="judge that plays the user (refine feedback: simulator)"
+    )
+    retriever: ProviderBlock | None = Field(
+        default=None, description="scorer that ranks by a description (prompt: describe)"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _hugging_face_dataset(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        columns = data.get("columns")
+        spec = data.get("dataset")
+        if data.get("hf_source") is None and isinstance(spec, str | Path) and is_hf_source(spec):
+            if str(spec).startswith("hf://"):
+                try:
+                    parse_hub_id(str(spec))
+                except HarnessError as exc:
+                    raise ValueError(str(exc)) from None
+            source = HFSource.model_validate({"uri": str(spec), "columns": columns or {}})
+            rest = {k: v for k, v in data.items() if k != "columns"}
+            return rest | {"hf_source": source, "dataset": folder_for(source)}
+        if columns is not None:
+            raise ValueError(
+                "columns: maps the columns of a Hugging Face dataset (dataset: hf://OWNER/NAME, "
+                "a save_to_disk folder or Parquet files), not of a dataset folder"
+            )
+        return data
+
+    @field_validator("rerank")
+    @classmethod
+    def _retriever_is_a_scorer(cls, rerank: RerankOptions | None) -> RerankOptions | None:
+        if rerank is not None and REGISTRY[rerank.retriever.name].kind != "scorer":
+            raise ValueError(f"rerank.retriever must be a scorer, not {rerank.retriever.name!r}")
+        return rerank
+
+    @field_validator("retriever")
+    @classmethod
+    def _describe_retriever_is_a_scorer(cls, block: ProviderBlock | None) -> ProviderBlock | None:
+        if block is not None and REGISTRY[block.name].kind != "scorer":
+            raise ValueError(f"retriever must be a scorer, not {block.name!r}")
+        return block
+
+    @field_validator("user_simulator")
+    @classmethod
+    def _simulator_is_a_judge(cls, block: ProviderBlock | None) -> ProviderBlock | None:
+        if block is not None and REGISTRY[block.name].kind != "judge":
+            raise ValueError(f"user_simulator must be a judge, not {block.name!r}")
+        return block
+
+    @model_validator(mode="after")
+    def _protocol_settings(self) -> Self:
+        if self.refine.feedback == "simulator" and self.user_simulator is None:
+            raise ValueError("refine feedback: simulator needs a user_simulator: block")
+        if self.protocol == "refine" and self.rerank is not None:
+            raise ValueError("protocol: refine does not combine with rerank:")
+        return self
+
+
+class ExperimentConfig(_Common):
+    provider: ProviderBlock
+    prompt: str = "zero_shot"
+    inputs: Inputs = Inputs()
+    sweep: str | None = Field(default=None, description="name of the sweep this run came from")
+    label: str | None = Field(
+        default=None, min_length=1, max_length=60, description="the run's name in reports"
+    )
+
+    @property
+    def results_subdir(self) -> Path:
+        return Path(self.sweep, self.name) if self.sweep else Path(self.name)
+
+    @property
+    def kind(self) -> Literal["judge", "scorer"]:
+        return REGISTRY[self.provider.name].kind
+
+    @model_validator(mode="after")
+    def _rerank_needs_a_judge(self) -> ExperimentConfig:
+        if self.rerank is not None and self.kind != "judge":
+            raise ValueError("rerank: the run's provider must be a judge (it reorders the top)")
+        if self.retriever is not None and self.prompt != "describe":
+            raise ValueError("retriever: ranks by a judge's description (prompt: describe)")
+        return self
+
+
+class SweepConfig(_Common):
+    providers: list[ProviderBlock] = Field(min_length=1)
+    prompts: list[str] = Field(default_factory=lambda: ["zero_shot"], min_length=1)
+    inputs: list[Inputs] = Field(default_factory=lambda: [Inputs()], min_length=1)
+    # Inputs a provider entry pins (`inputs: {music: caption}` for a caption-only scorer).
+    _pins: list[Inputs | None] = PrivateAttr(default_factory=list)
+
+    def expand(self) -> list[ExperimentConfig]:
+        runs = []
+        common = self.model_dump(
+            exclude={
+                "providers",
+                "prompts",
+                "inputs",
+                "name",
+                "summarizer",
+                "rerank",
+                "user_simulator",
+                "retriever",
+            }
+        )
+        pins = self._pins or [None] * len(self.providers)
+        seen: set[tuple[str, str, Inputs]] = set()
+        for (provider, pin), prompt, entry_inputs in itertools.product(
+            zip(self.providers, pins, strict=True), self.prompts, self.inputs
+        ):
+            inputs = entry_inputs
+            if pin is not None:
+                inputs = entry_inputs.model_copy(update=pin.model_dump(exclude_unset=True))
+            kind = REGISTRY[provider.name].kind
+            if kind == "scorer":  # reads no prompt: one run, under the sweep's first prompt
+                prompt = self.prompts[0]
+            combination = (provider.model_dump_json(), prompt, inputs)
+            if combination in seen:  # pinned inputs or a scorer made two combinations the same
+                continue
+            seen.add(combination)
+            shown = provider.label or provider.model or "default"  # a label tells runs apart
+            model = re.sub(r"[^A-Za-z0-9_.\-]+", "-", shown).strip("-")
+            parts = [
+                provider.name,
+                model,
+                prompt if kind == "judge" else None,
+                inputs.label,
+            ]
+            runs.append(
+                ExperimentConfig(
+                    **common,
+                    name="_".join(p for p in parts if p),
+                    provider=provider,
+                    summarizer=self.summarizer,
+                    user_simulator=self.user_simulator,
+                    retriever=self.retriever if prompt == "describe" else None,
+                    rerank=self.rerank if kind == "judge" else None,
+                    prompt=prompt,
+                    inputs=inputs,
+                    sweep=self.name,
+                )
+            )
+        runs = _distinct_names(runs)
+        names = [r.name for r in runs]
+        if len(set(names)) != len(names):
+            raise ValueError(
+                "two runs of the sweep get the same name: give the providers distinct models "
+                "or a `label:` each"
+            )
+        return runs
+
+
+def _distinct_names(runs: list[ExperimentConfig]) -> list[ExperimentConfig]:
+    """Runs whose names collide (one provider listed with different options of its own, such
+    as popularity's tie_break) get those options in their names: `..._tie_break-order`."""
+    counts = Counter(run.name for run in runs)
+    out = []
+    for run in runs:
+        if counts[run.name] > 1:
+            own = run.provider.model_dump(exclude=set(BASE_FIELDS), exclude_unset=True)
+            label = "_".join(f"{k}-{v}" for k, v in sorted(own.items()) if isinstance(v, str | int))
+            if label:
+                run = run.model_copy(update={"name": f"{run.name}_{label}"})
+        out.append(run)
+    return out
+
+
+def _field_of(exc: ValidationError) -> tuple[str, str]:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    return where, first["msg"].removeprefix("Value error, ")
+
+
+def _validate_blocks(raw: dict[str, Any], path: Path | str) -> tuple[dict[str, Any], list[Any]]:
+    """The file's settings with every provider block validated against its provider's
+    options, and the inputs each sweep entry pins."""
+    raw = dict(raw)
+    for field in ("provider", "summarizer", "user_simulator", "retriever"):
+        if isinstance(raw.get(field), Mapping):
+            raw[field] = provider_options(raw[field], source=path, field=field)
+    rerank = raw.get("rerank")
+    if isinstance(rerank, Mapping) and isinstance(rerank.get("retriever"), Mapping):
+        retriever = provider_options(rerank["retriever"], source=path, field="rerank.retriever")
+        raw["rerank"] = {**rerank, "retriever": retriever}
+    pins: list[Any] = []
+    entries = raw.get("providers")
+    if isinstance(entries, list):
+        validated = []
+        for entry in entries:
+            if not isinstance(entry, Mapping):
+                validated.append(entry)  # pydantic names the problem
+                pins.append(None)
+                continue
+            block = dict(entry)
+            pins.append(_pinned_inputs(block.pop("inputs", None), block, path))
+            validated.append(
+                provider_options(block, source=path, field="providers", name_field="providers")
+            )
+        raw["providers"] = validated
+    return raw, pins
+
+
+def _pinned_inputs(pin: Any, block: Mapping[str, Any], path: Path | str) -> Inputs | None:
+    if pin is None:
+        return None
+    try:
+        return Inputs.model_validate(pin)
+    except ValidationError as exc:
+        where, reason = _field_of(exc)
+        field = f"providers: {block.get('name')}"
+        raise ConfigError(path, field, f"inputs.{where}: {reason}") from None
+
+
+def load_experiments(
+    path: str | Path,
+    *,
+    overrides: Sequence[str] = (),
+    replace: Mapping[str, Any] | None = None,
+) -> list[ExperimentConfig]:
+    """Parse and validate an experiment or sweep file (providers, their options, prompt
+    variants), with `--set KEY=VALUE` overrides (and `replace`: top-level settings, as
+    `harness.run(..., limit=5)` gives them) applied first; errors name the file (and the
+    overrides), the line, the field and the reason, every one of them at once."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(path, None, "experiment file not found")
+    raw = load_yaml(path)
+    if not isinstance(raw, dict):
+        raise ConfigError(path, None, "expected a mapping of settings")
+    lines = key_lines(path.read_text(encoding="utf-8"))
+    return experiments_from(raw, path, overrides=overrides, replace=replace, lines=lines)
+
+
+def experiments_from(
+    raw: Mapping[str, Any],
+    path: Path | str,
+    *,
+    overrides: Sequence[str] = (),
+    replace: Mapping[str, Any] | None = None,
+    lines: Mapping[tuple[str, ...], int] | None = None,
+) -> list[ExperimentConfig]:
+    """The runs of an experiment's settings (a file's mapping, or one given in Python): a
+    sweep expands, and `name` names the sweep, not each run."""
+    raw = dict(raw)
+    if overrides:
+        raw = apply_overrides(raw, overrides)
+    raw.update(replace or {})
+    lines = lines or {}
+    given = [*overrides, *(f"{k}={v!r}" for k, v in (replace or {}).items())]
+    source = f"{path} with --set {' --set '.join(given)}" if given else path
+    is_sweep = any(isinstance(raw.get(k), list) for k in ("providers", "prompts", "inputs"))
+    if is_sweep and "provider" in raw:
+        error = ConfigError(source, "provider", "a sweep lists 'providers', not 'provider'")
+        raise located(error, lines)
+    model = SweepConfig if is_sweep else ExperimentConfig
+    known = set(model.model_fields) | {"columns"}  # columns: of a hf:// dataset
+    problems = unknown_keys(raw, known, source, lines)
+    raw = {k: v for k, v in raw.items() if k in known}
+    try:
+        raw, pins = _validate_blocks(raw, source)
+    except ConfigError as exc:  # a provider block
+        raise_all([*problems, located(exc, lines)])
+        raise
+    try:
+        if is_sweep:
+            raw = {**raw, **{k: _as_list(raw[k]) for k in ("prompts", "inputs") if k in raw}}
+            sweep = SweepConfig.model_validate(raw)
+            raise_all(problems)
+            sweep._pins = pins
+            runs = sweep.expand()
+        else:
+            single = ExperimentConfig.model_validate(raw)
+            raise_all(problems)
+            runs = [single]
+    except ValidationError as exc:
+        raise_all([*problems, *validation_errors(exc, source, lines)])
+        raise
+    except ValueError as exc:
+        raise ConfigError(source, None, str(exc)) from None
+    try:
+        _check_prompts(source, runs)
+    except ConfigError as exc:
+        raise located(exc, lines) from None
+    return runs
+
+
+def _check_prompts(path: Path | str, runs: list[ExperimentConfig]) -> None:
+    """Fail on an unknown prompt variant or `prompt_options` key before anything runs."""
+    from harness.calls.prompting.variants import VARIANTS, check_options
+    from harness.core.errors import HarnessError
+
+    for run in runs:
+        try:
+            check_options(run.prompt_options)
+        except HarnessError as exc:
+            raise ConfigError(path, "prompt_options", str(exc)) from None
+        field = "prompts" if run.sweep is not None else "prompt"
+        if run.prompt not in VARIANTS:
+            reason = f"unknown prompt variant {run.prompt!r} (known: {', '.join(VARIANTS)})"
+            raise ConfigError(path, field, reason)
+        if run.kind == "scorer" and run.inputs.context_audio:
+            reason = "inputs.context_audio goes to judges only; pin this scorer's inputs"
+            raise ConfigError(path, f"{run.provider.name} ({run.name})", reason)
+        if run.kind == "judge":
+            try:
+                variant = VARIANTS[run.prompt]
+                variant.check_inputs(run.inputs.dialogue, run.inputs.context_audio)
+                variant.check_protocol(run.protocol)
+            except HarnessError as exc:
+                raise ConfigError(path, field, str(exc)) from None
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]

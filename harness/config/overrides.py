@@ -1,0 +1,63 @@
+"""`--set KEY=VALUE` overrides of an experiment file, applied to its raw settings before they
+are validated like the file."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+from harness.core.errors import ConfigError
+from harness.core.yaml_files import parse_yaml
+
+
+def apply_overrides(raw: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """The file's settings with each `KEY=VALUE` of `--set` applied: KEY a dotted path
+    (`provider.model`, `providers.1.temperature`, `limit`), VALUE read as YAML (`5`, `0.7`,
+    `true`, `[zero_shot, cot]`, `null`). On a sweep, `provider.KEY` sets KEY in every
+    `providers` entry. The result is validated like the file."""
+    raw = copy.deepcopy(raw)
+    for override in overrides:
+        key, sep, text = override.partition("=")
+        path = [part for part in key.strip().split(".")]
+        if not sep or not all(path):
+            raise ConfigError(
+                "--set", override, "expected KEY=VALUE, e.g. provider.model=gemini-2.5-flash"
+            )
+        try:
+            value = parse_yaml(text, "--set")
+        except ConfigError as exc:
+            reason = f"the value is not valid YAML ({exc.reason})"
+            raise ConfigError("--set", override, reason) from None
+        if (
+            path[0] == "provider"
+            and "provider" not in raw
+            and isinstance(raw.get("providers"), list)
+        ):
+            targets = [["providers", str(i), *path[1:]] for i in range(len(raw["providers"]))]
+        else:
+            targets = [path]
+        for target in targets:
+            _set(raw, target, value, override)
+    return raw
+
+
+def _set(node: Any, path: list[str], value: Any, override: str) -> None:
+    for depth, part in enumerate(path):
+        last = depth == len(path) - 1
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                reason = f"{'.'.join(path[:depth])} has {len(node)} entries; {part!r} is not one"
+                raise ConfigError("--set", override, reason)
+            index: int | str = int(part)
+        elif isinstance(node, dict):
+            index = part
+        else:
+            reason = f"{'.'.join(path[:depth])} is a single value, not a block with keys"
+            raise ConfigError("--set", override, reason)
+        if last:
+            node[index] = value
+        else:
+            if isinstance(node, dict) and not isinstance(node.get(part), dict | list):
+                node[part] = {}
+            node = node[index]

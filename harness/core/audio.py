@@ -1,0 +1,116 @@
+"""Audio access for providers: content hashes, decoding, resampling and WAV encoding.
+
+Clips are read lazily and the encoded bytes are memoised in a small LRU, so each clip is
+encoded once per run while memory stays bounded however many clips a dataset has.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import wave
+from functools import cache, lru_cache
+from math import gcd
+from pathlib import Path
+
+import numpy as np
+import soundfile
+from numpy.typing import NDArray
+
+from harness.core.types import AudioRef
+
+ENCODED_CACHE_SIZE = 64
+# A clip is hashed when its call is prepared and encoded when the call is sent, a few hundred
+# calls later: the bytes read for the hash wait here to be encoded, not read a second time.
+READ_AHEAD_BYTES = 8 * 2**20
+READ_WHOLE_BYTES = 2**20  # larger clips are hashed in blocks (and read again to encode)
+
+
+class _ReadAhead:
+    """Clips' bytes read for their hash, waiting for their encoding (oldest dropped first,
+    at most `limit` bytes in all); each is taken once."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.size = 0
+        self._entries: dict[Path, bytes] = {}
+
+    def put(self, path: Path, data: bytes) -> None:
+        self.take(path)
+        self._entries[path] = data
+        self.size += len(data)
+        while self.size > self.limit:
+            oldest = next(iter(self._entries))
+            self.size -= len(self._entries.pop(oldest))
+
+    def take(self, path: Path) -> bytes | None:
+        data = self._entries.pop(path, None)
+        if data is not None:
+            self.size -= len(data)
+        return data
+
+
+_READ_AHEAD = _ReadAhead(READ_AHEAD_BYTES)
+
+
+@cache
+def file_sha256(path: Path) -> str:
+    """Content hash of a clip, computed once per path per process."""
+    with path.open("rb") as handle:
+        if os.fstat(handle.fileno()).st_size > READ_WHOLE_BYTES:
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+        data = handle.read()
+    if path.suffix.lower() == ".wav":  # what `encode_wav` may send as it is
+        _READ_AHEAD.put(path, data)
+    return hashlib.sha256(data).hexdigest()
+
+
+@cache
+def audio_ref(clip_id: str, path: Path) -> AudioRef:
+    """A clip's reference, made once per clip per process (every candidate's prompt needs
+    one, and the hash is `file_sha256`'s, itself computed once)."""
+    return AudioRef(clip_id=clip_id, path=path, sha256=file_sha256(path))
+
+
+def read_mono(path: Path, sample_rate: int | None = None) -> NDArray[np.float32]:
+    """Decode any format libsndfile reads, downmix to mono, resample to `sample_rate`."""
+    data, native_rate = soundfile.read(str(path), dtype="float32", always_2d=True)
+    mono: NDArray[np.float32] = data.mean(axis=1, dtype=np.float32)
+    if sample_rate is None or sample_rate == native_rate:
+        return mono
+    return resample(mono, native_rate, sample_rate)
+
+
+def resample(
+    signal: NDArray[np.float32], source_rate: int, target_rate: int
+) -> NDArray[np.float32]:
+    from scipy.signal import resample_poly  # imported here: it costs ~0.7 s at start-up
+
+    divisor = gcd(source_rate, target_rate)
+    out = resample_poly(signal, target_rate // divisor, source_rate // divisor)
+    return np.asarray(out, dtype=np.float32)
+
+
+def _is_pcm16_mono(data: bytes, sample_rate: int | None) -> bool:
+    """Whether WAV bytes are 16-bit PCM mono at `sample_rate` (any rate when None), from
+    the header alone (cheaper than opening the file with libsndfile)."""
+    try:
+        with wave.open(io.BytesIO(data)) as header:
+            rate_ok = sample_rate is None or header.getframerate() == sample_rate
+            return header.getnchannels() == 1 and header.getsampwidth() == 2 and rate_ok
+    except (wave.Error, EOFError):
+        return False
+
+
+@lru_cache(maxsize=ENCODED_CACHE_SIZE)
+def encode_wav(path: Path, sample_rate: int | None = None) -> bytes:
+    """16-bit PCM WAV bytes of the clip, mono, at `sample_rate` (native rate when None)."""
+    if path.suffix.lower() == ".wav":
+        data = _READ_AHEAD.take(path) or path.read_bytes()
+        if _is_pcm16_mono(data, sample_rate):
+            return data  # already what is asked for: no decode and re-encode
+    rate = sample_rate or soundfile.info(str(path)).samplerate
+    buffer = io.BytesIO()
+    soundfile.write(buffer, read_mono(path, sample_rate), rate, format="WAV", subtype="PCM_16")
+    return buffer.getvalue()

@@ -1,0 +1,306 @@
+"""Dataset folder format (docs/formats.md): `items.jsonl` + `clips.jsonl` + audio files.
+
+An item (one line of `items.jsonl`) has an `id`, its `candidates` (clip ids, at least two) and
+what the candidates are chosen for: a `dialogue` (turns), a text `query`, `context_audio`
+(audio files relative to the dataset folder, e.g. songs the user played), or several of these;
+at least one must be given (a MusiCRS-style item may have a query and no turns). Optional:
+`summary`, `group` (a label for per-group breakdowns) and `annotations` (per-annotator
+rankings, each a permutation of the candidates).
+
+Relevance comes in exactly one of three forms:
+- `human_ranking`: a permutation of the candidates, best first; graded gain N-1-position.
+- `relevant`: candidate ids that are all equally relevant (gain 1; the others 0). May be empty:
+  the item then scores 0 on every metric.
+- `relevance`: {candidate id: gain}, gains finite and >= 0; candidates not listed have gain 0.
+An item with none of them loads (datasets are built before they are annotated: stage 3,
+`harness annotate`) but cannot be evaluated (`harness.scoring.metrics.build_matrix` refuses it).
+
+A clip (one line of `clips.jsonl`) has an `id` and at least one of `audio` (a file relative to
+the dataset folder), `caption` and `title`: a text-only candidate (a song title) has no audio.
+
+Every validation failure raises `DatasetError` naming the file, the line and the reason.
+"""
+
+from __future__ import annotations
+
+import gc
+import io
+import json
+import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Self
+
+import soundfile
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from harness.core.errors import DatasetError, HarnessError
+from harness.core.items import InFolder, Item, RelevanceForm, Schema, Turn, from_schema
+from harness.core.paths import contained
+
+__all__ = ["Clip", "Dataset", "InFolder", "Item", "RelevanceForm", "Turn", "load_dataset"]
+
+
+class Clip(BaseModel):
+    """A candidate: audio, or text only (a caption or a title)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    id: str = Field(min_length=1)
+    audio: InFolder | None = None
+    title: str | None = Field(default=None, min_length=1)
+    caption: str = ""
+    aspects: tuple[str, ...] = ()
+    root: Path = Field(default=Path("."), exclude=True)
+
+    @model_validator(mode="after")
+    def _has_content(self) -> Self:
+        if self.audio is None and not self.caption and self.title is None:
+            raise ValueError("a clip needs audio, a caption or a title")
+        return self
+
+    @property
+    def has_audio(self) -> bool:
+        return self.audio is not None
+
+    @property
+    def text(self) -> str:
+        """The words that stand for the clip: its caption, else its title."""
+        return self.caption or self.title or ""
+
+    @cached_property
+    def path(self) -> Path:
+        """The audio file, checked to lie inside the dataset folder (once per clip: every
+        call that sends or keys the clip asks)."""
+        if self.audio is None:
+            raise HarnessError(
+                f"clip {self.id} has no audio (a text-only candidate): use inputs music: caption"
+            )
+        return contained(self.root, self.audio)
+
+
+class Dataset(BaseModel):
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    root: Path
+    items: tuple[Item, ...]
+    clips: dict[str, Clip]
+    # The items a scorer fits on (`Scorer.fit`) when they are not `items`: a shard's dataset
+    # (`harness.core.sharding`) keeps the whole dataset's, so its scores are the unsharded run's.
+    population: tuple[Item, ...] | None = None
+
+    @cached_property
+    def n_candidates(self) -> int:
+        return max(len(item.candidates) for item in self.items)
+
+    def item(self, item_id: str) -> Item:
+        return self._items_by_id[item_id]
+
+    @cached_property
+    def _items_by_id(self) -> dict[str, Item]:
+        return {item.id: item for item in self.items}
+
+    def subset(self, item_ids: list[str]) -> Dataset:
+        return Dataset(
+            root=self.root, items=tuple(self.item(i) for i in item_ids), clips=self.clips
+        )
+
+
+@contextmanager
+def gc_paused(*, freeze: bool = False) -> Iterator[None]:
+    """Cyclic garbage collection paused while a file's lines become objects: they make no
+    reference cycles, and every collection walks all the objects alive (a tenth of reading a
+    10,000 x 500 pool); reference counting still frees what is dropped at once.
+
+    `freeze`, for a one-shot command that keeps what it loads to its end: the objects alive
+    at the end join the permanent generation (gc.freeze), so that the first collection after
+    the pause, and every full one, need not walk them all again."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if freeze:
+            gc.freeze()
+        if enabled:
+            gc.enable()
+
+
+@contextmanager
+def gc_frozen() -> Iterator[None]:
+    """The objects alive now join the permanent generation (gc.freeze) until the block
+    ends: a run's dataset, modules and clients live through all its calls, and each full
+    collection (one every few thousand calls' worth of allocations) would walk them all again.
+    Unfrozen at the end, so a process running many runs does not keep their cycles forever."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+def jsonl_lines(path: Path, missing: str = "file not found") -> Iterator[tuple[int, str]]:
+    """(line number, text) for each non-blank line, decoded as UTF-8; DatasetError names a
+    line that is not UTF-8, or says `missing` when the file is not there."""
+    for line_no, raw in raw_lines(path, missing):
+        line = decoded_line(path, line_no, raw)
+        if line is not None:
+            yield line_no, line
+
+
+READ_BUFFER = 1 << 20
+
+
+def raw_lines(path: Path, missing: str = "file not found") -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes) for each line, blank or not; DatasetError says `missing` when
+    the file is not there."""
+    if not path.is_file():
+        raise DatasetError(path, None, missing)
+    # read 1 MiB at a time: with the default 8 KiB, a line of a pool's 500 scores or
+    # candidates costs a read of its own, and reading took three times as long
+    with path.open("rb", buffering=READ_BUFFER) as handle:
+        yield from enumerate(handle, start=1)
+
+
+def decoded_line(path: Path, line_no: int, raw: bytes) -> str | None:
+    """A line's text; None if it is blank; DatasetError names a line that is not UTF-8."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(path, line_no, f"not valid UTF-8 ({exc.reason})") from None
+    return line if line and not line.isspace() else None  # (strip() would copy every line)
+
+
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; DatasetError names a bad line."""
+    for line_no, line in jsonl_lines(path):
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(path, line_no, f"not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise DatasetError(path, line_no, "not valid JSON (nested too deep)") from None
+        except ValueError:  # Python refuses integers of more than 4,300 digits
+            reason = "not valid JSON (a number of more than 4,300 digits)"
+            raise DatasetError(path, line_no, reason) from None
+        if not isinstance(obj, dict):
+            raise DatasetError(path, line_no, "expected a JSON object")
+        yield line_no, obj
+
+
+def pydantic_reason(exc: ValidationError) -> str:
+    """The first error of a pydantic validation as `field: message`."""
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    message = first["msg"].removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message
+
+
+def load_clips(root: Path, *, check_audio: bool = True) -> dict[str, Clip]:
+    path = root / "clips.jsonl"
+    clips: dict[str, Clip] = {}
+    for line_no, obj in read_jsonl(path):
+        try:
+            clip = Clip.model_validate({**obj, "root": root})
+        except ValidationError as exc:
+            raise DatasetError(path, line_no, pydantic_reason(exc)) from None
+        if clip.id in clips:
+            raise DatasetError(path, line_no, f"duplicate clip id {clip.id!r}")
+        if check_audio and clip.audio is not None:
+            _check_audio(clip.path, clip.audio, path, line_no)
+        clips[clip.id] = clip
+    # Keyed by copies of the ids made one after the other, so that they lie side by side in
+    # memory (each clip's own is among its line's objects): a pool's items look every
+    # candidate up here, and the lookups take half the time.
+    return {(cid + ".")[:-1]: clip for cid, clip in clips.items()}
+
+
+def _check_audio(file: Path, audio: str, path: Path, line_no: int, what: str = "audio") -> None:
+    """`file` (`audio` as the dataset names it) exists, decodes and has samples."""
+    if not file.is_file():
+        raise DatasetError(path, line_no, f"{what} file not found: {audio}")
+    try:
+        frames = _frames(file)
+    except (RuntimeError, soundfile.LibsndfileError) as exc:
+        raise DatasetError(path, line_no, f"unreadable {what} {audio}: {exc}") from None
+    if frames == 0:
+        raise DatasetError(path, line_no, f"{what} file has no samples: {audio}")
+
+
+def _frames(file: Path) -> int:
+    """The frames an audio file's header announces: a PCM WAV's read from its chunk headers
+    (`_pcm_wav_frames`: once per clip of every run), any other file (float or extensible WAV,
+    FLAC, a damaged header) by libsndfile."""
+    if file.suffix.lower() == ".wav":
+        frames = _pcm_wav_frames(file)
+        if frames is not None:
+            return frames
+    return int(soundfile.info(str(file)).frames)
+
+
+def _pcm_wav_frames(file: Path) -> int | None:
+    """The frames of a plain PCM WAV (format tag 1) as the standard library's `wave` counts
+    them (the data chunk's size over the frame size), from the RIFF chunk headers alone: a
+    fifth of `wave`'s cost, and a twentieth of libsndfile's. None for any other file."""
+    with file.open("rb") as handle:
+        riff = handle.read(12)
+        if len(riff) < 12 or riff[:4] != b"RIFF" or riff[8:] != b"WAVE":
+            return None
+        frame_size = 0
+        while len(header := handle.read(8)) == 8:
+            name, size = header[:4], int.from_bytes(header[4:], "little")
+            if name == b"data":
+                return size // frame_size if frame_size else None
+            if name == b"fmt ":
+                fmt = handle.read(size + (size & 1))
+                if len(fmt) < 16:
+                    return None
+                tag, channels = struct.unpack_from("<HH", fmt)
+                (bits,) = struct.unpack_from("<H", fmt, 14)
+                if tag != 1 or not channels or not bits:
+                    return None
+                frame_size = channels * ((bits + 7) // 8)
+            else:
+                handle.seek(size + (size & 1), io.SEEK_CUR)
+    return None
+
+
+def load_items(root: Path, clips: dict[str, Clip], *, check_audio: bool = True) -> tuple[Item, ...]:
+    """The items of `root`/items.jsonl, each checked by the schema (whose message names the
+    field) and kept compact, its candidate ids the clips' own strings (one copy of each id
+    however many items name it)."""
+    path = root / "items.jsonl"
+    items: list[Item] = []
+    seen: set[str] = set()
+    ids = {cid: cid for cid in clips}
+    for line_no, obj in read_jsonl(path):
+        try:
+            checked = Schema.Item.model_validate(obj)
+        except ValidationError as exc:
+            raise DatasetError(path, line_no, pydantic_reason(exc)) from None
+        if checked.id in seen:
+            raise DatasetError(path, line_no, f"duplicate item id {checked.id!r}")
+        try:
+            item = from_schema(checked, ids)
+        except KeyError:
+            unknown = [cid for cid in checked.candidates if cid not in ids]
+            raise DatasetError(path, line_no, f"unknown candidate id(s) {unknown}") from None
+        if check_audio:
+            for audio in item.context_audio or ():
+                _check_audio(contained(root, audio), audio, path, line_no, "context audio")
+        seen.add(item.id)
+        items.append(item)
+    if not items:
+        raise DatasetError(path, None, "no items")
+    return tuple(items)
+
+
+def load_dataset(root: str | Path, *, check_audio: bool = True) -> Dataset:
+    """Load and validate a dataset folder; raises DatasetError on the first problem."""
+    root = Path(root)
+    if not root.is_dir():
+        raise DatasetError(root, None, "dataset folder not found")
+    with gc_paused():
+        clips = load_clips(root, check_audio=check_audio)
+        items = load_items(root, clips, check_audio=check_audio)
+    return Dataset(root=root, items=items, clips=clips)

@@ -1,0 +1,202 @@
+"""`records.jsonl`: one line per model call, streamed as calls complete, sorted into dataset
+order when the run ends and read back (`harness.core.predictions` turns records into the
+predictions every metric reads)."""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness.core.dataset import pydantic_reason
+from harness.core.errors import DatasetError, StorageError
+from harness.core.json_text import loads
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    item_id: str
+    candidates: list[str]
+    repeat: int = 0
+    raw: str | None = None
+    attempts: list[str] = Field(default_factory=list, description="raw text of earlier re-asks")
+    scores: dict[str, float | None]
+    error: str | None = None
+    parse_error: str | None = None
+    cache_hit: bool = False
+    latency_s: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+FLUSH_EVERY_S = 0.1
+
+
+class RecordWriter:
+    """Appends one JSON line per record, flushed at least every FLUSH_EVERY_S and when
+    closed: a kill loses at most the last tenth of a second's lines, whose answers the cache
+    holds already (a record is written once its answer is stored), so the re-run pays
+    nothing for them. Flushing each line was a system call per record (a fifth of a warm
+    re-run's writing). `in_order` says whether the lines so far are in `order_key`'s order."""
+
+    def __init__(self, path: Path, item_order: Sequence[str] = ()) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._handle: IO[str] = path.open("w", encoding="utf-8")
+        self._flushed = time.monotonic()
+        self._position = {item_id: i for i, item_id in enumerate(item_order)}
+        self._last: tuple[int, int, list[str]] | None = None
+        self.in_order = True
+
+    def write(self, record: Record) -> None:
+        if self.in_order:
+            place = order_key(self._position, record.item_id, record.repeat, record.candidates)
+            self.in_order = self._last is None or self._last <= place
+            self._last = place
+        try:
+            self._handle.write(record.model_dump_json(exclude_defaults=True) + "\n")
+            if (now := time.monotonic()) - self._flushed >= FLUSH_EVERY_S:
+                self._handle.flush()
+                self._flushed = now
+        except OSError as exc:  # a full disk: the answers are in the cache, a re-run resumes
+            raise StorageError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+def reads_back_as_written(record: Record) -> bool:
+    """Whether `record`'s line in records.jsonl reads back as the record for what a first
+    pass over a run's records reads (its scores, the plain values of `extra`): JSON has no
+    NaN or infinity, which pydantic writes as null."""
+    for score in record.scores.values():
+        if score is not None and not math.isfinite(score):
+            return False
+    for value in record.extra.values():
+        if isinstance(value, float) and not math.isfinite(value):
+            return False
+    return True
+
+
+def read_records(path: Path) -> Iterator[Record]:
+    """Complete records of a file; a torn last line (a killed run) is skipped. A line that
+    is not a record (the file is read back as untrusted) is a DatasetError naming it."""
+    with path.open("rb") as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if not line.endswith(b"\n"):
+                return
+            try:
+                yield Record.model_validate_json(line)
+            except ValidationError as exc:
+                reason = pydantic_reason(exc)
+                raise DatasetError(path, line_no, f"not a record of a run ({reason})") from None
+
+
+def scan_partial(path: Path) -> tuple[int, int]:
+    """(complete records, broken lines) of a records file a killed run left behind: a line
+    cut short by the kill has no newline or does not parse."""
+    complete = broken = 0
+    with path.open("rb") as handle:
+        for raw in handle:
+            try:
+                if not raw.endswith(b"\n"):
+                    raise ValueError("no newline")
+                Record.model_validate_json(raw)
+            except ValueError:
+                broken += 1
+                continue
+            complete += 1
+    return complete, broken
+
+
+class RecordsFile:
+    """The records of a file, read from it again each time they are iterated: a run's
+    records are streamed to disk and never held in memory all at once."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __iter__(self) -> Iterator[Record]:
+        return read_records(self.path)
+
+
+def order_key(
+    position: Mapping[str, int], item_id: str, repeat: int, candidates: list[str]
+) -> tuple[int, int, list[str]]:
+    """Where a record goes in records.jsonl: by item (dataset order), repeat, candidates."""
+    return position.get(item_id, 1 << 30), repeat, candidates
+
+
+class InFileOrder:
+    """Hands the records `add`ed on to `to` in the order `sort_records` gives records.jsonl,
+    while they come a group (an item's records of one repeat) at a time, the groups in
+    dataset order, as a re-run the cache answers writes them: a group is held until the next
+    one starts, then sorted by candidates (stably, as `sort_records` sorts). `broken` once
+    a group comes out of that order (nothing more is handed on: the file must be read)."""
+
+    def __init__(self, item_order: Sequence[str], to: Callable[[Record], None]) -> None:
+        self._position = {item_id: i for i, item_id in enumerate(item_order)}
+        self._to = to
+        self._group: list[Record] = []
+        self._place: tuple[int, int] | None = None
+        self.broken = False
+
+    def add(self, record: Record) -> None:
+        if self.broken:
+            return
+        place = (self._position.get(record.item_id, -1), record.repeat)
+        if place != self._place:
+            if place[0] < 0 or (self._place is not None and place < self._place):
+                self.broken = True
+                self._group = []
+                return
+            self.close()
+            self._place = place
+        self._group.append(record)
+
+    def close(self) -> None:
+        """Hand on the last group (the records so far are then all handed on)."""
+        for record in sorted(self._group, key=lambda r: r.candidates):
+            self._to(record)
+        self._group = []
+
+
+def sort_records(
+    source: Path, path: Path, item_order: list[str], *, in_order: bool = False
+) -> None:
+    """Move the records of `source` to `path` (atomically) in dataset order: by item, then
+    repeat, then candidates, records that tie keeping their order in `source`; so reruns
+    produce identical files. Only each line's sort key and place are held in memory; a file
+    already in order (a re-run answered from the cache) is renamed as it is, unread when
+    the caller knows (`in_order`: `RecordWriter.in_order`)."""
+    if in_order:
+        os.replace(source, path)
+        return
+    position = {item_id: i for i, item_id in enumerate(item_order)}
+    places: list[tuple[int, int, list[str], int, int]] = []
+    with source.open("rb") as handle:
+        offset = 0
+        for line in handle:
+            if not line.endswith(b"\n"):
+                break  # a torn last line (never written by a finished run)
+            head = loads(line)
+            place = order_key(position, head["item_id"], head.get("repeat", 0), head["candidates"])
+            places.append((*place, offset, len(line)))
+            offset += len(line)
+    ordered = sorted(places, key=lambda p: p[:3])
+    if ordered == places and offset == source.stat().st_size:
+        os.replace(source, path)
+        return
+    tmp = path.with_suffix(".jsonl.tmp")
+    with source.open("rb") as handle, tmp.open("wb") as out:
+        for *_, start, length in ordered:
+            handle.seek(start)
+            out.write(handle.read(length))
+    os.replace(tmp, path)
+    source.unlink()

@@ -1,0 +1,130 @@
+"""A run folder's config.yaml, run.json and metrics.json read back as untrusted files: they
+were written by the harness, but a disk, a sync tool or a person may have changed them since.
+Every reader of a run folder (a re-run's check, `harness report`, `harness view`, `harness
+runs`, `load_run`) goes through here: a file that is too large, not UTF-8, not valid YAML or
+JSON (an alias bomb, a recursive alias, nesting too deep), not a mapping, or whose settings
+have the wrong type is one HarnessError line naming the file; nothing downstream walks an
+unbounded value."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness.core.errors import ConfigError, HarnessError
+from harness.core.json_text import TooLarge, bounded
+from harness.core.predictions import MissingPolicy
+from harness.core.yaml_files import load_yaml
+
+MAX_RUN_FILE_BYTES = 64 * 1024 * 1024  # a run's config.yaml and run.json are a few KB
+
+
+class _Metrics(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    at: list[int] = Field(default_factory=list)
+    merge_groups: dict[str, str] = Field(default_factory=dict)
+
+
+class _SavedConfig(BaseModel):
+    """The settings of a saved config.yaml that are read back, with their types (others are
+    kept as they are)."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str | None = None
+    dataset: str | None = None
+    limit: int | None = Field(default=None, ge=1)
+    repeats: int | None = Field(default=None, ge=1)
+    missing: MissingPolicy | None = None
+    n_bootstrap: int | None = Field(default=None, ge=10, le=1_000_000)
+    seed: int | None = Field(default=None, ge=0)
+    prompt: str | None = None
+    provider: dict[str, Any] | None = None
+    inputs: dict[str, Any] | None = None
+    metrics: _Metrics | None = None
+
+
+class _SavedStats(BaseModel):
+    """The blocks of run.json that are read back; a count may be missing."""
+
+    model_config = ConfigDict(extra="allow")
+    provenance: dict[str, Any] | None = None
+    cost: dict[str, Any] | None = None
+    summaries_cost: dict[str, Any] | None = None
+    batch: dict[str, Any] | None = None
+
+
+def _bytes(path: Path, *, read: bool = True) -> bytes:
+    """The file's bytes (b"" when not `read`), after checking its size."""
+    try:
+        if path.stat().st_size > MAX_RUN_FILE_BYTES:
+            raise HarnessError(f"{path}: larger than {MAX_RUN_FILE_BYTES >> 20} MB; not a run file")
+        return path.read_bytes() if read else b""
+    except OSError as exc:
+        raise HarnessError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+
+
+def _checked(path: Path, value: Any, model: type[BaseModel]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise HarnessError(f"{path}: not a mapping of settings ({type(value).__name__})")
+    try:
+        bounded(value)
+        model.model_validate(value)
+    except TooLarge as exc:
+        raise HarnessError(f"{path}: {exc}") from None
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        raise HarnessError(f"{path}: {where}: {error['msg']}") from None
+    return value
+
+
+def read_run_config(path: Path) -> dict[str, Any]:
+    """A run folder's config.yaml, checked; HarnessError (one line naming it) otherwise."""
+    _bytes(path, read=False)
+    try:
+        value = load_yaml(path)
+    except ConfigError as exc:
+        raise HarnessError(str(exc)) from None
+    except OSError as exc:
+        raise HarnessError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    return _checked(path, value, _SavedConfig)
+
+
+def read_json_file(path: Path, *, model: type[BaseModel] | None = None) -> dict[str, Any]:
+    """A JSON object a run folder holds (run.json, metrics.json), checked; {} when the file
+    is not there; HarnessError (one line naming it) when it cannot be read as one."""
+    if not path.exists():
+        return {}
+    data = _bytes(path)
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise HarnessError(f"{path}: not valid UTF-8 ({exc.reason})") from None
+    except json.JSONDecodeError as exc:
+        raise HarnessError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    except (RecursionError, ValueError) as exc:
+        raise HarnessError(f"{path}: not valid JSON ({type(exc).__name__})") from None
+    return _checked(path, value, model or _Any)
+
+
+def read_run_json(path: Path) -> dict[str, Any]:
+    """A run folder's run.json (the run's counts and provenance), checked; {} when absent."""
+    return read_json_file(path, model=_SavedStats)
+
+
+class _Any(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+def read_or_empty(path: Path) -> dict[str, Any]:
+    """config.yaml, run.json or metrics.json for a listing that must go on: {} when the file
+    is absent or cannot be read (`harness runs` shows `?` for it)."""
+    try:
+        if path.suffix == ".yaml":
+            return read_run_config(path) if path.is_file() else {}
+        return read_run_json(path) if path.name == "run.json" else read_json_file(path)
+    except HarnessError:
+        return {}

@@ -1,0 +1,96 @@
+"""Sharded runs: `harness run EXP --shard I/N` runs the items whose id hashes to I (of N), into
+its own run folder, so that N machines (a Slurm job array) share one experiment.
+
+An item's shard is its id's BLAKE2b hash modulo N: it depends on the id alone, never on the
+item's position, so adding or removing items moves no other item to another shard. Each shard's
+folder holds `shard.json` (the shard, its item ids and the dataset's item count), which
+`harness merge` (`harness.runs.merge`) checks before it rebuilds the whole run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.core.dataset import Dataset
+from harness.core.errors import HarnessError
+
+SHARD_FILE = "shard.json"
+SHARD_FORMAT = 1
+_SPEC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+
+
+def shard_of(item_id: str, count: int) -> int:
+    """The shard (0..count-1) of an item: BLAKE2b of its id (UTF-8), modulo `count`."""
+    digest = hashlib.blake2b(item_id.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % count
+
+
+@dataclass(frozen=True, order=True)
+class Shard:
+    """Shard `index` of `count` (0-based, as Slurm's `$SLURM_ARRAY_TASK_ID` with
+    `--array=0-(N-1)`)."""
+
+    index: int
+    count: int
+
+    def __post_init__(self) -> None:
+        if self.count < 1 or not 0 <= self.index < self.count:
+            raise HarnessError(
+                f"--shard {self.index}/{self.count}: the index must be 0..N-1 and N >= 1 "
+                "(e.g. --shard 0/4 ... --shard 3/4)"
+            )
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        match = _SPEC.match(text)
+        if match is None:
+            raise HarnessError(f"--shard takes I/N such as 0/4 (shards 0..N-1), not {text!r}")
+        return cls(int(match.group(1)), int(match.group(2)))
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    @property
+    def suffix(self) -> str:
+        """What the shard's run folder adds to the run's name: `.shard-0-of-4`."""
+        return f".shard-{self.index}-of-{self.count}"
+
+    def folder(self, results_dir: Path, subdir: Path) -> Path:
+        """The shard's run folder: the run's own, with `suffix` added to its name."""
+        return results_dir / subdir.with_name(subdir.name + self.suffix)
+
+    def holds(self, item_id: str) -> bool:
+        return shard_of(item_id, self.count) == self.index
+
+    def select(self, dataset: Dataset) -> Dataset:
+        """The shard's items (in dataset order). A scorer that learns from the run's items
+        (popularity) still fits on all of them (`population`), as the unsharded run does."""
+        ids = [item.id for item in dataset.items if self.holds(item.id)]
+        if not ids:
+            raise HarnessError(
+                f"shard {self} holds none of the {len(dataset.items)} item(s): "
+                "run with fewer shards"
+            )
+        population = dataset.population if dataset.population is not None else dataset.items
+        return dataset.subset(ids).model_copy(update={"population": population})
+
+    def marker(self, dataset: Dataset, shard_items: Dataset) -> dict[str, Any]:
+        """The content of shard.json."""
+        return {
+            "format": SHARD_FORMAT,
+            "shard": str(self),
+            "index": self.index,
+            "count": self.count,
+            "dataset_items": len(dataset.items),
+            "items": [item.id for item in shard_items.items],
+        }
+
+    def write_marker(self, folder: Path, dataset: Dataset, shard_items: Dataset) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        body = json.dumps(self.marker(dataset, shard_items), indent=2) + "\n"
+        (folder / SHARD_FILE).write_text(body, encoding="utf-8")

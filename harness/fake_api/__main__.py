@@ -1,0 +1,3 @@
+from harness.fake_api.server import main
+
+main()

@@ -1,0 +1,164 @@
+"""Batch jobs in the fake API, shared by both wire formats: the store of uploaded files and
+jobs, how one request of a job is answered (as the online endpoint would answer it, without
+transient faults), and what the server counts as paid (every answered request, online or in
+a job, keyed by what it asks, so a request paid twice shows up as a duplicate).
+
+A job stays pending for `batch_latency_s` after it was created, then is answered in full at
+the next status check, except: the first `batch_expire_first` jobs expire with only the
+first half of their requests answered; a share `batch_error_rate` of requests gets a 500
+error line, and a share `batch_unreadable_rate` an output line cut in half (both on a
+request's first time in a job only, so resubmitting it succeeds)."""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.fake_api.answers import audio_info, digest
+from harness.fake_api.faults import ERROR_MODEL, answer_mode
+from harness.fake_api.gemini import gemini_body
+from harness.fake_api.openai import openai_body
+from harness.fake_api.state import ANSWER_MODES, FakeState, ParsedRequest, Reply
+
+
+def paid_key(parsed: ParsedRequest) -> str:
+    """What a request asks, whichever API and form it came in."""
+    return digest(
+        parsed.model,
+        parsed.system,
+        parsed.user_text,
+        *(data for data, _ in parsed.audio),
+        repr(sorted((parsed.schema or {}).items())),
+        ",".join(parsed.roles),
+    ).hex()
+
+
+def answer_parsed(
+    api: str, parsed: ParsedRequest, state: FakeState
+) -> tuple[dict[str, Any], str | None]:
+    """The answer body the online endpoint would give (a Reply for an error answer)."""
+    settings = state.settings
+    forced = ERROR_MODEL.search(parsed.model)
+    if forced:
+        raise Reply(int(forced.group(1)), f"the fake server always answers {forced.group(1)}")
+    seconds, _ = audio_info(parsed.audio)
+    mode = answer_mode(parsed, settings)
+    if mode not in ANSWER_MODES:
+        raise Reply(404, f"models/{parsed.model}: unknown answer mode {mode!r}")
+    builder = gemini_body if api == "gemini" else openai_body
+    return builder(mode, parsed, seconds, state.cached_tokens(parsed))
+
+
+@dataclass
+class Job:
+    """One batch job: its requests (id, parsed request or the Reply that refused it), when
+    it was created and what it has become."""
+
+    id: str
+    api: str
+    created: float
+    requests: list[tuple[str, ParsedRequest | Reply]]
+    metadata: dict[str, Any] = field(default_factory=dict)
+    status: str = "pending"  # pending, running, completed, expired, cancelled, failed
+    # per request id: ("answer", body) / ("error", Reply) / ("unreadable", body) / ("expired", None)
+    outcome: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    finished: float | None = None
+    files: dict[str, str] = field(default_factory=dict)  # "output"/"error" -> file id
+    errors: list[dict[str, Any]] = field(default_factory=list)
+
+
+class BatchBook:
+    """Files, jobs and payments, safe to read from test threads."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.files: dict[str, tuple[str, bytes]] = {}  # id -> (filename, content)
+        self.jobs: dict[str, Job] = {}
+        self.paid: collections.Counter[str] = collections.Counter()
+        self.in_jobs: collections.Counter[str] = collections.Counter()  # request id -> jobs
+        self._ids = itertools.count(1)
+        self.created = 0
+
+    def new_id(self, prefix: str) -> str:
+        return f"{prefix}{next(self._ids):06d}{digest(str(time.time())).hex()[:8]}"
+
+    def pay(self, parsed: ParsedRequest) -> None:
+        with self.lock:
+            self.paid[paid_key(parsed)] += 1
+
+    def add_job(self, job: Job) -> Job:
+        with self.lock:
+            self.jobs[job.id] = job
+            self.created += 1
+        return job
+
+    def advance(self, job: Job, state: FakeState) -> Job:
+        """Move a job on: running once seen, answered once its latency has passed."""
+        settings = state.settings
+        if job.status == "pending":
+            job.status = "running"
+        if job.status != "running" or time.time() < job.created + settings.batch_latency_s:
+            return job
+        with self.lock:
+            expire = list(self.jobs).index(job.id) < settings.batch_expire_first
+        # OpenAI delivers what an expired job answered; Gemini's expired jobs have no output.
+        half = job.requests[: len(job.requests) // 2] if job.api == "openai" else []
+        reached = half if expire else job.requests
+        answered = {custom_id for custom_id, _ in reached}
+        for custom_id, parsed in job.requests:
+            job.outcome[custom_id] = self._answer(job, custom_id, parsed, state, answered)
+        job.status = "expired" if expire else "completed"
+        job.finished = time.time()
+        return job
+
+    def _answer(
+        self,
+        job: Job,
+        custom_id: str,
+        parsed: ParsedRequest | Reply,
+        state: FakeState,
+        answered: set[str],
+    ) -> tuple[str, Any]:
+        settings = state.settings
+        if custom_id not in answered:
+            return "expired", None
+        if isinstance(parsed, Reply):
+            return "error", parsed
+        with self.lock:
+            self.in_jobs[custom_id] += 1
+            first = self.in_jobs[custom_id] == 1
+        draw = int.from_bytes(digest(str(settings.seed), custom_id)[:4], "big") / 2**32
+        if first and draw < settings.batch_error_rate:
+            return "error", Reply(500, "the batch worker failed on this request")
+        try:
+            body, _ = answer_parsed(job.api, parsed, state)
+        except Reply as reply:
+            return "error", reply
+        self.pay(parsed)
+        unreadable = 1.0 - draw < settings.batch_unreadable_rate
+        return ("unreadable" if first and unreadable else "answer"), body
+
+    def counts(self, job: Job) -> dict[str, int]:
+        kinds = collections.Counter(kind for kind, _ in job.outcome.values())
+        done = kinds["answer"] + kinds["unreadable"]
+        return {"total": len(job.requests), "completed": done, "failed": kinds["error"]}
+
+    def stats(self) -> dict[str, Any]:
+        with self.lock:
+            return {
+                "batch_jobs": self.created,
+                "paid_requests": sum(self.paid.values()),
+                "paid_duplicates": sum(n - 1 for n in self.paid.values() if n > 1),
+            }
+
+    def reset(self) -> None:
+        with self.lock:
+            self.files.clear()
+            self.jobs.clear()
+            self.paid.clear()
+            self.in_jobs.clear()
+            self.created = 0

@@ -1,0 +1,400 @@
+"""The fake API server: the aiohttp application, `FakeServer` (in a background thread, for
+tests) and `python -m harness.fake_api` (a process, for smoke runs and benchmarks)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import hashlib
+import json
+import logging
+import threading
+import time
+from typing import Any
+
+from aiohttp import web
+
+from harness.fake_api import faults
+from harness.fake_api.answers import audio_info
+from harness.fake_api.batches import BatchBook
+from harness.fake_api.gemini import GEMINI_PATH, gemini_body, gemini_error, parse_gemini
+from harness.fake_api.gemini_batches import (
+    add_gemini_batch_routes,
+    gemini_batch_create,
+    gemini_batch_handlers,
+)
+from harness.fake_api.openai import openai_body, openai_error, parse_openai
+from harness.fake_api.openai_batches import add_openai_batch_routes
+from harness.fake_api.state import (
+    ANSWER_MODES,
+    FAULT_KINDS,
+    KEY_HEADERS,
+    MALFORMED_KINDS,
+    REDACTED,
+    FakeSettings,
+    FakeState,
+    Reply,
+    RequestLog,
+    expand_faults,
+)
+
+log = logging.getLogger("harness.fake_api")
+
+
+def redacted_headers(request: web.Request) -> tuple[dict[str, str], str | None]:
+    headers, key = {}, None
+    for name, value in request.headers.items():
+        lower = name.lower()
+        if lower in KEY_HEADERS:
+            key = value.removeprefix("Bearer ").strip()
+            headers[lower] = REDACTED
+        else:
+            headers[lower] = value
+    return headers, key or request.query.get("key")
+
+
+def error_response(api: str, reply: Reply) -> web.Response:
+    payload = gemini_error(reply) if api == "gemini" else openai_error(reply)
+    headers = {}
+    if reply.retry_after is not None:
+        headers["Retry-After"] = f"{reply.retry_after:g}"
+    return web.json_response(payload, status=reply.status, headers=headers)
+
+
+def build_app(state: FakeState, book: BatchBook | None = None) -> web.Application:
+    book = book if book is not None else BatchBook()
+    gates: dict[int, asyncio.Semaphore] = {}  # max_concurrency -> its semaphore
+
+    async def limited(request: web.Request) -> web.StreamResponse:
+        """A request waits for a free slot when `max_concurrency` is set."""
+        limit = state.settings.max_concurrency
+        if limit is None:
+            with state.handling():
+                return await chat(request)
+        gate = gates.setdefault(limit, asyncio.Semaphore(limit))
+        async with gate:
+            with state.handling():
+                return await chat(request)
+
+    async def chat(request: web.Request) -> web.StreamResponse:
+        path = request.path
+        match = GEMINI_PATH.match(path)
+        if match and match["method"] == "batchGenerateContent":
+            return await gemini_batch_create(request, match["model"], state, book)
+        if match:
+            api = "gemini"
+            if match["method"] != "generateContent":
+                raise web.HTTPNotFound(text=f"method {match['method']} is not faked")
+        elif path.endswith("/chat/completions"):
+            api = "openai"
+        else:
+            raise web.HTTPNotFound(text=f"no fake endpoint at {path}")
+        raw = await request.read()
+        headers, key = redacted_headers(request)
+        body_sha = hashlib.sha256(path.encode() + b"\0" + raw).hexdigest()
+        entry = RequestLog(
+            api=api,
+            path=path,
+            model=match["model"] if match else "",
+            body_sha256=body_sha,
+            arrival=state.arrive(body_sha),
+            headers=headers,
+            key_present=bool(key),
+            arrived_s=time.time(),
+        )
+        try:
+            return await handle(request, state, api, raw, key, entry, book)
+        except faults.Malformed as malformed:
+            return faults.malformed_response(malformed.kind)
+        except Reply as reply:
+            entry.status = reply.status
+            if entry.outcome == "answered":
+                entry.outcome = f"error:{reply.status}"
+            return error_response(api, reply)
+        finally:
+            entry.done_s = time.time()
+            log.debug(
+                "%s %s model=%s arrival=%d -> %d %s",
+                api,
+                path,
+                entry.model,
+                entry.arrival,
+                entry.status,
+                entry.outcome,
+            )
+            state.record(entry)
+
+    async def stats(_: web.Request) -> web.Response:
+        return web.json_response(state.stats() | book.stats())
+
+    async def requests(request: web.Request) -> web.Response:
+        limit = int(request.query.get("limit", "1000"))
+        entries = state.requests()[-limit:]
+        return web.json_response([dataclasses.asdict(e) for e in entries])
+
+    async def reset(_: web.Request) -> web.Response:
+        state.reset()
+        book.reset()
+        return web.json_response({"ok": True})
+
+    async def settings(request: web.Request) -> web.Response:
+        if request.method == "POST":
+            changes = await request.json()
+            try:
+                state.settings = dataclasses.replace(state.settings, **changes)
+            except (TypeError, ValueError) as exc:
+                raise web.HTTPBadRequest(text=str(exc)) from None
+        return web.json_response(state.settings.public())
+
+    async def health(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def models(_: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": "fake", "object": "model"}]})
+
+    app = web.Application(client_max_size=256 * 1024 * 1024)
+    app.router.add_get("/_stats", stats)
+    app.router.add_get("/_requests", requests)
+    app.router.add_post("/_reset", reset)
+    app.router.add_route("*", "/_settings", settings)
+    app.router.add_get("/health", health)
+    app.router.add_get("/v1/models", models)
+    gemini_handlers = gemini_batch_handlers(state, book)
+    add_openai_batch_routes(app, state, book, gemini_handlers)
+    add_gemini_batch_routes(app, gemini_handlers)
+    app.router.add_post("/{tail:.*}", limited)
+    return app
+
+
+async def handle(
+    request: web.Request,
+    state: FakeState,
+    api: str,
+    raw: bytes,
+    key: str | None,
+    entry: RequestLog,
+    book: BatchBook,
+) -> web.StreamResponse:
+    settings = state.settings
+    if settings.latency_s:
+        await asyncio.sleep(settings.latency_s)
+    if settings.api_key is not None and key != settings.api_key:
+        entry.outcome = "bad_key"
+        # Gemini answers a wrong key with 400 INVALID_ARGUMENT (reason API_KEY_INVALID).
+        status = 400 if api == "gemini" else 401
+        raise Reply(
+            status, "API key not valid. Please pass a valid API key.", reason="API_KEY_INVALID"
+        )
+    try:
+        body = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise Reply(400, "the request body is not valid JSON") from None
+    if not isinstance(body, dict):
+        raise Reply(400, "the request body must be a JSON object")
+    parsed = parse_gemini(entry.model, body) if api == "gemini" else parse_openai(body)
+    entry.model = parsed.model
+    entry.system, entry.user_text = parsed.system, parsed.user_text
+    entry.audio_parts = len(parsed.audio)
+    entry.audio_formats = [fmt for _, fmt in parsed.audio]
+    entry.json_mode, entry.response_schema = parsed.json_mode, parsed.schema
+    entry.temperature = parsed.temperature
+    entry.roles = parsed.roles
+    entry.logprobs = parsed.logprobs
+    entry.fields = sorted(body)
+
+    await faults.inject(request, state, parsed, entry)
+
+    try:
+        seconds, entry.audio_sample_rates = audio_info(parsed.audio)
+    except Reply:
+        entry.audio_decodable = False
+        raise
+    entry.audio_seconds = round(seconds, 3)
+    mode = faults.answer_mode(parsed, settings)
+    if mode not in ANSWER_MODES:
+        raise Reply(404, f"models/{parsed.model}: unknown answer mode {mode!r}")
+    builder = gemini_body if api == "gemini" else openai_body
+    payload, entry.answer = builder(mode, parsed, seconds, state.cached_tokens(parsed))
+    book.pay(parsed)
+    if entry.outcome == "answered":
+        entry.outcome = f"answered:{mode}"
+    return web.json_response(payload)
+
+
+class FakeServer:
+    """The fake API on 127.0.0.1 in a background thread; a context manager for tests."""
+
+    def __init__(
+        self, settings: FakeSettings | None = None, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
+        self.state = FakeState(settings or FakeSettings())
+        self.book = BatchBook()
+        self.host, self.port = host, port
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def gemini_base_url(self) -> str:
+        return self.url
+
+    @property
+    def openai_base_url(self) -> str:
+        return self.url + "/v1"
+
+    @property
+    def settings(self) -> FakeSettings:
+        return self.state.settings
+
+    def configure(self, **changes: Any) -> None:
+        self.state.settings = dataclasses.replace(self.state.settings, **changes)
+
+    def stats(self) -> dict[str, Any]:
+        return self.state.stats() | self.book.stats()
+
+    def requests(self) -> list[RequestLog]:
+        return self.state.requests()
+
+    def reset(self) -> None:
+        self.state.reset()
+        self.book.reset()
+
+    def start(self) -> FakeServer:
+        started = threading.Event()
+        failure: list[BaseException] = []
+
+        def serve() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            try:
+                loop.run_until_complete(self._start_site())
+            except BaseException as exc:
+                failure.append(exc)
+                started.set()
+                loop.close()
+                return
+            started.set()
+            loop.run_forever()
+            loop.run_until_complete(self._cleanup())
+            loop.close()
+
+        self._thread = threading.Thread(target=serve, name="fake-api-server", daemon=True)
+        self._thread.start()
+        started.wait()
+        if failure:
+            raise failure[0]
+        return self
+
+    async def _start_site(self) -> None:
+        self._runner = web.AppRunner(
+            build_app(self.state, self.book),
+            access_log=None,
+            handler_cancellation=True,
+            shutdown_timeout=0.5,
+        )
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        if self.port == 0:
+            self.port = int(self._runner.addresses[0][1])
+
+    async def _cleanup(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def stop(self) -> None:
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+        self._loop = self._thread = None
+
+    def __enter__(self) -> FakeServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, FakeSettings]:
+    parser = argparse.ArgumentParser(
+        prog="python -m harness.fake_api",
+        description="Local fake of the Gemini and OpenAI chat APIs (deterministic scores, faults).",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
+    parser.add_argument("--fault-rate", type=float, default=0.0, help="share of requests faulted")
+    parser.add_argument(
+        "--faults",
+        default=",".join(FAULT_KINDS),
+        help=f"comma-separated mix of transient faults ({','.join(FAULT_KINDS)}) and malformed "
+        f"HTTP 200 answers ({','.join(MALFORMED_KINDS)}; 'malformed' for all of them)",
+    )
+    parser.add_argument(
+        "--fail-first", type=int, default=0, help="fault the first N arrivals of every body"
+    )
+    parser.add_argument("--retry-after", type=float, default=1.0, help="Retry-After of a 429")
+    parser.add_argument("--slow", type=float, default=30.0, help="stall of a 'timeout' fault")
+    parser.add_argument("--rpm", type=float, default=None, help="requests-per-minute limit")
+    parser.add_argument("--answer", default="score", choices=ANSWER_MODES)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--max-concurrency",
+        type=int,
+        default=None,
+        help="handle at most N requests at once; the rest wait (a vLLM server's max_num_seqs)",
+    )
+    parser.add_argument(
+        "--prefix-cache", action="store_true", help="report prompt-prefix cache hits"
+    )
+    parser.add_argument(
+        "--batch-latency", type=float, default=0.0, help="seconds a batch job stays pending"
+    )
+    parser.add_argument("--verbose", action="store_true", help="log every request")
+    args = parser.parse_args(argv)
+    settings = FakeSettings(
+        latency_s=args.latency,
+        fault_rate=args.fault_rate,
+        faults=expand_faults(args.faults),
+        fail_first=args.fail_first,
+        retry_after_s=args.retry_after,
+        slow_s=args.slow,
+        rpm=args.rpm,
+        answer=args.answer,
+        seed=args.seed,
+        prefix_cache=args.prefix_cache,
+        batch_latency_s=args.batch_latency,
+        max_concurrency=args.max_concurrency,
+    )
+    return args, settings
+
+
+async def serve_forever(settings: FakeSettings, host: str, port: int) -> None:
+    runner = web.AppRunner(
+        build_app(FakeState(settings)), access_log=None, handler_cancellation=True
+    )
+    await runner.setup()
+    await web.TCPSite(runner, host, port).start()
+    print(f"fake API server on http://{host}:{port}", flush=True)
+    print(f"  GEMINI_BASE_URL=http://{host}:{port}", flush=True)
+    print(f"  OPENAI_BASE_URL=http://{host}:{port}/v1", flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await runner.cleanup()
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        args, settings = parse_args(argv)
+    except ValueError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve_forever(settings, args.host, args.port))

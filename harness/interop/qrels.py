@@ -1,0 +1,70 @@
+"""`harness import qrels`: a dataset folder from TREC qrels and a candidate list."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.core.dataset import load_dataset
+from harness.core.errors import DatasetError
+from harness.core.trec import items_from_qrels, read_candidates, read_qrels, read_queries
+
+
+@dataclass
+class QrelsSummary:
+    n_items: int
+    n_clips: int
+    n_relevant: int
+    n_left_out: int  # judged relevant documents that are not among their query's candidates
+    n_without_candidates: int  # judged queries the candidate list does not have
+
+
+def import_qrels(
+    qrels: Path, candidates: Path, out: Path, *, queries: Path | None = None
+) -> QrelsSummary:
+    """One item per query of the candidate list (its documents as text-only candidates,
+    the docno as title), its relevance from the qrels; the query text from `queries`
+    (`QID<TAB>TEXT`), else "query QID". The folder is loaded back to validate it."""
+    texts = read_queries(queries) if queries is not None else None
+    return write_dataset(read_qrels(qrels), read_candidates(candidates), out, candidates, texts)
+
+
+def write_dataset(
+    judged: Mapping[str, Mapping[str, float]],
+    listed: Mapping[str, Sequence[str]],
+    out: Path,
+    candidates: Path | str,
+    texts: Mapping[str, str] | None = None,
+) -> QrelsSummary:
+    """The dataset folder of qrels `judged` and the candidates `listed` (read from
+    `candidates`, which errors name)."""
+    short = [qid for qid, docs in listed.items() if len(docs) < 2]
+    if short:
+        raise DatasetError(candidates, None, f"queries with fewer than 2 candidates: {short[:5]}")
+    items, clips, left_out = items_from_qrels(judged, listed, texts)
+    if not items:
+        raise DatasetError(candidates, None, "no queries")
+    out.mkdir(parents=True, exist_ok=True)
+    _write(out / "items.jsonl", items)
+    _write(out / "clips.jsonl", clips)
+    load_dataset(out, check_audio=False)
+    return QrelsSummary(
+        n_items=len(items),
+        n_clips=len(clips),
+        n_relevant=sum(
+            len(i.get("relevant") or [g for g in (i.get("relevance") or {}).values() if g > 0])
+            for i in items
+        ),
+        n_left_out=left_out,
+        n_without_candidates=len(set(judged) - set(listed)),
+    )
+
+
+def _write(path: Path, rows: list[dict[str, Any]]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    os.replace(tmp, path)

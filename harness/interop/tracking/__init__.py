@@ -1,0 +1,107 @@
+"""Experiment tracking: one tracker run per harness run (`tracking:` in the experiment file),
+grouped by its sweep, with the run's settings, provenance, metrics with their CIs, cost and
+report files; a run that fails or is interrupted is marked so.
+
+    tracking:
+      wandb: {project: bgm-judge, mode: offline}     # W&B (wandb); online needs WANDB_API_KEY
+      mlflow: {tracking_uri: mlruns}                 # MLflow (mlflow-skinny): a folder or a server
+
+Both need the `tracking` extra. Settings of `tracking:` do not change a run's results, so a
+finished run is not refused for them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from harness.config.blocks import TrackingOptions
+
+Status = Literal["finished", "incomplete", "failed", "interrupted"]
+REPORT_FILES = ("metrics.json", "run.json", "config.yaml", "report.md", "predictions.jsonl")
+
+
+class Tracker(Protocol):
+    def log(self, folder: Path) -> None:
+        """Log the finished run folder: metrics, provenance, cost, report files."""
+
+    def finish(self, status: Status, reason: str | None = None) -> None: ...
+
+
+def flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """`a.b.c` keys of nested mappings (lists kept as JSON text)."""
+    if isinstance(value, Mapping):
+        for key, inner in value.items():
+            yield from flatten(inner, f"{prefix}{key}.")
+    elif isinstance(value, list | tuple):
+        yield prefix.rstrip("."), json.dumps(value)
+    else:
+        yield prefix.rstrip("."), value
+
+
+def metric_values(metrics: Mapping[str, Any]) -> dict[str, float]:
+    """metrics.json as numbers: `ndcg`, `ndcg.ci_low`, `ndcg.ci_high` (its 95% CI), `ndcg.std`
+    (across repeats), ... plus coverage and tie rate, and `group/NAME/ndcg` per item group."""
+    out: dict[str, float] = {}
+
+    def add(block: Mapping[str, Any], prefix: str) -> None:
+        for name, summary in (block.get("metrics") or {}).items():
+            if not isinstance(summary, Mapping):
+                continue
+            ci = summary.get("ci95") or [None, None]
+            fields = {"": summary.get("mean"), ".ci_low": ci[0], ".ci_high": ci[1]}
+            fields[".std"] = summary.get("std")
+            for suffix, value in fields.items():
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    out[prefix + name + suffix] = float(value)
+        for field in ("coverage", "tie_rate", "parse_failures", "errors"):
+            value = block.get(field)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                out[prefix + field] = float(value)
+
+    add(metrics, "")
+    for group, block in (metrics.get("groups") or {}).items():
+        if isinstance(block, Mapping):
+            add(block, f"group/{group}/")
+    return out
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def cost_values(run_json: Mapping[str, Any]) -> dict[str, float]:
+    """The run's cost figures (USD) and token counts from run.json."""
+    out: dict[str, float] = {}
+    for block in ("cost", "summaries_cost"):
+        for key, value in flatten(run_json.get(block) or {}, f"{block}."):
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                out[key] = float(value)
+    for key in ("calls", "model_calls", "cache_hits", "input_tokens", "output_tokens", "wall_s"):
+        value = run_json.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            out[f"run.{key}"] = float(value)
+    return out
+
+
+def open_trackers(options: TrackingOptions | None, config: Mapping[str, Any]) -> list[Tracker]:
+    """A started tracker run for each tracker `options` names, for the run of `config`
+    (its config.yaml form)."""
+    if options is None:
+        return []
+    trackers: list[Tracker] = []
+    if options.wandb is not None:
+        from harness.interop.tracking.wandb_tracker import WandbTracker
+
+        trackers.append(WandbTracker(options.wandb, config))
+    if options.mlflow is not None:
+        from harness.interop.tracking.mlflow_tracker import MlflowTracker
+
+        trackers.append(MlflowTracker(options.mlflow, config))
+    return trackers

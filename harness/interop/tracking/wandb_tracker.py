@@ -1,0 +1,61 @@
+"""Weights & Biases: one W&B run per harness run, `group` = the sweep (or the run's name)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from harness.config.blocks import WandbOptions
+from harness.core.errors import HarnessError
+from harness.interop.tracking import (
+    REPORT_FILES,
+    Status,
+    cost_values,
+    metric_values,
+    read_json,
+)
+
+EXIT_CODES: dict[Status, int] = {"finished": 0, "incomplete": 1, "failed": 1, "interrupted": 130}
+
+
+class WandbTracker:
+    def __init__(self, options: WandbOptions, config: Mapping[str, Any]) -> None:
+        try:
+            import wandb
+        except ImportError:
+            raise HarnessError(
+                "tracking: wandb needs the tracking extra: pip install 'bgm-judge[tracking]'"
+            ) from None
+        directory = options.dir or Path(".")
+        directory.mkdir(parents=True, exist_ok=True)
+        self.run: Any = wandb.init(
+            project=options.project,
+            entity=options.entity,
+            group=str(config.get("sweep") or config.get("name")),
+            name=str(config.get("name")),
+            job_type="harness-run",
+            tags=list(options.tags),
+            config=dict(config),
+            mode=options.mode,
+            dir=str(directory),
+            reinit="create_new",
+            settings=wandb.Settings(console="off", save_code=False, x_disable_stats=True),
+        )
+
+    def log(self, folder: Path) -> None:
+        metrics = metric_values(read_json(folder / "metrics.json"))
+        run_json = read_json(folder / "run.json")
+        values = metrics | cost_values(run_json)
+        self.run.log(values)
+        self.run.summary.update(values)
+        self.run.config.update({"provenance": run_json.get("provenance") or {}})
+        for name in REPORT_FILES:
+            if (folder / name).is_file():
+                self.run.save(str(folder / name), base_path=str(folder), policy="now")
+
+    def finish(self, status: Status, reason: str | None = None) -> None:
+        self.run.summary["harness_status"] = status
+        if reason:
+            self.run.summary["harness_error"] = reason
+        self.run.finish(exit_code=EXIT_CODES[status])

@@ -1,0 +1,114 @@
+"""How metrics read in a table: a mean with its CI (or ± std across repeats), percentages,
+and the one-row-per-run metric table as markdown or for the terminal."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from rich.table import Table
+
+from harness.core.sanitize import terminal_text
+from harness.scoring.metrics import METRIC_NAMES, RANK_NAMES
+
+METRIC_LABELS = {"hit@1": "Hit@1", "mrr": "MRR", "ndcg": "nDCG", "kendall_tau_b": "tau-b"}
+KIND_LABELS = {"hit": "Hit", "recall": "R", "precision": "P", "ndcg": "nDCG", "success": "SR"}
+
+
+def metric_label(name: str) -> str:
+    """`recall@20` -> `R@20`; the four core metrics by their usual names."""
+    if name in METRIC_LABELS:
+        return METRIC_LABELS[name]
+    kind, at, k = name.partition("@")
+    return f"{KIND_LABELS.get(kind, kind)}@{k}" if at else name.replace("_", " ")
+
+
+def shown_metrics(blocks: Iterable[Mapping[str, Any]], *, compact: bool = False) -> list[str]:
+    """The metric columns of a table over metrics.json blocks: the four always reported,
+    recall@K and ndcg@K for each K some block has (only the largest K when `compact`), and
+    median/mean rank where reported, and a two-turn run's success@K. precision@K and hit@K
+    stay in metrics.json and CSV."""
+    present: set[str] = set()
+    for block in blocks:
+        present |= set(block.get("metrics") or {})
+    ks = sorted({int(name.split("@")[1]) for name in present if name.startswith("recall@")})
+    ks = ks[-1:] if compact else ks
+    cutoffs = [f"{kind}@{k}" for kind in ("recall", "ndcg") for k in ks]
+    ranks = [name for name in RANK_NAMES if name in present]
+    success = [f"success@{k}" for k in ks or [1] if f"success@{k}" in present]  # refine
+    return [*METRIC_NAMES, *cutoffs, *ranks, *success]
+
+
+def format_metric(summary: Mapping[str, Any] | None) -> str:
+    """`0.583 [0.561, 0.604]`, or `0.583 ± 0.012` across repeats."""
+    if not summary or summary.get("mean") is None:
+        return "n/a"
+    text = f"{summary['mean']:.3f}"
+    if summary.get("std") is not None:
+        text += f" ± {summary['std']:.3f}"
+    if summary.get("ci95"):
+        low, high = summary["ci95"]
+        text += f" [{low:.3f}, {high:.3f}]"
+    return text
+
+
+def percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def metric_header(names: Sequence[str], first: str = "run") -> list[str]:
+    return [first, *map(metric_label, names), "items", "coverage", "tie rate"]
+
+
+def metric_rows(
+    runs: Sequence[tuple[str, Mapping[str, Any]]], names: Sequence[str] | None = None
+) -> list[list[str]]:
+    """One row per (label, metrics.json block): the metrics `names` (default: every
+    block's `shown_metrics`), items, coverage and tie rate."""
+    names = shown_metrics(m for _, m in runs) if names is None else names
+    rows = []
+    for name, metrics in runs:
+        cells = [format_metric(metrics["metrics"].get(m)) for m in names]
+        rows.append(
+            [
+                name,
+                *cells,
+                str(metrics["n_items"]),
+                percent(metrics["coverage"]),
+                percent(metrics["tie_rate"]),
+            ]
+        )
+    return rows
+
+
+def group_rows(
+    runs: Sequence[tuple[str, Mapping[str, Any]]], names: Sequence[str] | None = None
+) -> list[list[str]]:
+    """The per-group breakdown (metrics.json `groups`) as rows `run / group`, or `group`
+    alone for a single run."""
+    names = shown_metrics(m for _, m in runs) if names is None else names
+    blocks = []
+    for run, metrics in runs:
+        for group, block in (metrics.get("groups") or {}).items():
+            blocks.append((group if len(runs) == 1 else f"{run} / {group}", block))
+    return metric_rows(blocks, names)
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def rich_table(title: str, runs: Sequence[tuple[str, Mapping[str, Any]]]) -> Table:
+    table = Table(title=terminal_text(title), title_justify="left")
+    names = shown_metrics((m for _, m in runs), compact=True)
+    for column in metric_header(names):
+        if column == "run":
+            table.add_column(column, overflow="fold", min_width=24)
+        else:
+            table.add_column(column, justify="right", no_wrap=True)
+    for row in metric_rows(runs, names):
+        # The CI goes under the mean so that run names keep their room.
+        table.add_row(*(terminal_text(cell.replace(" [", "\n[")) for cell in row))
+    return table

@@ -1,0 +1,161 @@
+"""The self-contained HTML report: one file with the tables, the figures (inlined PNGs) and a
+dialogue browser for benchmark-sized runs: the dialogues travel as JSON and the page draws
+one page of them at a time, with search, filters (disagreement with the human, parse
+failures) and pagination. Per dialogue: the turns, the candidates in the human's order (the
+gold first) with captions and one audio player each (every clip's audio once in the file),
+each run's score, and the raw answers full-width below. Of a pool (hundreds of candidates)
+the page draws the gold and each run's top K with each run's rank of them, and the rest on
+"show all" (harness.reports.browser_data)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from harness.core.json_text import compact_json
+from harness.reports.analysis import Analysis
+from harness.reports.browser_data import ORDER_SHOWN, TOP_K, item_data
+from harness.reports.labels import shorten_unique
+from harness.reports.media import AudioMode, audio_sources
+from harness.reports.tables import (
+    PAIRED_HEADER,
+    POSITION_HEADER,
+    agreement_rows,
+    comparison_header,
+    comparison_rows,
+    endpoint_notes,
+    human_row,
+    paired_note,
+    paired_rows,
+    paired_title,
+    position_bias_rows,
+    table_metrics,
+)
+
+# Polls the server and offers a reload when the results change.
+LIVE_SCRIPT = """<script>
+(function () {
+  var seen = null;
+  function check() {
+    fetch("/_signature").then(function (r) { return r.text(); }).then(function (s) {
+      if (seen === null) { seen = s; return; }
+      if (s !== seen) {
+        var bar = document.getElementById("live-banner");
+        if (bar) { bar.hidden = false; } else { location.reload(); }
+      }
+    }).catch(function () {});
+  }
+  check();
+  setInterval(check, 3000);
+})();
+</script>"""
+
+# What "show all" draws of pools, as a script next to report.html (a page opened from disk
+# may load a script from its folder, not fetch a JSON file).
+SIDECAR = "report-candidates.js"
+SIDECAR_CALLBACK = "bgmReportCandidates"
+HEADER_WIDTH = 14  # characters of a run's label in a column header (the full one on hover)
+
+
+def script_json(value: Any) -> str:
+    """JSON that is safe inside a <script> element (no "</script>", no "<!--")."""
+    text = compact_json(value)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _compact(header: list[str], rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """Provider, model, prompt and inputs in one wrapping "setup" column, so that the
+    comparison fits a screen."""
+    merged = slice(1, 5)
+    assert header[merged] == ["provider", "model", "prompt", "inputs"]
+    return (
+        [header[0], "setup", *header[5:]],
+        [[row[0], " · ".join(row[merged]), *row[5:]] for row in rows],
+    )
+
+
+def render_html(
+    analysis: Analysis,
+    images: Mapping[str, str],
+    out_dir: Path,
+    *,
+    title: str = "bgm-judge report",
+    embed_audio: bool = False,
+    audio: AudioMode | None = None,
+    live: bool = False,
+    warnings: Sequence[str] = (),
+    groups: Sequence[tuple[str, str]] = (),
+    sidecar: bool = False,
+) -> tuple[str, str | None]:
+    """The report page, its figures' `images` given by name as URLs (data: URIs, or markers
+    its writer replaces), and with `sidecar` the script SIDECAR (None when no item has more
+    candidates than the page draws): what "show all" draws, which the page then loads from
+    next to it, so that it opens quickly. Audio: linked relative to `out_dir`, embedded
+    (`embed_audio`), or `audio` (a function giving each clip's URL, for a server). `live`:
+    served by `harness view`, which the page polls for new results. `warnings`: what could
+    not be read, shown at the top."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("harness.reports", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    template = env.get_template("report.html.jinja")
+    runs = analysis.runs
+    labels = [run.label for run in runs]
+    short = dict(zip(labels, shorten_unique(labels, HEADER_WIDTH), strict=True))
+    short["human"] = "human"
+    items, more = item_data(runs) if runs else ([], {"items": {}, "captions": {}})
+    drawn = {c["id"] for item in items for c in item["candidates"]}
+    mode: AudioMode = audio if audio is not None else "embed" if embed_audio else "link"
+    dataset_clips = runs[0].dataset.clips if runs else {}
+    sources = audio_sources(
+        [clip for cid, clip in dataset_clips.items() if cid in drawn or cid in more["captions"]],
+        out_dir,
+        mode,
+    )
+    more["audio"] = {cid: src for cid, src in sources.items() if cid not in drawn}
+    data: dict[str, Any] = {
+        "runs": [{"label": label, "short": short[label]} for label in labels],
+        "audio": {cid: src for cid, src in sources.items() if cid in drawn},
+        "items": items,
+        "top_k": TOP_K,
+        "order_shown": ORDER_SHOWN,
+    }
+    script = None
+    if sidecar and more["items"]:
+        data["sidecar"] = SIDECAR
+        script = f"window.{SIDECAR_CALLBACK}({script_json(more)});\n"
+    else:
+        data["more"] = more
+    context: dict[str, Any] = {
+        "title": title,
+        "runs": runs,
+        "short": short,
+        "paired_title": paired_title(analysis) if analysis.paired else None,
+        "paired_note": paired_note(analysis) if analysis.paired else None,
+        "pair_notes": analysis.notes,
+        "endpoint_notes": [note.replace("`", "") for note in endpoint_notes(runs)],
+        "comparison": _compact(
+            comparison_header(runs),
+            comparison_rows(runs)
+            + ([human_row(analysis.human, table_metrics(runs))] if analysis.human else []),
+        ),
+        "paired": (PAIRED_HEADER, paired_rows(analysis)) if analysis.paired else None,
+        "agreement": (["", *analysis.agreement.labels], agreement_rows(analysis)),
+        "position": (POSITION_HEADER, position_bias_rows(analysis))
+        if analysis.position_bias
+        else None,
+        "images": images,
+        "repeats": any(run.aggregate.n_repeats > 1 for run in runs),
+        "data": script_json(data),
+        "live_script": LIVE_SCRIPT if live else "",
+        "warnings": list(warnings),
+        "groups": list(groups),
+        "sidecar": data.get("sidecar"),
+    }
+    return template.render(**context), script

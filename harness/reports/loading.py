@@ -1,0 +1,241 @@
+"""Finished runs read back from their folders, with metrics recomputed from records.jsonl
+through the one evaluation path (so per-item values are there for paired statistics)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from harness.core.dataset import Dataset, load_dataset
+from harness.core.errors import HarnessError
+from harness.core.predictions import read_predictions
+from harness.core.provenance import drifted_packages, unofficial_endpoints
+from harness.core.records import Record, read_records
+from harness.core.run_files import read_run_config, read_run_json
+from harness.reports.labels import generated_labels
+from harness.scoring.description_metrics import description_metrics
+from harness.scoring.evaluation import evaluate_records, expected_score_records
+from harness.scoring.metrics import Aggregate, FloatArray
+from harness.scoring.stored import evaluation_options, stored_metrics, with_stored_intervals
+from providers import REGISTRY
+
+
+@dataclass
+class RunData:
+    """A finished run folder, with its metrics recomputed from records.jsonl by the metric
+    layer (so per-item values are available for paired statistics)."""
+
+    path: Path
+    label: str
+    config: dict[str, Any]
+    stats: dict[str, Any]
+    records: list[Record]
+    dataset: Dataset
+    aggregate: Aggregate
+    scores: dict[str, FloatArray]  # item id -> mean score over repeats, candidate order
+    score: Literal["greedy", "expected"] = "greedy"  # which score the metrics are of
+    groups: dict[str, Aggregate] = field(default_factory=dict)  # per item group
+    # metrics.json blocks of the protocols: `turns`, `turn_gain` (refine), `description`
+    protocol: dict[str, Any] = field(default_factory=dict)
+    # the intervals are metrics.json's (its fingerprint and every other figure matched:
+    # `harness.scoring.stored`), not resampled again
+    metrics_reused: bool = False
+
+    def metrics_json(self) -> dict[str, Any]:
+        """The run's metrics as metrics.json holds them, `groups` (and the protocols' blocks)
+        included."""
+        out = self.aggregate.to_json()
+        if self.groups:
+            out["groups"] = {name: agg.to_json() for name, agg in self.groups.items()}
+        return out | self.protocol
+
+    kind: Literal["run", "predictions"] = "run"  # a run folder, or a predictions file
+
+    @property
+    def name(self) -> str:
+        """The run's own name (its folder), whatever label it is shown under."""
+        return str(self.config.get("name") or self.path.name)
+
+    @property
+    def provider(self) -> dict[str, Any]:
+        provider: dict[str, Any] = self.config.get("provider") or {}
+        return provider
+
+    @property
+    def prompt(self) -> str:
+        """The prompt variant; "n/a" for scorers, which take no prompt, and predictions."""
+        entry = REGISTRY.get(str(self.provider.get("name")))
+        if self.kind == "predictions" or (entry and entry.kind == "scorer"):
+            return "n/a"
+        return str(self.config.get("prompt", "?"))
+
+    @property
+    def inputs(self) -> str:
+        if self.kind == "predictions":
+            return "n/a"
+        inputs = self.config.get("inputs") or {}
+        shown = f"{inputs.get('dialogue', 'full')}/{inputs.get('music', 'audio')}"
+        return shown + ("+context audio" if inputs.get("context_audio") else "")
+
+    @property
+    def drifted_packages(self) -> list[str]:
+        """Packages whose installed version differed from the lock when the run was made."""
+        return drifted_packages(self.stats)
+
+    @property
+    def unofficial_endpoints(self) -> list[str]:
+        """API endpoints of this run that are not the provider's official service."""
+        return unofficial_endpoints(self.stats)
+
+    @property
+    def parse_failures(self) -> int:
+        return sum(r.parse_error is not None for r in self.records)
+
+    @property
+    def parse_failure_rate(self) -> float | None:
+        return self.parse_failures / len(self.records) if self.records else None
+
+    def per_item(self) -> dict[str, dict[str, float]]:
+        """metric -> {item id: value (mean over repeats)}, as the metric layer computes it."""
+        agg = self.aggregate
+        return {
+            name: dict(zip(agg.item_ids, map(float, values), strict=True))
+            for name, values in agg.per_item.items()
+        }
+
+
+def load_run(
+    path: Path,
+    *,
+    dataset: Path | None = None,
+    datasets: dict[Path, Dataset] | None = None,
+    score: Literal["greedy", "expected"] = "greedy",
+) -> RunData:
+    """Read a run folder and recompute its aggregate from records.jsonl.
+
+    `dataset` overrides the dataset folder named in the run's config.yaml; `datasets` is a
+    cache shared across runs of the same dataset. `score: expected` evaluates the judge's
+    expected scores (`extra.expected_score`) where the run has them, its greedy ones where
+    it has none (RunData.score says which).
+    """
+    config_path = path / "config.yaml"
+    if not config_path.is_file():
+        raise HarnessError(f"{path}: no config.yaml (is this a finished run folder?)")
+    config = read_run_config(config_path)
+    records_path = path / "records.jsonl"
+    if not records_path.is_file():
+        raise HarnessError(f"{path}: no records.jsonl")
+    records = list(read_records(records_path))
+    root = Path(dataset or config.get("dataset", ""))
+    if not root.is_dir():
+        raise HarnessError(
+            f"{path}: dataset folder {str(root)!r} of this run not found; run from the folder "
+            "the run was made in, or pass --dataset DIR"
+        )
+    data = _dataset(root, datasets)
+    if config.get("limit"):
+        data = data.subset([item.id for item in data.items[: int(config["limit"])]])
+    if isinstance(config.get("items"), list):  # the items a sequential comparison asked
+        data = data.subset([str(item_id) for item_id in config["items"]])
+    evaluated = records
+    used: Literal["greedy", "expected"] = "greedy"
+    if score == "expected":
+        swapped = expected_score_records(records)
+        if swapped is not None:
+            evaluated, used = swapped, "expected"
+    options = evaluation_options(config)
+    evaluation = None
+    stored = stored_metrics(path, data.items, options) if evaluated is records else None
+    if stored is not None:  # the intervals from metrics.json, the rest recomputed
+        once = evaluate_records(data.items, records, **(options | {"n_bootstrap": 1}))
+        evaluation = with_stored_intervals(once, stored)
+    reused = evaluation is not None
+    if evaluation is None:
+        evaluation = evaluate_records(data.items, evaluated, **options)
+    protocol = {k: v for k, v in evaluation.to_json().items() if k in ("turns", "turn_gain")}
+    described = description_metrics(
+        data.items,
+        data.clips,
+        records,
+        n_bootstrap=options["n_bootstrap"],
+        seed=options["seed"],
+    )
+    if described is not None:
+        protocol["description"] = described
+    return RunData(
+        path=path,
+        label=str(config.get("name") or path.name),
+        config=config,
+        stats=read_run_json(path / "run.json"),
+        records=records,
+        dataset=data,
+        aggregate=evaluation.aggregate,
+        scores=evaluation.mean_scores(),
+        score=used,
+        groups=evaluation.groups,
+        protocol=protocol,
+        metrics_reused=reused,
+    )
+
+
+def _dataset(root: Path, datasets: dict[Path, Dataset] | None) -> Dataset:
+    cache = datasets if datasets is not None else {}
+    key = root.resolve()
+    if key not in cache:
+        cache[key] = load_dataset(root, check_audio=False)
+    return cache[key]
+
+
+def load_predictions(
+    path: Path, dataset: Path, *, datasets: dict[Path, Dataset] | None = None
+) -> RunData:
+    """Your own predictions (the JSONL that `harness evaluate` reads) as a run: one record
+    per item and repeat, scored against `dataset` with the run defaults (missing scores
+    ranked worst, 1,000 bootstrap resamples, seed 0)."""
+    data = _dataset(dataset, datasets)
+    predictions = read_predictions(path, list(data.items))
+    records = [
+        Record(
+            item_id=item_id,
+            candidates=[c for c in data.item(item_id).candidates if c in scores],
+            repeat=repeat,
+            scores=scores,
+        )
+        for repeat, by_item in sorted(predictions.items())
+        for item_id, scores in by_item.items()
+    ]
+    name = path.parent.name if path.name == "predictions.jsonl" else path.stem
+    config: dict[str, Any] = {
+        "name": name,
+        "dataset": str(dataset),
+        "provider": {"name": "predictions", "model": name},
+        "repeats": max(predictions, default=0) + 1,
+    }
+    evaluation = evaluate_records(data.items, records, repeats=config["repeats"])
+    return RunData(
+        path=path,
+        label=name,
+        config=config,
+        stats={},
+        records=records,
+        dataset=data,
+        aggregate=evaluation.aggregate,
+        scores=evaluation.mean_scores(),
+        kind="predictions",
+    )
+
+
+def assign_labels(runs: Sequence[RunData]) -> None:
+    """Short, unique labels: each run's `label:`, else what tells it apart from the others."""
+    labels = generated_labels(
+        [run.config for run in runs],
+        [run.name for run in runs],
+        [
+            run.path.parent.name if run.kind == "run" else run.path.parent.parent.name
+            for run in runs
+        ],
+    )
+    for run, label in zip(runs, labels, strict=True):
+        run.label = label

@@ -1,0 +1,94 @@
+"""Report sections of the two-turn and describe protocols, from metrics.json blocks: each
+turn's metrics beside the turn gain (turn 2 - turn 1, paired-bootstrap CI), and the
+description metrics (BLEU-1..4, ROUGE-L, embedding cosine)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.reports.formatting import format_metric, markdown_table, metric_label, shown_metrics
+
+DESCRIPTION_LABELS = {
+    "bleu_1": "BLEU-1",
+    "bleu_2": "BLEU-2",
+    "bleu_3": "BLEU-3",
+    "bleu_4": "BLEU-4",
+    "rouge_l": "ROUGE-L",
+    "embedding_cosine": "cosine",
+}
+TURNS_NOTE = (
+    "Turn 1 ranks from the context; turn 2 after the user's reply to turn 1's top pick. "
+    "The run's metrics are turn 2's; SR@K (success@K): the gold in the top K at turn 1 or "
+    "turn 2. Gain: mean over items of turn 2 - turn 1 with a 95% paired-bootstrap CI."
+)
+DESCRIPTION_NOTE = (
+    "Descriptions against the caption of each item's most relevant candidate: corpus BLEU "
+    "(sacrebleu, lower-cased, 0-1), ROUGE-L F-measure and the cosine of the two texts in a "
+    "text-embedding model, each with a 95% bootstrap CI over items."
+)
+
+
+def turn_rows(label: str, metrics: Mapping[str, Any]) -> list[list[str]]:
+    """One row per metric: each turn's value and the gain (last turn - first)."""
+    turns = metrics["turns"]
+    gains = metrics.get("turn_gain") or {}
+    return [
+        [
+            label,
+            metric_label(name),
+            *(format_metric(turn["metrics"].get(name)) for turn in turns),
+            format_metric(gains.get(name)),
+        ]
+        for name in shown_metrics(turns)
+    ]
+
+
+def success_rows(label: str, metrics: Mapping[str, Any]) -> list[list[str]]:
+    """SR@K: the gold in the top K at some turn."""
+    return [
+        [label, f"SR@{name.split('@')[1]}", format_metric(summary)]
+        for name, summary in (metrics.get("metrics") or {}).items()
+        if name.startswith("success@")
+    ]
+
+
+def turns_section(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
+    """`## Turns` for the runs with several turns (metrics.json `turns`)."""
+    refined = [(label, m) for label, m in runs if m.get("turns")]
+    if not refined:
+        return []
+    turns = [f"turn {turn['turn']}" for turn in refined[0][1]["turns"]]
+    header = ["run", "metric", *turns, "gain (last - first turn)"]
+    rows = [row for label, m in refined for row in turn_rows(label, m)]
+    success_header = ["run", "metric", "any turn"]
+    success = [row for label, m in refined for row in success_rows(label, m)]
+    if len(runs) == 1:  # a run's own report: no run column
+        header, rows = header[1:], [row[1:] for row in rows]
+        success_header, success = success_header[1:], [row[1:] for row in success]
+    lines = ["## Turns", "", markdown_table(header, rows), ""]
+    if success:
+        lines += [markdown_table(success_header, success), ""]
+    return [*lines, TURNS_NOTE, ""]
+
+
+def description_section(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
+    """`## Descriptions` for the runs with a `description` block."""
+    described = [(label, m["description"]) for label, m in runs if m.get("description")]
+    if not described:
+        return []
+    header = ["run", *DESCRIPTION_LABELS.values(), "items", "words"]
+    rows = [
+        [
+            label,
+            *(format_metric(block["metrics"].get(name)) for name in DESCRIPTION_LABELS),
+            str(block["n_items"]),
+            f"{block['mean_words']:.1f}",
+        ]
+        for label, block in described
+    ]
+    return ["## Descriptions", "", markdown_table(header, rows), "", DESCRIPTION_NOTE, ""]
+
+
+def protocol_sections(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
+    return turns_section(runs) + description_section(runs)

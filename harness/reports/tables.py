@@ -1,0 +1,500 @@
+"""The comparison across runs as table rows: markdown, CSV rows (plain numbers) and the
+terminal, for the comparison itself, the paired statistics, agreement and position bias."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from rich.table import Table
+
+from harness.core.sanitize import terminal_text
+from harness.reports.analysis import Analysis
+from harness.reports.formatting import (
+    format_metric,
+    group_rows,
+    markdown_table,
+    metric_header,
+    metric_label,
+    percent,
+    shown_metrics,
+)
+from harness.reports.loading import RunData
+from harness.reports.pivot import pivot_markdown
+from harness.reports.protocol_tables import protocol_sections
+from harness.reports.run_report import HUMAN_NOTE
+from harness.scoring.human_ceiling import HUMAN_ROW
+from harness.scoring.metrics import METRIC_NAMES, Aggregate, MetricSummary
+from harness.scoring.stats import CORRECTION_NAMES, PairedDifference
+
+
+def estimated_cost(stats: Mapping[str, Any]) -> float | None:
+    """Estimated cost in USD of all the run's answers, generated summaries included (run.json
+    `cost.usd` and `summaries_cost.usd`, written by harness.calls.pricing.run_cost); None when the
+    run has no price for its model."""
+    total = None
+    for block in ("cost", "summaries_cost"):
+        cost = stats.get(block)
+        usd = cost.get("usd") if isinstance(cost, dict) else None
+        if isinstance(usd, int | float) and not isinstance(usd, bool):
+            total = (total or 0.0) + float(usd)
+    return total
+
+
+def cost_discounts(stats: Mapping[str, Any]) -> dict[str, float]:
+    """The batch and prompt-cache discounts in the run's cost (run.json `cost`), in USD."""
+    cost = stats.get("cost")
+    found: dict[str, float] = {}
+    for key in ("batch_discount", "cache_discount"):
+        usd = cost.get(key) if isinstance(cost, dict) else None
+        if isinstance(usd, int | float) and not isinstance(usd, bool):
+            found[key] = float(usd)
+    return found
+
+
+def cost_cell(stats: Mapping[str, Any]) -> str:
+    """`$0.0123`, with what the batch and prompt-cache discounts saved when they did."""
+    cost = estimated_cost(stats)
+    if cost is None:
+        return "n/a"
+    saved = [
+        f"{name} -${usd:.4f}"
+        for key, name in (("batch_discount", "batch"), ("cache_discount", "cache"))
+        if (usd := cost_discounts(stats).get(key, 0.0)) > 0
+    ]
+    return f"${cost:.4f}" + (f" ({', '.join(saved)})" if saved else "")
+
+
+def _tokens(stats: Mapping[str, Any]) -> str:
+    if "input_tokens" not in stats and "output_tokens" not in stats:
+        return "n/a"
+    return f"{stats.get('input_tokens', 0)}/{stats.get('output_tokens', 0)}"
+
+
+def table_metrics(runs: Sequence[RunData], *, compact: bool = False) -> list[str]:
+    """The metric columns of the comparison (see `shown_metrics`)."""
+    return shown_metrics((run.aggregate.to_json() for run in runs), compact=compact)
+
+
+UNOFFICIAL_MARK = " †"
+DRIFTED_MARK = " ‡"
+
+
+def run_marks(run: RunData) -> str:
+    """A dagger when the run's endpoint is not the provider's official one, a double dagger
+    when it was made in an environment that differs from the lock."""
+    return (UNOFFICIAL_MARK if run.unofficial_endpoints else "") + (
+        DRIFTED_MARK if run.drifted_packages else ""
+    )
+
+
+def marked(run: RunData) -> str:
+    """The run's label with its marks (see `run_marks`)."""
+    return run.label + run_marks(run)
+
+
+def endpoint_notes(runs: Sequence[RunData]) -> list[str]:
+    """One line per marked run: which endpoint it called, which packages had drifted."""
+    notes = [
+        f"† `{run.label}`: {'; '.join(run.unofficial_endpoints)} is not the provider's official "
+        "service; its numbers are not that provider's, and its cost is estimated at official prices."
+        for run in runs
+        if run.unofficial_endpoints
+    ]
+    notes += [
+        f"‡ `{run.label}`: made in an environment that differs from the lock "
+        f"({'; '.join(run.drifted_packages)}); it may not reproduce after `make install`."
+        for run in runs
+        if run.drifted_packages
+    ]
+    return notes
+
+
+def comparison_header(runs: Sequence[RunData], *, compact: bool = False) -> list[str]:
+    return [
+        "run",
+        "provider",
+        "model",
+        "prompt",
+        "inputs",
+        *map(metric_label, table_metrics(runs, compact=compact)),
+        "items",
+        "coverage",
+        "tie rate",
+        "parse failures",
+        "calls",
+        "tokens in/out",
+        "est. cost",
+    ]
+
+
+def comparison_rows(runs: Sequence[RunData], *, compact: bool = False) -> list[list[str]]:
+    names = table_metrics(runs, compact=compact)
+    rows = []
+    for run in runs:
+        metrics = run.aggregate.to_json()
+        summaries: dict[str, Any] = metrics["metrics"]  # type: ignore[assignment]
+        rows.append(
+            [
+                marked(run),
+                str(run.provider.get("name", "?")),
+                str(run.provider.get("model") or "default"),
+                run.prompt,
+                run.inputs,
+                *(format_metric(summaries.get(m)) for m in names),
+                str(run.aggregate.n_items),
+                percent(run.aggregate.coverage),
+                percent(run.aggregate.tie_rate),
+                percent(run.parse_failure_rate),
+                str(run.stats.get("calls", len(run.records))),
+                _tokens(run.stats),
+                cost_cell(run.stats),
+            ]
+        )
+    return rows
+
+
+def human_row(human: Aggregate, names: Sequence[str]) -> list[str]:
+    """The human ceiling as a comparison row of the metric columns `names` (cells that do
+    not apply say so)."""
+    metrics: dict[str, Any] = human.to_json()["metrics"]  # type: ignore[assignment]
+    return [
+        HUMAN_ROW,
+        "human",
+        "annotators",
+        "n/a",
+        "n/a",
+        *(format_metric(metrics.get(m)) for m in names),
+        str(human.n_items),
+        "n/a",
+        percent(human.tie_rate),
+        "n/a",
+        "n/a",
+        "n/a",
+        "n/a",
+    ]
+
+
+def comparison_csv_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
+    """The comparison table with plain numbers (for pandas, spreadsheets): every metric any
+    run reports (empty where a run does not)."""
+    names = list(dict.fromkeys(name for run in runs for name in run.aggregate.metrics))
+    out = []
+    for run in runs:
+        row: dict[str, Any] = {
+            "run": run.label,
+            "path": str(run.path),
+            "score": run.score,
+            "official_endpoint": not run.unofficial_endpoints,
+            "provider": run.provider.get("name"),
+            "model": run.provider.get("model"),
+            "prompt": run.prompt,
+            "dialogue": (run.config.get("inputs") or {}).get("dialogue"),
+            "music": (run.config.get("inputs") or {}).get("music"),
+            "repeats": run.aggregate.n_repeats,
+            "n_items": run.aggregate.n_items,
+        }
+        for name in names:
+            summary = run.aggregate.metrics.get(name) or MetricSummary(None, None)
+            low, high = summary.ci95 or (None, None)
+            row |= {
+                f"{name}_mean": summary.mean,
+                f"{name}_ci_low": low,
+                f"{name}_ci_high": high,
+                f"{name}_std": summary.std,
+            }
+        row |= {
+            "coverage": round(run.aggregate.coverage, 6),
+            "tie_rate": None
+            if run.aggregate.tie_rate is None
+            else round(run.aggregate.tie_rate, 6),
+            "parse_failure_rate": run.parse_failure_rate,
+            "calls": run.stats.get("calls", len(run.records)),
+            "model_calls": run.stats.get("model_calls"),
+            "cache_hits": run.stats.get("cache_hits"),
+            "input_tokens": run.stats.get("input_tokens"),
+            "output_tokens": run.stats.get("output_tokens"),
+            "cost_usd": estimated_cost(run.stats),
+            "batch_discount_usd": cost_discounts(run.stats).get("batch_discount"),
+            "cache_discount_usd": cost_discounts(run.stats).get("cache_discount"),
+        }
+        out.append(row)
+    return out
+
+
+def human_csv_rows(human: Aggregate | None) -> list[dict[str, Any]]:
+    """The human ceiling as a comparison.csv row (metric columns only)."""
+    if human is None:
+        return []
+    row: dict[str, Any] = {"run": HUMAN_ROW, "provider": "human", "n_items": human.n_items}
+    for name in METRIC_NAMES:
+        summary = human.metrics[name]
+        low, high = summary.ci95 or (None, None)
+        row |= {
+            f"{name}_mean": summary.mean,
+            f"{name}_ci_low": low,
+            f"{name}_ci_high": high,
+            f"{name}_std": summary.std,
+        }
+    return [row]
+
+
+PAIRED_HEADER = [
+    "run",
+    "baseline",
+    "metric",
+    "items",
+    "run mean",
+    "baseline mean",
+    "difference",
+    "95% CI",
+    "p",
+    "p adj.",
+    "MDD 80%",
+]
+
+
+def _p_text(diff: PairedDifference) -> str:
+    return f"{diff.p_value:.4f}" + ("" if diff.exact else " (MC)")
+
+
+def paired_rows(analysis: Analysis) -> list[list[str]]:
+    rows = []
+    for label, metrics in analysis.paired.items():
+        for name, diff in metrics.items():
+            empty = diff.n_items == 0
+            rows.append(
+                [
+                    label,
+                    analysis.paired_with.get(label, "?"),
+                    metric_label(name),
+                    str(diff.n_items),
+                    "n/a" if empty else f"{diff.run_mean:.3f}",
+                    "n/a" if empty else f"{diff.baseline_mean:.3f}",
+                    "n/a" if empty else f"{diff.difference:+.3f}",
+                    "n/a" if empty else f"[{diff.ci95[0]:+.3f}, {diff.ci95[1]:+.3f}]",
+                    _p_text(diff),
+                    f"{analysis.adjusted_p[label][name]:.4f}",
+                    "n/a" if diff.n_items < 2 else f"{diff.mdd80:.3f}",
+                ]
+            )
+    return rows
+
+
+def paired_note(analysis: Analysis) -> str:
+    """How the paired table reads: the difference, its CI, p and the adjustment."""
+    count = sum(len(by) for by in analysis.paired.values())
+    adjusted = (
+        f"p adj.: {CORRECTION_NAMES[analysis.correction]}-adjusted over the {count} p-values "
+        "of this table"
+        if analysis.correction != "none" and count > 1
+        else "p adj.: as p (no adjustment)"
+    )
+    return (
+        "Difference = run - baseline on the items both runs scored; 95% paired-bootstrap "
+        "CI; two-sided sign-flip permutation p (exact, or Monte Carlo where marked MC); "
+        + adjusted
+        + "; MDD 80%: the smallest true difference this many items detect with 80% power "
+        "at alpha 0.05, from the spread of the paired differences."
+    )
+
+
+def paired_title(analysis: Analysis) -> str:
+    if analysis.pair_by is not None:
+        return f"Paired comparison: each run against its own {analysis.pair_by} run"
+    assert analysis.baseline is not None
+    return f"Paired comparison against `{analysis.baseline.label}`"
+
+
+def paired_csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
+    return [
+        {
+            "run": label,
+            "baseline": analysis.paired_with.get(label),
+            "metric": name,
+            **diff.to_json(),
+            "p_adjusted": analysis.adjusted_p[label][name],
+            "correction": analysis.correction,
+        }
+        for label, metrics in analysis.paired.items()
+        for name, diff in metrics.items()
+    ]
+
+
+def agreement_rows(analysis: Analysis) -> list[list[str]]:
+    agreement = analysis.agreement
+    return [
+        [label, *("n/a" if np.isnan(v) else f"{v:.3f}" for v in agreement.tau[i])]
+        for i, label in enumerate(agreement.labels)
+    ]
+
+
+def agreement_csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
+    agreement = analysis.agreement
+    return [
+        {
+            "": label,
+            **{
+                other: None if np.isnan(v) else round(float(v), 6)
+                for other, v in zip(agreement.labels, agreement.tau[i], strict=True)
+            },
+        }
+        for i, label in enumerate(agreement.labels)
+    ]
+
+
+def position_bias_rows(analysis: Analysis) -> list[list[str]]:
+    rows = []
+    for label, bias in analysis.position_bias.items():
+        rows.append(
+            [
+                label,
+                str(bias.n_calls),
+                " / ".join(f"{100 * r:.1f}%" for r in bias.rates),
+                " / ".join(f"{100 * r:.1f}%" for r in bias.human_rates),
+                f"{100 * bias.uniform:.1f}%",
+                f"{bias.p_value:.4f}",
+            ]
+        )
+    return rows
+
+
+POSITION_HEADER = [
+    "run",
+    "joint calls",
+    "model top-1 by position",
+    "human first by position",
+    "uniform",
+    "chi-square p",
+]
+
+
+def position_bias_csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
+    return [
+        {
+            "run": label,
+            "position": position + 1,
+            "top1_rate": round(float(rate), 6),
+            "human_top1_rate": round(float(human), 6),
+            "uniform": round(bias.uniform, 6),
+            "n_calls": bias.n_calls,
+            "p_value": round(bias.p_value, 6),
+        }
+        for label, bias in analysis.position_bias.items()
+        for position, (rate, human) in enumerate(zip(bias.rates, bias.human_rates, strict=True))
+    ]
+
+
+def comparison_markdown(analysis: Analysis, title: str = "comparison") -> str:
+    repeats = any(run.aggregate.n_repeats > 1 for run in analysis.runs)
+    lines = [
+        f"# {title}",
+        "",
+        markdown_table(
+            comparison_header(analysis.runs),
+            comparison_rows(analysis.runs)
+            + (
+                [human_row(analysis.human, table_metrics(analysis.runs))]
+                if analysis.human is not None
+                else []
+            ),
+        ),
+        "",
+        "Means with 95% percentile-bootstrap CIs over items"
+        + (" (± std across repeats where a run has several)." if repeats else ".")
+        + " Parse failures: share of calls whose final answer could not be parsed."
+        + " Tokens and cost as recorded in each run's run.json."
+        + (HUMAN_NOTE if analysis.human is not None else ""),
+    ]
+    expected = [run.label for run in analysis.runs if run.score == "expected"]
+    if expected:
+        lines.append(
+            "Scores: each judge's expected score (probability-weighted over the admissible "
+            f"score strings) for {', '.join(expected)}; greedy scores for the other runs."
+        )
+    groups = [(run.label, run.metrics_json()) for run in analysis.runs]
+    protocols = protocol_sections(groups)
+    if protocols:
+        lines += ["", *protocols[:-1]]
+    if any(run.groups for run in analysis.runs):
+        names = table_metrics(analysis.runs)
+        lines += [
+            "",
+            "## Per group",
+            "",
+            markdown_table(metric_header(names, "run / group"), group_rows(groups, names)),
+        ]
+    notes = endpoint_notes(analysis.runs)
+    if notes:
+        lines += ["", *notes]
+    pivot = pivot_markdown(analysis.runs)
+    if pivot:
+        lines += ["", "## Model x prompt", "", pivot]
+    if analysis.paired or analysis.notes:
+        lines += ["", f"## {paired_title(analysis)}", ""]
+    if analysis.paired:
+        lines += [
+            markdown_table(PAIRED_HEADER, paired_rows(analysis)),
+            "",
+            paired_note(analysis),
+        ]
+    if analysis.notes:
+        lines += ["", *(f"- no baseline: {note}" for note in analysis.notes)]
+    agreement = analysis.agreement
+    lines += [
+        "",
+        "## Agreement (Kendall's tau-b, per item, averaged)",
+        "",
+        markdown_table(["", *agreement.labels], agreement_rows(analysis)),
+    ]
+    if analysis.position_bias:
+        lines += [
+            "",
+            "## Position bias of joint prompts",
+            "",
+            markdown_table(POSITION_HEADER, position_bias_rows(analysis)),
+            "",
+            "Share of joint calls whose top score sat at each presentation position (ties "
+            "split evenly), and where the human's first was shown; chi-square test of the "
+            "model's rates against the uniform rate.",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def comparison_rich_table(
+    title: str, runs: Sequence[RunData], human: Aggregate | None = None
+) -> Table:
+    table = Table(title=terminal_text(title), title_justify="left")
+    # The run name carries provider, model, prompt and inputs; comparison.md has every column.
+    skip = {"provider", "model", "prompt", "inputs", "tie rate", "calls", "tokens in/out"}
+    header = comparison_header(runs, compact=True)
+    keep = [i for i, column in enumerate(header) if column not in skip]
+    for i in keep:
+        first = i == 0
+        table.add_column(
+            header[i],
+            justify="left" if first else "right",
+            no_wrap=not first,
+            overflow="fold" if first else "ellipsis",
+            min_width=24 if first else None,
+        )
+    rows = comparison_rows(runs, compact=True)
+    if human is not None:
+        rows.append(human_row(human, table_metrics(runs, compact=True)))
+    for row in rows:
+        # The CI goes under the mean so that run names keep their room.
+        table.add_row(*(terminal_text(row[i].replace(" [", "\n[")) for i in keep))
+    return table
+
+
+def paired_rich_table(analysis: Analysis) -> Table:
+    table = Table(
+        title=terminal_text(paired_title(analysis).replace("`", "")), title_justify="left"
+    )
+    for column in PAIRED_HEADER:
+        left = column in ("run", "baseline", "metric")
+        table.add_column(column, justify="left" if left else "right")
+    for row in paired_rows(analysis):
+        table.add_row(*map(terminal_text, row))
+    return table

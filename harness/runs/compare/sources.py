@@ -1,0 +1,295 @@
+"""Where the two sides of a comparison get their per-item metric values: finished runs or
+predictions files (every value known up front), or experiment files, asked batch by batch
+through the one runner (cache, retries, resume, concurrency and batch mode as in `harness
+run`). Per-item values always come from the one evaluation path (`evaluate_records`),
+repeats averaged per item."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from harness.calls.cache import ResponseCache
+from harness.config.experiment import ExperimentConfig, load_experiments
+from harness.core.dataset import Item
+from harness.core.errors import HarnessError
+from harness.core.event_loop import run_coroutine
+from harness.core.records import Record, read_records
+from harness.reports.loading import RunData, load_predictions, load_run
+from harness.runs.runner import Runner
+from harness.scoring.evaluation import evaluate_records
+from harness.scoring.metrics import MissingPolicy
+
+BOUNDED = {"hit@1": 1.0, "mrr": 1.0, "ndcg": 1.0, "kendall_tau_b": 2.0}
+_CUTOFF = re.compile(r"(hit|recall|precision|ndcg)@([1-9][0-9]*)")
+
+
+def metric_spec(metric: str) -> tuple[tuple[int, ...], float]:
+    """(the cut-offs the metric needs, the width of its range): every metric `--metric`
+    takes is bounded, in [0, 1] or (kendall_tau_b) [-1, 1]."""
+    if metric in BOUNDED:
+        return (), BOUNDED[metric]
+    if match := _CUTOFF.fullmatch(metric):
+        return (int(match[2]),), 1.0
+    raise HarnessError(
+        f"--metric {metric!r} is not a bounded per-item metric: use hit@1, mrr, ndcg, "
+        "kendall_tau_b, or hit@K, recall@K, precision@K, ndcg@K"
+    )
+
+
+def per_item_metric(
+    items: Sequence[Item],
+    records: Sequence[Record],
+    metric: str,
+    *,
+    repeats: int,
+    missing: MissingPolicy = "worst",
+) -> dict[str, float]:
+    """item id -> the metric's value (mean over repeats) for the items the records score."""
+    at, _ = metric_spec(metric)
+    evaluation = evaluate_records(
+        items, records, repeats=repeats, missing=missing, n_bootstrap=10, at=at
+    )
+    agg = evaluation.aggregate
+    return dict(zip(agg.item_ids, map(float, agg.per_item[metric]), strict=True))
+
+
+class PairSource(Protocol):
+    """Both sides of a comparison: their labels, the items they share (in dataset order),
+    and per-item values of the items asked so far."""
+
+    labels: tuple[str, str]
+    item_ids: list[str]
+
+    def values(self, asked: Sequence[str]) -> tuple[dict[str, float], dict[str, float]]: ...
+
+    def spent(self) -> tuple[int | None, float | None]:
+        """Model calls made so far (None: not known), and their price in USD (None: not
+        priced)."""
+        ...
+
+    def full(self, visited: int) -> tuple[int | None, float | None]:
+        """The calls (and USD) two full runs would make."""
+        ...
+
+
+def _shared(a: Sequence[str], b: Sequence[str]) -> list[str]:
+    other = set(b)
+    shared = [item_id for item_id in a if item_id in other]
+    if not shared:
+        raise HarnessError("A and B share no item: they must be runs of the same dataset")
+    return shared
+
+
+def _run_data(path: Path, dataset: Path | None) -> RunData:
+    if path.is_dir():
+        return load_run(path, dataset=dataset)
+    if dataset is None:
+        raise HarnessError(f"{path}: a predictions file needs --dataset DIR")
+    return load_predictions(path, dataset)
+
+
+def _calls_by_item(run: RunData) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for record in run.records:
+        counts[record.item_id] = counts.get(record.item_id, 0) + 1
+    return counts
+
+
+@dataclass
+class ValuesSource:
+    """Per-item values known up front (synthetic data, or values computed elsewhere through
+    `per_item_metric`); visiting an item costs nothing."""
+
+    a_values: dict[str, float]
+    b_values: dict[str, float]
+    labels: tuple[str, str] = ("A", "B")
+    item_ids: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.item_ids = _shared(list(self.a_values), list(self.b_values))
+
+    def values(self, asked: Sequence[str]) -> tuple[dict[str, float], dict[str, float]]:
+        return (
+            {i: self.a_values[i] for i in asked},
+            {i: self.b_values[i] for i in asked},
+        )
+
+    def spent(self) -> tuple[int | None, float | None]:
+        return None, None
+
+    def full(self, visited: int) -> tuple[int | None, float | None]:
+        return None, None
+
+
+@dataclass
+class FinishedSource:
+    """Two finished runs (run folders) or predictions files: every value is known, and a
+    visited item "costs" the calls its runs made for it (none for predictions)."""
+
+    a: RunData
+    b: RunData
+    metric: str
+    labels: tuple[str, str] = ("A", "B")
+    item_ids: list[str] = field(default_factory=list)
+    _values: tuple[dict[str, float], dict[str, float]] = field(default=({}, {}), repr=False)
+    _asked: list[str] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        self.labels = (self.a.label, self.b.label)
+        values = []
+        for run in (self.a, self.b):
+            values.append(
+                per_item_metric(
+                    run.dataset.items,
+                    run.records,
+                    self.metric,
+                    repeats=int(run.config.get("repeats") or 1),
+                    missing=run.config.get("missing", "worst"),
+                )
+            )
+        self._values = (values[0], values[1])
+        self.item_ids = _shared(list(values[0]), list(values[1]))
+
+    def values(self, asked: Sequence[str]) -> tuple[dict[str, float], dict[str, float]]:
+        self._asked = list(asked)
+        a, b = self._values
+        return {i: a[i] for i in asked}, {i: b[i] for i in asked}
+
+    def _calls(self, ids: Sequence[str]) -> int | None:
+        if self.a.kind == "predictions" or self.b.kind == "predictions":
+            return None
+        a, b = _calls_by_item(self.a), _calls_by_item(self.b)
+        return sum(a.get(i, 0) + b.get(i, 0) for i in ids)
+
+    def spent(self) -> tuple[int | None, float | None]:
+        return self._calls(self._asked), None
+
+    def full(self, visited: int) -> tuple[int | None, float | None]:
+        return self._calls(self.item_ids), None
+
+
+@dataclass
+class RunSource:
+    """Two experiment files (one configuration each), asked batch by batch: each batch
+    re-runs both configurations on every item asked so far, so the items asked before come
+    back from the cache and only the new ones reach the model. Their run folders are in
+    `results_dir/A/` and `results_dir/B/`."""
+
+    configs: tuple[ExperimentConfig, ExperimentConfig]
+    cache: ResponseCache
+    results_dir: Path
+    metric: str
+    show_progress: bool = False
+    labels: tuple[str, str] = ("A", "B")
+    item_ids: list[str] = field(default_factory=list)
+    _model_calls: int = 0
+    _usd: float | None = None
+    _calls_per_item: float = 0.0
+    _usd_per_item: float | None = None
+
+    def __post_init__(self) -> None:
+        self.labels = (self.configs[0].name, self.configs[1].name)
+        if self.labels[0] == self.labels[1]:
+            self.labels = (f"A:{self.labels[0]}", f"B:{self.labels[1]}")
+        ids = []
+        for config in self.configs:
+            runner = Runner(config, cache=self.cache, results_dir=self.results_dir)
+            ids.append([item.id for item in runner.dataset().items])
+        self.item_ids = _shared(ids[0], ids[1])
+
+    def values(self, asked: Sequence[str]) -> tuple[dict[str, float], dict[str, float]]:
+        out = []
+        calls = 0.0
+        usd: float | None = 0.0
+        for side, config in zip("AB", self.configs, strict=True):
+            runner = Runner(
+                config,
+                cache=self.cache,
+                results_dir=self.results_dir / side,
+                show_progress=self.show_progress,
+                items=asked,
+            )
+            result = run_coroutine(runner.run())
+            if not result.complete:
+                raise HarnessError(
+                    f"{config.name}: {result.stats.errors} call(s) failed; details in "
+                    f"{result.out_dir / 'report.md'} (re-run to retry them; answers received "
+                    "so far are in the cache)"
+                )
+            self._model_calls += result.stats.model_calls
+            cost = _cost(result.out_dir)
+            spent, total = cost.get("usd_spent"), cost.get("usd")
+            if spent is not None:
+                self._usd = (self._usd or 0.0) + float(spent)
+            usd = None if usd is None or total is None else usd + float(total)
+            calls += result.stats.calls
+            records = list(read_records(result.out_dir / "records.jsonl"))
+            out.append(
+                per_item_metric(
+                    runner.dataset().items,
+                    records,
+                    self.metric,
+                    repeats=config.repeats,
+                    missing=config.missing,
+                )
+            )
+        self._calls_per_item = calls / max(1, len(asked))
+        self._usd_per_item = None if usd is None else usd / max(1, len(asked))
+        return out[0], out[1]
+
+    def spent(self) -> tuple[int | None, float | None]:
+        return self._model_calls, self._usd
+
+    def full(self, visited: int) -> tuple[int | None, float | None]:
+        """Extrapolated from the calls (and price) per item of the items asked."""
+        n = len(self.item_ids)
+        usd = None if self._usd_per_item is None else round(self._usd_per_item * n, 6)
+        return round(self._calls_per_item * n), usd
+
+
+def _cost(out_dir: Path) -> dict[str, Any]:
+    try:
+        stats = json.loads((out_dir / "run.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    cost = stats.get("cost")
+    return cost if isinstance(cost, dict) else {}
+
+
+def open_sources(
+    a: Path,
+    b: Path,
+    *,
+    metric: str,
+    dataset: Path | None,
+    cache: ResponseCache | None,
+    results_dir: Path,
+    show_progress: bool = False,
+) -> PairSource:
+    """Experiment files (both YAML, one configuration each), or run folders / predictions
+    files (with `dataset`)."""
+    metric_spec(metric)
+    yaml_files = [p.suffix in (".yaml", ".yml") for p in (a, b)]
+    if all(yaml_files):
+        configs = []
+        for path in (a, b):
+            loaded = load_experiments(path)
+            if len(loaded) != 1:
+                raise HarnessError(
+                    f"{path}: a sweep of {len(loaded)} runs; compare takes one configuration "
+                    "per file"
+                )
+            configs.append(loaded[0])
+        assert cache is not None
+        return RunSource((configs[0], configs[1]), cache, results_dir, metric, show_progress)
+    if any(yaml_files):
+        raise HarnessError("A and B must both be experiment files, or both runs/predictions")
+    for path in (a, b):
+        if not path.exists():
+            raise HarnessError(f"{path}: not found")
+    return FinishedSource(_run_data(a, dataset), _run_data(b, dataset), metric)

@@ -1,0 +1,270 @@
+"""`harness merge SHARD_FOLDERS... --out RUN`: the run folder of a sharded run, rebuilt from its
+shards (`harness run --shard I/N`, `harness.core.sharding`).
+
+The shards are checked first: each is a finished shard's folder (shard.json, records.jsonl,
+config.yaml, run.json), all of one configuration and one split N, each shard 0..N-1 exactly
+once, and each holding the items the dataset assigns to it now (the dataset has not changed
+since). Then the records are sorted as a run sorts them and evaluated by the run's own
+evaluation path (`run_folder.evaluate_run`), and the folder is written by the run's own writer
+(`run_folder.write_run_folder`): records.jsonl, metrics.json and report.md are byte for byte
+those of the unsharded run given the same answers. run.json sums the shards' counts (the cost
+is recomputed from the records) and lists the shards under `merged_from`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from harness.calls.portable_cache import KEYS_FILE, run_keys, write_run_keys
+from harness.calls.pricing import run_cost
+from harness.config.experiment import ExperimentConfig
+from harness.core.dataset import Dataset
+from harness.core.errors import HarnessError
+from harness.core.locking import RunFolderLock
+from harness.core.provenance import now
+from harness.core.records import Record, RecordWriter, read_records, sort_records
+from harness.core.sharding import SHARD_FILE, Shard
+from harness.runs.run_folder import (
+    check_run_folder,
+    config_differences,
+    evaluate_run,
+    write_run_folder,
+)
+from harness.runs.runner import run_dataset
+from harness.scoring.human_ceiling import human_ceiling
+
+SUMMARIES = "summaries.jsonl"
+
+
+@dataclass(frozen=True)
+class ShardRun:
+    folder: Path
+    shard: Shard
+    items: list[str]
+    dataset_items: int
+    config: dict[str, Any]  # its config.yaml
+    stats: dict[str, Any]  # its run.json
+
+
+@dataclass(frozen=True)
+class Merged:
+    out: Path
+    shards: int
+    items: int
+    records: int
+    metrics: dict[str, Any]
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise HarnessError(f"{path}: not readable JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise HarnessError(f"{path}: expected a JSON object")
+    return value
+
+
+def read_shard(folder: Path) -> ShardRun:
+    """A finished shard's folder; one line naming what is missing otherwise."""
+    if not folder.is_dir():
+        raise HarnessError(f"{folder}: no such folder")
+    if not (folder / SHARD_FILE).is_file():
+        raise HarnessError(
+            f"{folder}: not a shard's run folder (no {SHARD_FILE}; `harness run --shard I/N` "
+            "writes one)"
+        )
+    for name in ("records.jsonl", "config.yaml", "run.json"):
+        if not (folder / name).is_file():
+            raise HarnessError(
+                f"{folder}: an unfinished shard (no {name}): run its `harness run --shard` "
+                "command again to finish it"
+            )
+    marker = _json(folder / SHARD_FILE)
+    try:
+        shard = Shard(int(marker["index"]), int(marker["count"]))
+        items = [str(i) for i in marker["items"]]
+        dataset_items = int(marker["dataset_items"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise HarnessError(f"{folder / SHARD_FILE}: damaged ({exc!r} missing or wrong)") from None
+    config = yaml.safe_load((folder / "config.yaml").read_text(encoding="utf-8"))
+    if not isinstance(config, dict):
+        raise HarnessError(f"{folder / 'config.yaml'}: not a mapping of settings")
+    return ShardRun(folder, shard, items, dataset_items, config, _json(folder / "run.json"))
+
+
+def check_shards(shards: Sequence[ShardRun]) -> None:
+    """One configuration, one split, every shard exactly once; the first problem named."""
+    first = shards[0]
+    for other in shards[1:]:
+        if other.shard.count != first.shard.count:
+            raise HarnessError(
+                f"shards of different splits: {first.folder} is shard {first.shard}, "
+                f"{other.folder} is shard {other.shard}"
+            )
+        changes = config_differences(first.config, other.config)
+        if changes:
+            shown = "; ".join(changes[:3]) + (
+                f"; {len(changes) - 3} more" if len(changes) > 3 else ""
+            )
+            raise HarnessError(
+                f"shards of different configurations: {first.folder} and {other.folder} "
+                f"differ in {shown}"
+            )
+    seen: dict[int, ShardRun] = {}
+    for run in shards:
+        earlier = seen.get(run.shard.index)
+        if earlier is not None:
+            raise HarnessError(
+                f"overlapping shards: {earlier.folder} and {run.folder} are both shard {run.shard}"
+            )
+        seen[run.shard.index] = run
+    missing = [f"{i}/{first.shard.count}" for i in range(first.shard.count) if i not in seen]
+    if missing:
+        raise HarnessError(
+            f"missing shard(s) {', '.join(missing)}: run `harness run EXP --shard I/N` for "
+            f"each and pass every folder (given: {', '.join(str(s.shard) for s in shards)})"
+        )
+
+
+def _check_items(shards: Sequence[ShardRun], dataset: Dataset) -> None:
+    for run in shards:
+        now_assigned = [item.id for item in dataset.items if run.shard.holds(item.id)]
+        if run.dataset_items != len(dataset.items) or run.items != now_assigned:
+            raise HarnessError(
+                f"{run.folder}: shard {run.shard} ran {len(run.items)} of {run.dataset_items} "
+                f"items; the dataset now gives it {len(now_assigned)} of {len(dataset.items)} "
+                "(the dataset changed since): run the shards again"
+            )
+
+
+def _records(run: ShardRun) -> list[Record]:
+    allowed = set(run.items)
+    records = list(read_records(run.folder / "records.jsonl"))
+    stray = sorted({r.item_id for r in records} - allowed)
+    if stray:
+        raise HarnessError(
+            f"{run.folder / 'records.jsonl'}: records of item(s) {', '.join(stray[:3])} that "
+            f"shard {run.shard} does not hold"
+        )
+    return records
+
+
+def sum_counts(blocks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The shards' run.json counts added up: numbers summed, mappings merged key by key,
+    anything else (a first error message, a model name) taken from the first that has it."""
+    out: dict[str, Any] = {}
+    keys = list(dict.fromkeys(key for block in blocks for key in block))
+    for key in keys:
+        values = [block[key] for block in blocks if key in block]
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            total = sum(values)
+            out[key] = round(total, 6) if isinstance(total, float) else total
+        elif all(isinstance(v, Mapping) for v in values):
+            out[key] = sum_counts(values)
+        else:
+            out[key] = values[0]
+    return out
+
+
+def _stats(
+    shards: Sequence[ShardRun], config: ExperimentConfig, records: list[Record]
+) -> dict[str, Any]:
+    blocks = [{k: v for k, v in run.stats.items() if k != "provenance"} for run in shards]
+    stats = sum_counts(blocks)
+    cost = shards[0].stats.get("cost")
+    if isinstance(cost, Mapping) and isinstance(cost.get("model"), str):
+        stats["cost"] = run_cost(config.provider, cost["model"], records)
+    first = shards[0].stats.get("provenance") or {}
+    stats["provenance"] = {**first, "merged_at": now()}
+    stats["merged_from"] = [
+        {
+            "folder": str(run.folder),
+            "shard": str(run.shard),
+            "items": len(run.items),
+            "started_at": (run.stats.get("provenance") or {}).get("started_at"),
+            "finished_at": (run.stats.get("provenance") or {}).get("finished_at"),
+        }
+        for run in shards
+    ]
+    return stats
+
+
+def _merge_summaries(shards: Sequence[ShardRun], dataset: Dataset, out: Path) -> None:
+    """summaries.jsonl: the evaluated items' lines in dataset order, then the examples'."""
+    lines: dict[str, str] = {}
+    for run in shards:
+        path = run.folder / SUMMARIES
+        if path.is_file():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    lines.setdefault(str(json.loads(line).get("item_id")), line)
+    if not lines:
+        return
+    order = [item.id for item in dataset.items if item.id in lines]
+    order += [key for key in lines if key not in set(order)]
+    (out / SUMMARIES).write_text("".join(lines[key] + "\n" for key in order), encoding="utf-8")
+
+
+def merge_shards(folders: Sequence[Path], out: Path, *, overwrite: bool = False) -> Merged:
+    """Check the shards, then write the whole run's folder to `out`."""
+    if not folders:
+        raise HarnessError("give the shards' run folders to merge")
+    shards = sorted((read_shard(f) for f in folders), key=lambda run: run.shard)
+    if any(out.resolve() == run.folder.resolve() for run in shards):
+        raise HarnessError(f"--out {out} is one of the shards: give the whole run's folder")
+    check_shards(shards)
+    try:
+        config = ExperimentConfig.model_validate(shards[0].config)
+    except ValidationError as exc:
+        raise HarnessError(
+            f"{shards[0].folder / 'config.yaml'}: not a valid run configuration ({exc.errors()[0]['msg']})"
+        ) from None
+    dataset = run_dataset(config)
+    _check_items(shards, dataset)
+    records = [record for run in shards for record in _records(run)]
+    check_run_folder(out, config, overwrite=overwrite)
+    out.mkdir(parents=True, exist_ok=True)
+    lock = RunFolderLock(out).acquire()
+    failed = True
+    try:
+        partial = out / "records.partial.jsonl"
+        writer = RecordWriter(partial)
+        for record in records:
+            writer.write(record)
+        writer.close()
+        sort_records(partial, out / "records.jsonl", [item.id for item in dataset.items])
+        stats = _stats(shards, config, records)
+        evaluation, metrics = evaluate_run(
+            config,
+            dataset,
+            records,
+            parse_failures=int(stats.get("parse_failures", 0)),
+            errors=int(stats.get("errors", 0)),
+        )
+        human = human_ceiling(dataset.items, n_bootstrap=config.n_bootstrap, seed=config.seed)
+        write_run_folder(
+            out,
+            config,
+            items=dataset.items,
+            predictions=evaluation.predictions,
+            metrics=metrics,
+            stats=stats,
+            human=human.to_json() if human is not None else None,
+        )
+        keys = [
+            k for run in shards if (run.folder / KEYS_FILE).is_file() for k in run_keys(run.folder)
+        ]
+        write_run_keys(out, keys)
+        _merge_summaries(shards, dataset, out)
+        failed = False
+    finally:
+        lock.release(failed=failed)
+    return Merged(out, len(shards), len(dataset.items), len(records), metrics)

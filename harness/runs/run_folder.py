@@ -1,0 +1,203 @@
+"""A run's folder: what a finished run's records evaluate to (`evaluate_run`: metrics.json,
+for the runner and for `harness merge` alike), what it writes there (`write_run_folder`), and
+the check that it belongs to one configuration: re-running under the same name with settings that change
+the results is refused (unless the user asks to overwrite), so a finished run is never
+silently replaced by a different one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.calls.pricing import RunCost
+from harness.calls.prompting.variants import get_variant
+from harness.config.experiment import ExperimentConfig
+from harness.core.dataset import Dataset, Item
+from harness.core.errors import HarnessError
+from harness.core.predictions import Predictions, write_predictions
+from harness.core.records import Record
+from harness.core.run_files import read_run_config
+from harness.core.sanitize import dumps_json
+from harness.core.secrets import scrub, scrub_value
+from harness.core.types import NON_IDENTITY_FIELDS
+from harness.reports.run_report import write_run_report
+from harness.scoring.description_metrics import description_metrics
+from harness.scoring.evaluation import (
+    Evaluation,
+    RecordsPass,
+    evaluate_records,
+    expected_score_records,
+)
+from harness.scoring.stats import position_top1_rates
+from harness.scoring.stored import evaluation_options, write_inputs
+from providers.batch import BATCH_KEYS
+
+# Settings that change how a run goes or how it is shown, never its records or metrics: those
+# kept out of the cache key, except `reask` (it decides how many answers stay unparsable).
+NOT_RESULTS = (NON_IDENTITY_FIELDS - {"reask"}) | BATCH_KEYS
+# ... and `items`, the items a sequential comparison has asked so far: it grows batch by batch
+# (`harness compare --sequential`), and more items of one configuration extend its run; and
+# `cache` (a seed cache), which changes where answers come from, not what they are.
+NOT_RESULTS |= {"items", "cache"}
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        # A named pool of equivalent servers (`endpoint_id`) answers the same whichever
+        # servers it has: its base URLs (a shard's own node) are not part of the results.
+        pooled = {"base_url"} if value.get("endpoint_id") else set()
+        for key, inner in value.items():
+            if str(key) not in NOT_RESULTS | pooled:
+                out |= _flatten(inner, f"{prefix}{key}.")
+        return out
+    return {prefix.rstrip("."): value}
+
+
+def config_differences(previous: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """`key: old -> new` for every setting that differs and changes the results (where a
+    run is logged, `tracking:`, does not)."""
+    old, new = _flatten(previous), _flatten(current)
+    for flat in (old, new):
+        for key in [k for k in flat if k == "tracking" or k.startswith("tracking.")]:
+            del flat[key]
+    return [
+        f"{key}: {old.get(key)!r} -> {new.get(key)!r}"
+        for key in sorted(old.keys() | new.keys())
+        if old.get(key) != new.get(key)
+    ]
+
+
+def check_run_folder(out_dir: Path, config: ExperimentConfig, *, overwrite: bool = False) -> None:
+    """Refuse to run `config` into `out_dir` when a finished run of another configuration is
+    there (its config.yaml differs in a setting that changes the results)."""
+    saved = out_dir / "config.yaml"
+    if overwrite or not saved.is_file():
+        return
+    try:
+        previous = read_run_config(saved)
+    except HarnessError as exc:
+        raise HarnessError(
+            f"{exc} (not a readable config.yaml): move the folder away or pass --overwrite "
+            "(overwrite=True in Python)"
+        ) from None
+    # config.yaml is written scrubbed (a key in a base URL): compare like with like
+    changes = config_differences(previous, scrub_value(config.model_dump(mode="json")))
+    if changes:
+        shown = "; ".join(changes[:4]) + (
+            f"; and {len(changes) - 4} more" if len(changes) > 4 else ""
+        )
+        raise HarnessError(
+            f"{out_dir} holds a finished run of another configuration ({shown}): give this "
+            "run another name, or pass --overwrite (overwrite=True in Python) to replace it"
+        )
+
+
+def write_run_folder(
+    out_dir: Path,
+    config: ExperimentConfig,
+    *,
+    items: Sequence[Item],
+    predictions: Predictions,
+    metrics: Mapping[str, Any],
+    stats: Mapping[str, Any],
+    human: Mapping[str, Any] | None = None,
+    subset: Sequence[str] | None = None,
+) -> None:
+    """Write an evaluated run's files beside its (final) records.jsonl: predictions.jsonl,
+    metrics.json with its fingerprint (metrics_inputs.json: `harness.scoring.stored`),
+    run.json (counts, cost, provenance), config.yaml and report.md. run.json and
+    config.yaml are scrubbed (a key in a base URL). `subset`: the items of a run on part of
+    its dataset (a sequential comparison's), listed in config.yaml as `items`."""
+    stats = scrub_value(dict(stats))  # for run.json and report.md alike (D4)
+    write_predictions(out_dir / "predictions.jsonl", predictions, items)
+    (out_dir / "metrics.json").write_text(dumps_json(metrics, indent=2) + "\n")
+    write_inputs(out_dir, items, run_options(config))
+    (out_dir / "run.json").write_text(scrub(dumps_json(stats, indent=2)) + "\n")
+    saved = scrub_value(config.model_dump(mode="json"))
+    if subset is not None:
+        saved["items"] = list(subset)
+    (out_dir / "config.yaml").write_text(yaml.safe_dump(saved, sort_keys=False))
+    write_run_report(out_dir / "report.md", config, metrics, stats, human=human)
+
+
+def run_options(config: ExperimentConfig) -> dict[str, Any]:
+    """The run's evaluation options (keyword arguments of `evaluate_records`), read as a
+    report reads them from the run's config.yaml."""
+    return evaluation_options(config.model_dump())
+
+
+def evaluate_items(
+    config: ExperimentConfig, items: Sequence[Item], records: Iterable[Record]
+) -> Evaluation:
+    """The records' metrics under the run's settings (repeats, missing scores, bootstrap)."""
+    return evaluate_records(items, records, **run_options(config))
+
+
+class RunPass:
+    """`evaluate_run`'s first pass over a run's records, a record at a time (the runner
+    feeds it the records it writes, when they are what its file will read back): the
+    predictions, which blocks the records call for, a joint run's judge records, and
+    the `cost` of a judge's calls."""
+
+    def __init__(self, config: ExperimentConfig, cost: RunCost | None = None) -> None:
+        self.joint = config.kind == "judge" and get_variant(config.prompt).mode == "joint"
+        self.cost = cost
+        self.predictions = RecordsPass()
+        self.judged: list[Record] = []  # a joint run's judge records (not a retriever's)
+        self.carried: set[str] = set()
+
+    def add(self, record: Record) -> None:
+        if self.cost is not None:
+            self.cost.add(record)
+        extra = record.extra
+        if extra:
+            self.carried.update(k for k in ("expected_score", "description") if k in extra)
+        if self.joint and record.raw is not None:
+            self.judged.append(record)
+        self.predictions.add(record)
+
+
+def evaluate_run(
+    config: ExperimentConfig,
+    dataset: Dataset,
+    records: Iterable[Record],
+    *,
+    parse_failures: int,
+    errors: int,
+    first_pass: RunPass | None = None,
+) -> tuple[Evaluation, dict[str, Any]]:
+    """A run's evaluation and its metrics.json: the metrics, the failure counts, and the
+    blocks of the prompt variant (`position_top1`), the judge's expected scores and the
+    descriptions where they apply. `records` is iterated once (not at all when its
+    `first_pass` was made as they were written), and again only for a block that its
+    records call for (a run's records are read from its file each time)."""
+    if first_pass is None:
+        first_pass = RunPass(config)
+        for record in records:
+            first_pass.add(record)
+    evaluation = evaluate_records(dataset.items, first_pass.predictions, **run_options(config))
+    metrics = evaluation.to_json()
+    metrics["parse_failures"] = parse_failures
+    metrics["errors"] = errors
+    if first_pass.joint:
+        metrics["position_top1"] = position_top1_rates(first_pass.judged, dataset.items)
+    carried = first_pass.carried
+    expected = expected_score_records(list(records)) if "expected_score" in carried else None
+    if expected is not None:
+        metrics["expected_score"] = evaluate_items(
+            config, dataset.items, expected
+        ).aggregate.to_json()
+    described = (
+        description_metrics(
+            dataset.items, dataset.clips, records, n_bootstrap=config.n_bootstrap, seed=config.seed
+        )
+        if "description" in carried
+        else None
+    )
+    if described is not None:
+        metrics["description"] = described
+    return evaluation, metrics

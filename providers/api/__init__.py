@@ -1,0 +1,2 @@
+"""Judges behind an HTTP API (Gemini, OpenAI and OpenAI-compatible servers) and their batch
+modes."""

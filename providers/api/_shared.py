@@ -1,0 +1,388 @@
+"""What the API judges share: keys from the environment, one or several base URLs, memoised
+base64 audio, and turning HTTP failures into ProviderErrors the runner knows how to treat.
+
+Providers never retry: SDK retries are off and the runner retries transient errors.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+import os
+import re
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, Generic, Literal, TypeVar
+from urllib.parse import parse_qsl, urlsplit
+
+from pydantic import Field
+
+from harness.core.audio import encode_wav
+from harness.core.errors import ConfigError
+from harness.core.secrets import register, scrub
+from harness.core.types import AudioRef, ProviderConfig, ProviderError
+from providers.batch import BATCH_KEYS, BatchSettings
+
+# Settings of these providers that never change an answer (kept out of the cache key); the
+# base URL enters the key as the effective URL (or `endpoint_id`), see `answer_identity`.
+NON_ANSWER_KEYS = frozenset({"api_key_env", "endpoint_id", "http_client", "base_url"}) | BATCH_KEYS
+
+
+class ApiOptions(ProviderConfig):
+    """The `provider:` keys every API judge takes."""
+
+    base_url: str | list[str] | None = Field(
+        default=None, description="one URL or a list to spread requests over"
+    )
+    api_key_env: str | None = Field(
+        default=None, description="environment variable holding the key"
+    )
+    endpoint_id: str | None = Field(
+        default=None, description="a name for a group of equivalent servers (cache key)"
+    )
+    sample_rate: int | None = Field(
+        default=None, ge=8000, le=96000, description="resample clips to this rate (Hz)"
+    )
+    score: Literal["greedy", "expected"] = Field(
+        default="greedy",
+        description="expected: ask for token log-probabilities and record the expected score",
+    )
+    top_logprobs: int = Field(
+        default=20, ge=1, le=20, description="alternatives per token with score: expected"
+    )
+    batch: bool = Field(
+        default=False, description="send uncached requests through the batch API (half price)"
+    )
+    batch_fallback: Literal["resubmit", "online"] = Field(
+        default="resubmit",
+        description="requests an expired or failed batch did not answer: a new batch or online",
+    )
+    batch_poll_s: float = Field(default=30.0, gt=0, description="seconds between status checks")
+    batch_collect_s: float = Field(
+        default=1.0, gt=0, description="quiet seconds before the collected requests are sent"
+    )
+    batch_rounds: int = Field(
+        default=3, ge=1, description="batches tried for a request before it counts as failed"
+    )
+
+
+MAX_RETRY_AFTER_S = 600.0
+# The encoded clips kept for the requests that send them again (a clip is a candidate of
+# several items, and every repeat sends it again): bounded by their size, not their number,
+# so that a pool of a few hundred clips is encoded once and a pool of long clips cannot
+# fill the memory.
+AUDIO_CACHE_BYTES = 256 * 2**20
+
+C = TypeVar("C")
+
+
+def env_key_named(names: tuple[str, ...]) -> tuple[str, str] | None:
+    """(variable, key) of the first of these variables that is set; from now on the key is
+    scrubbed from everything the harness writes, whatever the variable's name."""
+    for name in names:
+        value = os.environ.get(name, "").strip()
+        if value:
+            register(value)
+            return name, value
+    return None
+
+
+def base_urls(config: ApiOptions, env_var: str) -> list[str]:
+    """The base URLs to spread requests over: `base_url` from the experiment file (one or a
+    list), else the environment variable (comma-separated); empty means the SDK default."""
+    configured = config.base_url
+    if configured is None:
+        configured = os.environ.get(env_var, "")
+    urls = [configured] if isinstance(configured, str) else list(configured)
+    found = [u.strip().rstrip("/") for url in urls for u in re.split(r"[,\s]+", url) if u.strip()]
+    for url in found:
+        _register_credentials(url)
+        if not url.startswith(("http://", "https://")):
+            raise ConfigError(
+                "experiment file",
+                "provider.base_url",
+                f"{url!r} is not an http(s) URL (set it in the file or with {env_var})",
+            )
+    return found
+
+
+def api_endpoint(
+    config: ApiOptions,
+    urls: list[str],
+    env_var: str,
+    official: str | None,
+    effective: list[str],
+) -> dict[str, Any]:
+    """The effective endpoint for run.json: the base URLs the clients send to (`effective`:
+    the configured `urls`, else the official one), where they were set (`provider.base_url`,
+    the environment variable, or the default), and whether every one of them is the
+    provider's official service (None for a provider that has none, such as a self-hosted
+    OpenAI-compatible server)."""
+    source = "provider.base_url" if config.base_url is not None else env_var if urls else "default"
+    same_host = official is not None and all(_host(url) == _host(official) for url in effective)
+    return {
+        "base_urls": effective,
+        "source": source,
+        "official_base_url": official,
+        "official": None if official is None else bool(effective) and same_host,
+    }
+
+
+def _host(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    return parts.scheme.lower(), (parts.hostname or "").lower()
+
+
+def _register_credentials(url: str) -> None:
+    """Scrub a password (or user) written into a base URL, and key-like query values."""
+    parts = urlsplit(url)
+    register(parts.password)
+    register(parts.username)
+    for name, value in parse_qsl(parts.query):
+        if any(word in name.lower() for word in ("key", "token", "secret", "password", "sig")):
+            register(value)
+
+
+def answer_identity(
+    base: dict[str, Any], config: ApiOptions, urls: list[str], **settings: Any
+) -> dict[str, Any]:
+    """The cache identity of an API judge: its settings, the effective base URL(s) (or the
+    user's `endpoint_id` for a group of equivalent servers) and the defaults it applies."""
+    identity = {k: v for k, v in base.items() if k not in NON_ANSWER_KEYS}
+    endpoint = config.endpoint_id
+    if endpoint is not None:
+        identity["endpoint"] = str(endpoint)
+    elif urls:
+        identity["base_url"] = urls[0] if len(urls) == 1 else sorted(urls)
+    identity.update(settings)
+    return identity
+
+
+def batch_settings(config: ApiOptions, urls: list[str]) -> BatchSettings | None:
+    """The batch settings of a `batch: true` block (None without it); a list of base URLs
+    is refused (a batch job lives on one server)."""
+    if not config.batch:
+        return None
+    if len(urls) > 1:
+        raise ConfigError(
+            "experiment file",
+            "provider.base_url",
+            "batch: true sends each batch to one server: give one base_url, not a list",
+        )
+    return BatchSettings(
+        fallback=config.batch_fallback,
+        poll_s=config.batch_poll_s,
+        collect_s=config.batch_collect_s,
+        rounds=config.batch_rounds,
+    )
+
+
+class ClientPool(Generic[C]):
+    """One SDK client per base URL, built on first use inside the running event loop; each
+    request goes to the client with the fewest requests in flight (so a slow server, whose
+    requests stay in flight longer, gets fewer), among the servers not resting.
+
+    A server whose connection failed (refused, reset: it died or restarts) rests for
+    `DOWN_FIRST_S`, doubling with each further failure up to `DOWN_MAX_S`: the retries of
+    its requests go to the others, and after its rest one request probes it again. Its
+    first answer ends the rest. When every server rests, the one back soonest is asked."""
+
+    DOWN_FIRST_S = 0.5
+    DOWN_MAX_S = 8.0
+    _DOUBLINGS_TO_MAX = 64  # past this many failures the rest is the cap (2**1024 overflows)
+
+    def __init__(
+        self,
+        urls: list[str],
+        factory: Callable[[str | None], C],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._urls: list[str | None] = list(urls) or [None]
+        self._factory = factory
+        self._clients: list[C] | None = None
+        self._in_flight = [0] * len(self._urls)
+        self._turn = 0
+        self._clock = clock
+        self._down_until = [0.0] * len(self._urls)
+        self._failures = [0] * len(self._urls)
+        self.answered = [0] * len(self._urls)  # answers per server (tests, benchmarks)
+
+    @property
+    def clients(self) -> list[C]:
+        if self._clients is None:
+            self._clients = [self._factory(url) for url in self._urls]
+        return self._clients
+
+    def _pick(self) -> int:
+        n = len(self._urls)
+        self._turn = (self._turn + 1) % n
+        now = self._clock()
+        up = [i for i in range(n) if self._down_until[i] <= now]
+        if not up:
+            return min(range(n), key=lambda i: self._down_until[i])
+        return min(up, key=lambda i: (self._in_flight[i], (i - self._turn) % n))
+
+    @contextmanager
+    def lease(self) -> Iterator[C]:
+        clients = self.clients
+        index = self._pick()
+        self._in_flight[index] += 1
+        try:
+            yield clients[index]
+        except ProviderError as exc:
+            if exc.kind == "connection":
+                self._failures[index] += 1
+                doublings = min(self._failures[index] - 1, self._DOUBLINGS_TO_MAX)
+                rest = min(self.DOWN_FIRST_S * 2**doublings, self.DOWN_MAX_S)
+                self._down_until[index] = self._clock() + rest
+            raise
+        else:
+            self._failures[index] = 0
+            self._down_until[index] = 0.0
+            self.answered[index] += 1
+        finally:
+            self._in_flight[index] -= 1
+
+    def built(self) -> list[C]:
+        clients, self._clients = self._clients or [], None
+        return clients
+
+
+class _EncodedClips:
+    """Least-recently-used base64 payloads, at most `limit` characters in all."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.size = 0
+        self._entries: OrderedDict[tuple[Any, ...], str] = OrderedDict()
+
+    def get(self, key: tuple[Any, ...]) -> str | None:
+        payload = self._entries.get(key)
+        if payload is not None:
+            self._entries.move_to_end(key)
+        return payload
+
+    def put(self, key: tuple[Any, ...], payload: str) -> None:
+        if key in self._entries or len(payload) > self.limit:
+            return
+        self._entries[key] = payload
+        self.size += len(payload)
+        while self.size > self.limit:
+            _, dropped = self._entries.popitem(last=False)
+            self.size -= len(dropped)
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self.size = 0
+
+
+_ENCODED = _EncodedClips(AUDIO_CACHE_BYTES)
+
+
+def wav_base64(ref: AudioRef, sample_rate: int | None, data_url: bool = False) -> str:
+    """The clip as base64 WAV (or a `data:` URL), encoded once per clip and rate while it
+    stays among the recently sent (`AUDIO_CACHE_BYTES`)."""
+    key = (ref.path, ref.sha256, sample_rate, data_url)
+    payload = _ENCODED.get(key)
+    if payload is None:
+        import base64
+
+        encoded = base64.b64encode(encode_wav(ref.path, sample_rate)).decode("ascii")
+        payload = "data:audio/wav;base64," + encoded if data_url else encoded
+        _ENCODED.put(key, payload)
+    return payload
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a Retry-After header (seconds or an HTTP date)."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        seconds = when.timestamp() - time.time()
+    if not math.isfinite(seconds):
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
+
+
+def status_error(
+    status: int,
+    message: str,
+    *,
+    provider: str,
+    model: str,
+    key_env: str,
+    url: str | None,
+    retry_after: float | None = None,
+    key_refused: bool = False,
+) -> ProviderError:
+    """A ProviderError for an HTTP error answer: transient for 408/429/5xx, permanent with a
+    hint about what to fix otherwise (`key_refused`: the API said the key is not valid,
+    whatever the status). Never holds a key (scrubbed)."""
+    detail = scrub(" ".join(message.split()))[:300]
+    where = f" at {url}" if url else ""
+    if key_refused:
+        hint = f"the API key was not accepted; check {key_env}"
+        return ProviderError(
+            f"{provider} {hint} ({status}): {detail}", transient=False, kind="auth"
+        )
+    if status == 429:
+        return ProviderError(
+            f"{provider} rate limit (429){where}: {detail}",
+            transient=True,
+            kind="rate_limited",
+            retry_after=retry_after,
+        )
+    if status == 408 or status >= 500:
+        return ProviderError(
+            f"{provider} server error ({status}){where}: {detail}",
+            transient=True,
+            kind="server_error",
+            retry_after=retry_after,
+        )
+    hints = {
+        400: ("bad_request", "the request was rejected; check the model's settings"),
+        401: ("auth", f"the API key was not accepted; check {key_env}"),
+        403: ("permission", f"the key in {key_env} has no access to model {model!r}"),
+        404: ("not_found", f"model {model!r} was not found{where}; check provider.model"),
+        413: ("bad_request", "the request is too large; send less or shorter audio"),
+        422: ("bad_request", "the server could not process the request"),
+    }
+    kind, hint = hints.get(status, ("client_error", "the request was refused"))
+    return ProviderError(f"{provider} {hint} ({status}): {detail}", transient=False, kind=kind)
+
+
+# What the SDKs raise on an HTTP 200 they cannot read: an HTML page, a body that is not UTF-8,
+# JSON of the wrong shape, a number or nesting past the JSON parser's limits.
+MALFORMED_ANSWER_ERRORS = (ValueError, TypeError, AttributeError, LookupError, RecursionError)
+
+
+def malformed_answer(provider: str, exc: BaseException, url: str | None) -> ProviderError:
+    """A transient ProviderError for an answer that could not be read (asked again)."""
+    where = f" from {url}" if url else ""
+    reason = scrub(f"{type(exc).__name__}: {exc}")[:200]
+    return ProviderError(
+        f"{provider} answer{where} could not be read ({reason})",
+        transient=True,
+        kind="bad_response",
+    )
+
+
+def transport_error(
+    provider: str, exc: BaseException, url: str | None, timeout: bool
+) -> ProviderError:
+    where = f" to {url}" if url else ""
+    if timeout:
+        return ProviderError(f"{provider} request{where} timed out", transient=True, kind="timeout")
+    reason = scrub(str(exc) or type(exc).__name__)[:200]
+    return ProviderError(
+        f"{provider} connection{where} failed: {reason}", transient=True, kind="connection"
+    )

@@ -1,0 +1,225 @@
+"""The public base of the judges behind an HTTP API (`ApiJudge`).
+
+A subclass names its service in class attributes and fills in a few hooks; the base owns the
+rest, once for every API judge:
+- where requests go: `provider.base_url` from the experiment file, else the variable named by
+  `url_variable`, else `official_base_url`; the SDK client is built with exactly that URL
+  and run.json's provenance records exactly that URL, so the two cannot differ;
+- which key they carry: the variable named by `provider.api_key_env`, else the first of
+  `key_variables` that is set (run.json records the variable the key came from);
+- the cache identity (the configured base URL, or `endpoint_id`), the missing-key check of
+  the dry run, one SDK client per base URL (`ClientPool`), the batch settings;
+- turning an SDK exception into a ProviderError the runner knows how to treat, through the
+  hooks `status_code`, `is_auth_failure`, `should_retry`, `is_timeout`, `is_connection_error`.
+
+A subclass implements `make_client` (the SDK client for one base URL and key),
+`build_request` and `send` (one request), and `status_code` (the HTTP status of an SDK error).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import Any, ClassVar, Generic, TypeVar
+
+from harness.core.types import ChatRequest, ChatResponse, ProviderConfig, ProviderError
+from providers.api._body_limit import ResponseTooLarge
+from providers.api._shared import (
+    MALFORMED_ANSWER_ERRORS,
+    NON_ANSWER_KEYS,
+    ApiOptions,
+    ClientPool,
+    answer_identity,
+    api_endpoint,
+    base_urls,
+    batch_settings,
+    env_key_named,
+    malformed_answer,
+    status_error,
+    transport_error,
+)
+from providers.base import Judge
+
+C = TypeVar("C")  # the SDK's client
+
+
+class ApiJudge(Judge, Generic[C]):
+    """A judge behind an HTTP API; see the module's docstring for what a subclass sets."""
+
+    label: ClassVar[str]  # the service's name in messages ("OpenAI", "Gemini")
+    url_variable: ClassVar[str]  # the environment variable with the base URL
+    key_variables: ClassVar[tuple[str, ...]]  # the variables with the key, first found wins
+    official_base_url: ClassVar[str | None] = None  # None: self-hosted, no official service
+    needs_key: ClassVar[bool] = True  # False: a server that may run without a key
+    keyless_placeholder: ClassVar[str] = "EMPTY"  # sent where no key is needed and none is set
+    Options = ApiOptions
+    non_identity = NON_ANSWER_KEYS
+    config: ApiOptions
+
+    def __init__(self, config: ProviderConfig) -> None:
+        super().__init__(config)
+        self.urls = base_urls(self.config, self.url_variable)
+        self.sample_rate = self.config.sample_rate
+        self._pool: ClientPool[tuple[C, str | None]] = ClientPool(self.urls, self._pooled)
+        self._batch_settings = batch_settings(self.config, self.urls)
+
+    # ------------------------------------------------------------ where requests go
+    @property
+    def key_names(self) -> tuple[str, ...]:
+        """The variables the key is read from: `provider.api_key_env`, else the class's."""
+        own = self.config.api_key_env
+        return (own,) if own else self.key_variables
+
+    @property
+    def key_env(self) -> str:
+        """The variable a message about the key names: the one set, else the first."""
+        found = env_key_named(self.key_names)
+        return found[0] if found else self.key_names[0]
+
+    def wire_url(self, url: str | None) -> str | None:
+        """The base URL a client for `url` (None: no URL configured) sends to."""
+        return url or self.official_base_url
+
+    def endpoint(self) -> dict[str, Any]:
+        """run.json's provenance, from the values the clients are built with: the URLs
+        `wire_url` gives, and the variable the key comes from (None: no key sent)."""
+        found = env_key_named(self.key_names)
+        configured: list[str | None] = [*self.urls] or [None]  # as the ClientPool builds
+        wire = [u for u in map(self.wire_url, configured) if u]
+        endpoint = api_endpoint(
+            self.config, self.urls, self.url_variable, self.official_base_url, wire
+        )
+        return endpoint | {"api_key_env": found[0] if found else None}
+
+    def missing_key(self) -> str | None:
+        if not self.needs_key or self.urls or env_key_named(self.key_names) is not None:
+            return None  # a stand-in server needs none
+        names = self.key_names
+        return names[0] + (f" (or {' or '.join(names[1:])})" if len(names) > 1 else "")
+
+    def identity(self) -> dict[str, Any]:
+        return answer_identity(
+            super().identity(), self.config, self.urls, **self.identity_settings()
+        )
+
+    def identity_settings(self) -> dict[str, Any]:
+        """The defaults this judge applies that change an answer (part of the cache key)."""
+        return {"sample_rate": self.sample_rate}
+
+    # ------------------------------------------------------------ the SDK client
+    def _pooled(self, url: str | None) -> tuple[C, str | None]:
+        found = env_key_named(self.key_names)
+        if found is None:
+            if self.needs_key and url is None:
+                raise ProviderError(
+                    f"no {self.label} API key: set {self.missing_key()} in the environment",
+                    transient=False,
+                    kind="auth",
+                )
+            key = self.keyless_placeholder  # a local server (vLLM, the fake) needs none
+        else:
+            key = found[1]
+        return self.make_client(self.wire_url(url), key), url
+
+    @abstractmethod
+    def make_client(self, base_url: str | None, key: str) -> C:
+        """The SDK client that sends to `base_url` (always this one: never a URL of the
+        SDK's own choosing) with `key`."""
+
+    def batch_client(self) -> tuple[C, str | None]:
+        """The client batches go through (the one base URL, or the official service)."""
+        return self._pool.clients[0]
+
+    async def close_client(self, client: C) -> None:
+        """Close one SDK client at the end of a run."""
+        await client.close()  # type: ignore[attr-defined]
+
+    async def aclose(self) -> None:
+        for client, _ in self._pool.built():
+            await self.close_client(client)
+
+    # ------------------------------------------------------------ one request
+    @abstractmethod
+    def build_request(self, request: ChatRequest) -> Any:
+        """What `send` sends for `request` (built before a client is leased)."""
+
+    @abstractmethod
+    async def send(self, client: C, built: Any) -> ChatResponse:
+        """Send one built request and read the answer."""
+
+    async def generate(self, request: ChatRequest) -> ChatResponse:
+        built = self.build_request(request)
+        with self._pool.lease() as (client, url):
+            try:
+                return await self.send(client, built)
+            except Exception as exc:
+                error = self.provider_error(exc, url, self.label)
+                if error is None:
+                    raise
+                raise error from None
+
+    # ------------------------------------------------------------ failures
+    # What the SDK raises on an answer it cannot read (asked again).
+    malformed_errors: ClassVar[tuple[type[BaseException], ...]] = MALFORMED_ANSWER_ERRORS
+
+    def is_malformed(self, exc: BaseException) -> bool:
+        """Whether the SDK raised `exc` on an answer it could not read (asked again)."""
+        return isinstance(exc, self.malformed_errors)
+
+    @abstractmethod
+    def status_code(self, exc: BaseException) -> int | None:
+        """The HTTP status of an SDK error for an error answer (None: not one)."""
+
+    def error_message(self, exc: BaseException) -> str:
+        """The service's message in an error answer."""
+        return str(exc)
+
+    def retry_after(self, exc: BaseException) -> float | None:
+        """Seconds the service asked to wait before the next attempt (None: not said)."""
+        return None
+
+    def is_auth_failure(self, exc: BaseException) -> bool:
+        """Whether the service refused the key (a 401 by default, whatever else it says)."""
+        return self.status_code(exc) == 401
+
+    def is_timeout(self, exc: BaseException) -> bool:
+        return isinstance(exc, TimeoutError)
+
+    def is_connection_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, ConnectionError)
+
+    def should_retry(self, exc: BaseException) -> bool:
+        """Whether another attempt may succeed: 408, 429 and 5xx answers, timeouts, failed
+        connections and answers that could not be read."""
+        status = self.status_code(exc)
+        if status is not None:
+            return (status in (408, 429) or status >= 500) and not self.is_auth_failure(exc)
+        return True
+
+    def provider_error(
+        self, exc: BaseException, url: str | None, label: str
+    ) -> ProviderError | None:
+        """The ProviderError that an exception of the SDK means (None: not the SDK's)."""
+        status = self.status_code(exc)
+        if status is not None:
+            error = status_error(
+                status,
+                self.error_message(exc),
+                provider=label,
+                model=self.model,
+                key_env=self.key_env,
+                url=url,
+                retry_after=self.retry_after(exc),
+                key_refused=self.is_auth_failure(exc),
+            )
+        elif self.is_timeout(exc):
+            error = transport_error(label, exc, url, timeout=True)
+        elif self.is_connection_error(exc) and isinstance(exc.__cause__, ResponseTooLarge):
+            error = malformed_answer(label, exc.__cause__, url)  # a body refused unread
+        elif self.is_connection_error(exc):
+            error = transport_error(label, exc, url, timeout=False)
+        elif self.is_malformed(exc):
+            error = malformed_answer(label, exc, url)
+        else:
+            return None
+        error.transient = self.should_retry(exc)
+        return error

@@ -1,0 +1,354 @@
+"""Chat-completions judges through the openai SDK: GPT-4o-audio / gpt-audio (`openai-audio`),
+any chat model on the OpenAI API such as GPT-5-mini (`openai`), and any OpenAI-compatible
+server, such as vLLM serving Qwen2.5-Omni (`openai-compatible`).
+
+Audio goes as base64 WAV `input_audio` parts (or `audio_url` data URLs with
+`audio_format: audio_url`). Settings beyond the common ones:
+- `json_mode`: `prompt` (JSON asked for in the prompt only; the default for openai-audio,
+  whose models reject `json_schema`), `schema` (the variant's JSON schema as
+  `response_format`; the default for openai-compatible) or `object` (`json_object`);
+- `audio_format`: `input_audio` (default) or `audio_url`;
+- `sample_rate`: resample clips to this rate before sending (default: the file's own rate,
+  mono 16-bit WAV);
+- `extra_body`: extra request fields for the server (e.g. vLLM sampling options; not
+  `model`, `messages`, `stream` or `n`, which the harness sends itself);
+- `reasoning_effort`: minimal, low, medium or high, for reasoning models (GPT-5 family);
+- `score: expected` (with `top_logprobs`, default 20): ask for token log-probabilities and
+  record the expected score next to the greedy one (`extra.expected_score`);
+- `api_key_env`: the variable holding the key (default OPENAI_API_KEY);
+- `endpoint_id`: a name to cache under instead of the base URL(s), so that adding servers
+  to a list keeps the cached answers.
+Base URL: `base_url` (one or a list; requests are spread over the list) or OPENAI_BASE_URL.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import Field, field_validator
+
+from harness.core.errors import ConfigError
+from harness.core.types import AudioRef, ChatRequest, ChatResponse, ProviderConfig, ProviderError
+from providers._expected_score import TokenChoice, api_expected_score
+from providers.api._shared import MALFORMED_ANSWER_ERRORS, ApiOptions, parse_retry_after, wav_base64
+from providers.api.judge import ApiJudge
+from providers.batch import BatchApi
+
+if TYPE_CHECKING:
+    import openai
+    from openai.types.chat import ChatCompletion
+
+
+def _openai() -> ModuleType:
+    """The openai SDK, imported when a client is built or one of its errors met (~0.4 s of
+    a process: a run answered from the cache never needs it)."""
+    import openai
+
+    return openai
+
+
+JsonMode = Literal["prompt", "schema", "object"]
+RESERVED_BODY_FIELDS = frozenset({"model", "messages", "stream", "n"})
+
+
+class OpenAIOptions(ApiOptions):
+    json_mode: JsonMode | None = Field(
+        default=None, description="prompt, schema or object [default: the provider's]"
+    )
+    audio_format: Literal["input_audio", "audio_url"] = "input_audio"
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict, description="extra request fields for the server"
+    )
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = Field(
+        default=None, description="reasoning models (GPT-5 family): how hard they think"
+    )
+
+    @field_validator("extra_body")
+    @classmethod
+    def _not_the_harness_fields(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # Sent last, these would replace what the harness sends while its records, report,
+        # prices and cache name the configured model: refused, not silently overridden.
+        taken = sorted(set(value) & RESERVED_BODY_FIELDS)
+        if taken:
+            raise ValueError(
+                f"extra_body may not set {', '.join(taken)}: the harness sends it from its "
+                "own settings (set provider.model for another model)"
+            )
+        return value
+
+
+class ChatCompletionsJudge(ApiJudge["openai.AsyncOpenAI"]):
+    """The public base of the judges behind a chat-completions API (OpenAI's, or any
+    OpenAI-compatible service). A new service is a subclass that sets `label`,
+    `official_base_url`, `url_variable` and `key_variables` (and `default_model`); the
+    client is built with the URL and key those name, and run.json records the same."""
+
+    label: ClassVar[str] = "OpenAI"
+    official_base_url: ClassVar[str | None] = "https://api.openai.com/v1"
+    url_variable: ClassVar[str] = "OPENAI_BASE_URL"
+    key_variables: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
+    default_json_mode: ClassVar[JsonMode] = "prompt"
+    audio_tokens_per_second: ClassVar[float] = 10.0
+    # OpenAI's tokenizers keep "10" as one token; most open models' (Qwen's) split digits.
+    splits_digits: ClassVar[bool] = False
+    Options = OpenAIOptions
+    config: OpenAIOptions
+
+    def __init__(self, config: ProviderConfig) -> None:
+        super().__init__(config)
+        self.json_mode: JsonMode = self.config.json_mode or self.default_json_mode
+        self.audio_format = self.config.audio_format
+        self.extra_body: dict[str, Any] = dict(self.config.extra_body)
+        if self._batch_settings is not None and self.batch_refusal:
+            raise ConfigError("experiment file", "provider.batch", self.batch_refusal)
+
+    # Why this provider's requests cannot go through its batch API (None: they can).
+    batch_refusal: ClassVar[str | None] = None
+
+    def batch_api(self) -> BatchApi | None:
+        if self._batch_settings is None:
+            return None
+        from providers.api.openai_batch import OpenAIBatchApi
+
+        return OpenAIBatchApi(self, self._batch_settings)
+
+    def identity_settings(self) -> dict[str, Any]:
+        return {
+            "sample_rate": self.sample_rate,
+            "json_mode": self.json_mode,
+            "audio_format": self.audio_format,
+        }
+
+    def make_client(self, base_url: str | None, key: str) -> openai.AsyncOpenAI:
+        # httpx with the SDK, when a client is made: a re-run the cache answers makes none
+        from providers.api._bounded_body import openai_transport
+
+        sdk = _openai()
+        client: openai.AsyncOpenAI = sdk.AsyncOpenAI(
+            api_key=key,
+            base_url=base_url,
+            max_retries=0,
+            timeout=self.config.timeout_s,
+            # a compressed body is inflated with a bound (a gzip bomb is that call's error)
+            http_client=sdk.DefaultAsyncHttpxClient(transport=openai_transport()),
+        )
+        return client
+
+    def _max_tokens_field(self) -> str:
+        return "max_completion_tokens"
+
+    def request_body(self, request: ChatRequest) -> dict[str, Any]:
+        content: list[dict[str, Any]] = []
+        for part in request.parts:
+            if not isinstance(part, AudioRef):
+                content.append({"type": "text", "text": part})
+            elif self.audio_format == "input_audio":
+                data = wav_base64(part, self.sample_rate)
+                content.append(
+                    {"type": "input_audio", "input_audio": {"data": data, "format": "wav"}}
+                )
+            else:
+                url = wav_base64(part, self.sample_rate, data_url=True)
+                content.append({"type": "audio_url", "audio_url": {"url": url}})
+        messages: list[dict[str, Any]] = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        messages.append({"role": "user", "content": content})
+        for turn in request.follow_ups:
+            if turn.answer:  # an empty or blocked answer has no turn to show
+                messages.append({"role": "assistant", "content": turn.answer})
+            messages.append({"role": "user", "content": turn.reply})
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": self.config.temperature,
+        }
+        if self.config.max_tokens is not None:
+            body[self._max_tokens_field()] = self.config.max_tokens
+        if self.config.seed is not None:
+            body["seed"] = self.config.seed
+        if request.response_schema is not None and self.json_mode == "schema":
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": request.response_schema},
+            }
+        elif request.response_schema is not None and self.json_mode == "object":
+            body["response_format"] = {"type": "json_object"}
+        if self.config.reasoning_effort is not None:
+            body["reasoning_effort"] = self.config.reasoning_effort
+        if self.config.score == "expected":
+            body["logprobs"] = True
+            body["top_logprobs"] = self.config.top_logprobs
+        if self.extra_body:
+            body["extra_body"] = self.extra_body
+        return body
+
+    def read_completion(self, completion: ChatCompletion) -> ChatResponse:
+        """The answer in a chat completion (online, or a line of a batch's output file)."""
+        response = _chat_response(completion)
+        if self.config.score == "expected":
+            response.extra.update(_expected_score(completion, self.splits_digits))
+        return response
+
+    def build_request(self, request: ChatRequest) -> dict[str, Any]:
+        return self.request_body(request)
+
+    async def send(self, client: openai.AsyncOpenAI, built: dict[str, Any]) -> ChatResponse:
+        return self.read_completion(await post_chat_completion(client, built))
+
+    def is_malformed(self, exc: BaseException) -> bool:
+        malformed = (_openai().APIResponseValidationError, *MALFORMED_ANSWER_ERRORS)
+        return isinstance(exc, malformed)
+
+    def status_code(self, exc: BaseException) -> int | None:
+        return exc.status_code if isinstance(exc, _openai().APIStatusError) else None
+
+    def error_message(self, exc: BaseException) -> str:
+        assert isinstance(exc, _openai().APIStatusError)
+        body = exc.body
+        message = body.get("message") if isinstance(body, dict) else None
+        return str(message or exc.message)
+
+    def retry_after(self, exc: BaseException) -> float | None:
+        assert isinstance(exc, _openai().APIStatusError)
+        return parse_retry_after(exc.response.headers.get("retry-after"))
+
+    def is_timeout(self, exc: BaseException) -> bool:
+        return isinstance(exc, _openai().APITimeoutError)
+
+    def is_connection_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, _openai().APIConnectionError)
+
+    def status_error(self, exc: openai.APIStatusError, url: str | None) -> ProviderError:
+        """The ProviderError of an error answer (the batch adapter's files and batches)."""
+        error = self.provider_error(exc, url, self.label)
+        assert error is not None
+        return error
+
+
+async def post_chat_completion(client: openai.AsyncOpenAI, body: dict[str, Any]) -> ChatCompletion:
+    """`client.chat.completions.create(**body)` without the SDK's parameter transform: the
+    same request on the wire (the same JSON, headers and authentication as `create` sends,
+    compared through a mock transport in the tests) through the same client call, `post` with
+    the options `create` builds.
+
+    The transform walks every message part and the whole JSON schema against the SDK's
+    TypedDicts, to rename aliased fields and encode files and dates that a body of plain
+    JSON values never holds: about a quarter of the SDK's CPU time per call (1.3 ms of
+    5.5 ms on the 2-core machine)."""
+    from openai.types.chat import ChatCompletion
+
+    params = dict(body)
+    extra_body = params.pop("extra_body", None)
+    completion: ChatCompletion = await client.post(
+        "/chat/completions",
+        body=params,
+        cast_to=ChatCompletion,
+        options=_request_options(extra_body),
+    )
+    return completion
+
+
+def _request_options(extra_body: dict[str, Any] | None) -> Any:
+    """The request options `chat.completions.create` passes: extra body fields and, in SDKs
+    that route authentication per request (`security`), the API key as a bearer token."""
+    from openai._base_client import make_request_options
+
+    try:
+        return make_request_options(extra_body=extra_body, security={"bearer_auth": True})
+    except TypeError:  # an SDK without per-request security: the client adds the key itself
+        return make_request_options(extra_body=extra_body)
+
+
+def _chat_response(completion: ChatCompletion) -> ChatResponse:
+    extra: dict[str, Any] = {}
+    if not completion.choices:
+        raise ValueError("the answer has no choices")
+    choice = completion.choices[0]
+    text = choice.message.content or ""
+    if choice.finish_reason != "stop":
+        extra["finish_reason"] = choice.finish_reason
+    if choice.finish_reason == "content_filter":
+        extra["blocked"] = "content_filter"
+    if choice.message.refusal:
+        extra["refusal"] = choice.message.refusal
+    if not text and not extra:
+        extra["empty"] = True
+    usage = completion.usage
+    if usage is None:
+        return ChatResponse(text, None, None, extra)
+    details = usage.prompt_tokens_details
+    if details is not None and details.audio_tokens:
+        extra["input_audio_tokens"] = details.audio_tokens
+    if details is not None and details.cached_tokens:
+        extra["cached_input_tokens"] = details.cached_tokens
+    output = usage.completion_tokens_details
+    if output is not None and output.reasoning_tokens:
+        extra["reasoning_tokens"] = output.reasoning_tokens
+    return ChatResponse(text, usage.prompt_tokens, usage.completion_tokens, extra)
+
+
+def _expected_score(completion: ChatCompletion, splits_digits: bool) -> dict[str, Any]:
+    """The expected score from the answer's token log-probabilities (None without them)."""
+    choice = completion.choices[0] if completion.choices else None
+    content = choice.logprobs.content if choice is not None and choice.logprobs else None
+    if not content:
+        return {"expected_score": None}
+    tokens = [
+        TokenChoice(t.token, t.logprob, tuple((a.token, a.logprob) for a in t.top_logprobs))
+        for t in content
+    ]
+    return api_expected_score(tokens, splits_digits=splits_digits) or {"expected_score": None}
+
+
+class OpenAIAudioJudge(ChatCompletionsJudge):
+    """GPT-4o-audio / gpt-audio on the OpenAI API (JSON asked for in the prompt)."""
+
+    default_model = "gpt-4o-audio-preview"
+    batch_refusal = (
+        "openai-audio cannot use batch: true: OpenAI's Batch API does not list the "
+        "audio-input chat models (gpt-4o-audio-preview, gpt-audio); run it online, or use "
+        "`openai` with inputs music: caption (docs/batch.md)"
+    )
+
+    def request_body(self, request: ChatRequest) -> dict[str, Any]:
+        return {**super().request_body(request), "modalities": ["text"]}
+
+
+class OpenAIJudge(ChatCompletionsJudge):
+    """Any chat model on the OpenAI API (GPT-5-mini, GPT-4o, ...), with the variant's JSON
+    schema as `response_format`. GPT-5-family models reason before answering, take only the
+    default temperature (set `temperature: 1.0`) and return no log-probabilities."""
+
+    default_model = "gpt-5-mini"
+    default_json_mode = "schema"
+
+
+class OpenAICompatibleJudge(ChatCompletionsJudge):
+    """Any OpenAI-compatible server (vLLM, SGLang, ...): needs a base URL and a model name."""
+
+    label = "OpenAI-compatible server"
+    official_base_url = None  # self-hosted: there is no official service to compare with
+    default_json_mode = "schema"
+    needs_key = False
+    splits_digits = True
+    audio_tokens_per_second = 25.0  # Qwen2.5-Omni's audio encoder: one token per 40 ms
+
+    def __init__(self, config: ProviderConfig) -> None:
+        super().__init__(config)
+        if not self.urls:
+            raise ConfigError(
+                "experiment file",
+                "provider.base_url",
+                f"openai-compatible needs the server's URL: set provider.base_url or {self.url_variable}",
+            )
+        if not self.config.model:
+            raise ConfigError(
+                "experiment file",
+                "provider.model",
+                "openai-compatible needs the model name the server serves (e.g. Qwen/Qwen2.5-Omni-7B)",
+            )
+
+    def _max_tokens_field(self) -> str:
+        return "max_tokens"

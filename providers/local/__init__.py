@@ -1,0 +1,1 @@
+"""Local audio-language judges on transformers."""

@@ -1,0 +1,209 @@
+"""What the local (transformers) providers share besides the judge loop: their `provider:`
+keys, the settings derived from them, loading a checkpoint, freeing memory, and turning a
+failed forward pass into a ProviderError. torch and transformers are imported only when a
+model is loaded, so importing this module costs nothing to a user of the API providers."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from harness.core.errors import HarnessError
+from harness.core.types import ProviderConfig, ProviderError
+
+log = logging.getLogger(__name__)
+
+
+LOCAL_NON_IDENTITY = frozenset({"batch_size", "batch_wait_s", "device", "device_map"})
+
+
+DEFAULT_MAX_NEW_TOKENS = 64
+
+
+class MissingLocalStack(HarnessError):
+    pass
+
+
+def require_local_stack() -> None:
+    """Fail at construction, with the install hint, when torch or transformers is missing."""
+    import importlib.util
+
+    missing = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise MissingLocalStack(
+            f"local models need {' and '.join(missing)}: pip install 'bgm-judge[local]'"
+        )
+
+
+class LocalOptions(ProviderConfig):
+    """The `provider:` keys every local provider takes (see README)."""
+
+    dtype: str = Field(default="auto", description="auto = bfloat16 on a GPU, float32 on CPU")
+    device: str = Field(default="auto", description="auto = cuda when available, else cpu")
+    device_map: str | dict[str, Any] | None = Field(
+        default=None, description="accelerate device map; auto on a GPU"
+    )
+    batch_size: int = Field(default=8, ge=1)
+    batch_wait_s: float = Field(default=0.005, ge=0.0)
+    score: Literal["greedy", "expected"] = Field(
+        default="greedy",
+        description="expected: the probability-weighted score next to the greedy one",
+    )
+    expected_score: bool = Field(default=False, description="the same as score: expected")
+    revision: str | None = Field(default=None, description="checkpoint revision (hub)")
+
+
+@dataclass(frozen=True)
+class LocalSettings:
+    """The `provider:` keys every local provider understands (see README)."""
+
+    checkpoint: str
+    dtype: str = "auto"  # auto = bfloat16 on a GPU, float32 on CPU
+    device: str = "auto"  # auto = cuda when available, else cpu
+    device_map: str | dict[str, Any] | None = None  # accelerate map; auto on GPU by default
+    batch_size: int = 8
+    batch_wait_s: float = 0.005
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
+    expected_score: bool = False
+    revision: str | None = None
+
+    @classmethod
+    def from_options(cls, options: LocalOptions, checkpoint: str) -> LocalSettings:
+        return cls(
+            checkpoint=checkpoint,
+            dtype=options.dtype,
+            device=options.device,
+            device_map=options.device_map,
+            batch_size=options.batch_size,
+            batch_wait_s=options.batch_wait_s,
+            max_new_tokens=options.max_tokens or DEFAULT_MAX_NEW_TOKENS,
+            expected_score=options.expected_score or options.score == "expected",
+            revision=options.revision,
+        )
+
+    def resolved_device(self) -> str:
+        if self.device != "auto":
+            return self.device
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+    def resolved_dtype(self) -> str:
+        if self.dtype != "auto":
+            return self.dtype
+        return "bfloat16" if self.resolved_device().startswith("cuda") else "float32"
+
+    def load_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of every `from_pretrained` call of one checkpoint."""
+        kwargs: dict[str, Any] = {}
+        if Path(self.checkpoint).is_dir():
+            kwargs["local_files_only"] = True
+        elif self.revision:
+            kwargs["revision"] = self.revision
+        return kwargs
+
+    def model_kwargs(self) -> dict[str, Any]:
+        import torch
+
+        kwargs = {**self.load_kwargs(), "dtype": getattr(torch, self.resolved_dtype())}
+        device_map = self.device_map
+        if device_map is None and self.resolved_device().startswith("cuda"):
+            device_map = "auto"
+        if device_map is not None:
+            kwargs["device_map"] = device_map
+        return kwargs
+
+
+# How a prompt becomes tokens: "chat_template" = the checkpoint processor's own template
+# (before: hand-written turn markers), so answers cached under the old format are not reused.
+PROMPT_FORMAT = "chat_template"
+
+
+def local_identity(base: dict[str, Any], settings: LocalSettings) -> dict[str, Any]:
+    identity = {k: v for k, v in base.items() if k not in LOCAL_NON_IDENTITY | {"score"}}
+    identity.update(
+        dtype=settings.resolved_dtype(),
+        max_new_tokens=settings.max_new_tokens,
+        expected_score=settings.expected_score,
+        prompt_format=PROMPT_FORMAT,
+    )
+    if settings.revision:
+        identity["revision"] = settings.revision
+    return identity
+
+
+def hf() -> Any:
+    """The transformers module, imported on first use (typed loosely: its classes are)."""
+    import transformers
+
+    return transformers
+
+
+def load_model(model_class: str, settings: LocalSettings) -> Any:
+    """`transformers.<model_class>.from_pretrained` on the settings' device and dtype. A
+    checkpoint that lacks some of the class's weights is refused: transformers would fill them
+    with random values and only log it, and the judge would score at random."""
+    cls = getattr(hf(), model_class)
+    model, info = cls.from_pretrained(
+        settings.checkpoint, output_loading_info=True, **settings.model_kwargs()
+    )
+    refuse_missing_weights(settings.checkpoint, info.get("missing_keys", ()))
+    if "device_map" not in settings.model_kwargs():
+        model = model.to(settings.resolved_device())
+    model.eval()
+    return model
+
+
+def refuse_missing_weights(source: str, missing: Iterable[str], what: str = "weights") -> None:
+    """One line naming the parameters a checkpoint (or adapter) did not provide."""
+    names = sorted(missing)
+    if names:
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        raise ProviderError(
+            f"{source}: {len(names)} {what} missing from the checkpoint (they would be random): "
+            f"{shown}",
+            transient=False,
+            kind="load",
+        )
+
+
+def load_model_weights(model: Any, settings: LocalSettings) -> tuple[Any, Any]:
+    """Put a plain torch module (not a transformers checkpoint) on the settings' device and
+    dtype, in eval mode; returns (device, dtype)."""
+    import torch
+
+    device = torch.device(settings.resolved_device())
+    dtype = getattr(torch, settings.resolved_dtype())
+    model.to(device=device, dtype=dtype).eval()
+    return device, dtype
+
+
+def free_memory() -> None:
+    import gc
+
+    gc.collect()
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def as_provider_error(exc: Exception, what: str, kind: str = "local_model") -> ProviderError:
+    """Map a failure inside a local forward pass (or, with kind="load", while loading: the
+    run stops at the first) to a ProviderError the runner understands."""
+    import torch
+
+    if isinstance(exc, ProviderError):
+        return exc
+    if isinstance(exc, torch.OutOfMemoryError):
+        return ProviderError(
+            f"{what}: out of GPU memory; lower batch_size or use a smaller dtype",
+            transient=False,
+            kind="out_of_memory",
+        )
+    return ProviderError(f"{what}: {type(exc).__name__}: {exc}", transient=False, kind=kind)

@@ -1,0 +1,1 @@
+"""Scorers: similarity models (CLAP family, text embeddings, musicnn tags) and baselines."""

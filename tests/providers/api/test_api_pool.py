@@ -1,0 +1,209 @@
+"""A pool of servers behind one provider (a list of `base_url`s): least-in-flight routing, a
+server whose connection fails rests while the others take its requests (nothing lost, nothing
+answered twice), it is asked again once back, and a slow server gets fewer requests."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.config.experiment import ExperimentConfig
+from harness.core.types import ProviderError
+from harness.fake_api import FakeServer, FakeSettings
+from providers.api._shared import ClientPool
+from tests.conftest import run_config, write_tiny_dataset
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def refused() -> ProviderError:
+    return ProviderError("connection refused", transient=True, kind="connection")
+
+
+def fail_on(pool: ClientPool[str], error: ProviderError) -> str:
+    with pytest.raises(ProviderError), pool.lease() as client:
+        raise error
+    return client
+
+
+def test_a_refused_server_rests_then_is_probed_again() -> None:
+    clock = Clock()
+    pool: ClientPool[str] = ClientPool(["a", "b", "c"], lambda url: str(url), clock)
+    dead = fail_on(pool, refused())
+    for _ in range(6):  # resting: never chosen, even with nothing in flight there
+        with pool.lease() as client:
+            assert client != dead
+    clock.now += ClientPool.DOWN_FIRST_S
+    chosen = set()
+    for _ in range(3):
+        with pool.lease() as client:
+            chosen.add(client)
+    assert dead in chosen  # its rest is over: one request probes it
+
+
+def test_rests_double_and_an_answer_ends_them() -> None:
+    clock = Clock()
+    pool: ClientPool[str] = ClientPool(["only"], lambda url: str(url), clock)
+    for attempt in range(6):
+        fail_on(pool, refused())
+        expected = min(ClientPool.DOWN_FIRST_S * 2**attempt, ClientPool.DOWN_MAX_S)
+        assert pool._down_until[0] == pytest.approx(clock.now + expected)
+    with pool.lease():  # every server rests: the one back soonest is still asked
+        pass
+    assert pool._down_until == [0.0] and pool._failures == [0] and pool.answered == [1]
+
+
+def test_a_server_refusing_thousands_of_requests_rests_at_most_the_cap() -> None:
+    # A dead server under concurrency 64 and 20 attempts fails thousands of requests in a
+    # row; the doubling must stop at the cap, not overflow a float at the 1,025th.
+    clock = Clock()
+    pool: ClientPool[str] = ClientPool(["only"], lambda url: str(url), clock)
+    for _ in range(2_000):
+        fail_on(pool, refused())
+    assert pool._down_until[0] == pytest.approx(clock.now + ClientPool.DOWN_MAX_S)
+
+
+def test_other_failures_do_not_rest_a_server() -> None:
+    clock = Clock()
+    pool: ClientPool[str] = ClientPool(["a", "b"], lambda url: str(url), clock)
+    fail_on(pool, ProviderError("500", transient=True, kind="server_error"))
+    assert pool._down_until == [0.0, 0.0]
+
+
+def test_least_in_flight_spreads_requests() -> None:
+    pool: ClientPool[str] = ClientPool(["a", "b", "c"], lambda url: str(url))
+    with pool.lease() as one, pool.lease() as two, pool.lease() as three:
+        assert {one, two, three} == {"a", "b", "c"}
+
+
+def config(dataset: Path, urls: list[str], **provider: Any) -> ExperimentConfig:
+    return ExperimentConfig.model_validate(
+        {
+            "name": "pool",
+            "dataset": str(dataset),
+            "n_bootstrap": 10,
+            "provider": {
+                "name": "openai-compatible",
+                "model": "Qwen/Qwen2.5-Omni-7B",
+                "base_url": urls,
+                "max_concurrency": 8,
+                "retry_wait_s": 0.02,
+                "retry_max_wait_s": 0.1,
+                "max_attempts": 6,
+                **provider,
+            },
+        }
+    )
+
+
+@pytest.fixture(autouse=True)
+def openai_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-pool-key")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
+@pytest.fixture
+def servers() -> Iterator[list[FakeServer]]:
+    running = [FakeServer(FakeSettings(latency_s=0.05, max_concurrency=2)).start() for _ in "abc"]
+    yield running
+    for server in running:
+        server.stop()
+
+
+def answered_bodies(servers: list[FakeServer]) -> collections.Counter[str]:
+    """How many times each request body was answered, over every server."""
+    counts: collections.Counter[str] = collections.Counter()
+    for server in servers:
+        counts.update(e.body_sha256 for e in server.requests() if e.outcome.startswith("answered:"))
+    return counts
+
+
+def test_a_dead_server_is_routed_around(tmp_path: Path, servers: list[FakeServer]) -> None:
+    dataset = write_tiny_dataset(tmp_path / "d", n_items=8)
+    servers[1].stop()  # connection refused from the start
+    urls = [s.openai_base_url for s in servers]
+    result, records = run_config(config(dataset, urls, max_attempts=3), tmp_path)
+    assert result.stats.errors == 0 and len(records) == 32
+    counts = answered_bodies(servers)
+    assert sum(counts.values()) == 32 and max(counts.values()) == 1
+
+
+@pytest.mark.slow
+def test_a_server_dying_mid_run_loses_nothing_and_is_used_again(
+    tmp_path: Path, servers: list[FakeServer]
+) -> None:
+    # long enough that the victim is back, and out of its rest, well before the last call
+    # even on a loaded machine (the run stops once every call is answered)
+    dataset = write_tiny_dataset(tmp_path / "d", n_items=100)
+    victim = servers[0]
+    log: list[str] = []
+
+    def kill_then_revive() -> None:
+        while victim.stats()["answered"] < 10:
+            time.sleep(0.01)
+        victim.stop()
+        log.append(f"stopped after {victim.stats()['answered']}")
+        time.sleep(0.6)
+        victim.start()  # same port
+        log.append("back")
+
+    chaos = threading.Thread(target=kill_then_revive)
+    chaos.start()
+    urls = [s.openai_base_url for s in servers]
+    result, records = run_config(config(dataset, urls), tmp_path)
+    chaos.join()
+    assert log[-1] == "back"
+    assert result.stats.errors == 0 and len(records) == 400
+    counts = answered_bodies(servers)
+    assert sum(counts.values()) == 400 and max(counts.values()) == 1  # none paid twice
+    answered_after = victim.stats()["answered"]
+    assert answered_after > int(log[0].split()[-1])  # asked again once back
+    assert all(s.stats()["max_in_flight"] <= 2 for s in servers)
+
+
+def test_a_slow_server_gets_fewer_requests(tmp_path: Path) -> None:
+    dataset = write_tiny_dataset(tmp_path / "d", n_items=10)
+    fast = FakeServer(FakeSettings(latency_s=0.01)).start()
+    slow = FakeServer(FakeSettings(latency_s=0.5)).start()
+    try:
+        urls = [fast.openai_base_url, slow.openai_base_url]
+        result, _ = run_config(config(dataset, urls, max_concurrency=4), tmp_path)
+    finally:
+        fast.stop()
+        slow.stop()
+    assert result.stats.errors == 0
+    # the slow server's requests stay in flight 50x longer: the fast one takes the rest
+    assert slow.stats()["answered"] * 2 < fast.stats()["answered"]
+
+
+def test_the_fake_server_caps_its_concurrency() -> None:
+    import httpx
+
+    async def burst(url: str) -> list[int]:
+        async with httpx.AsyncClient() as client:
+            body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+            replies = await asyncio.gather(
+                *(client.post(f"{url}/chat/completions", json=body) for _ in range(8))
+            )
+        return [r.status_code for r in replies]
+
+    with FakeServer(FakeSettings(latency_s=0.05, max_concurrency=3)) as server:
+        started = time.perf_counter()
+        statuses = asyncio.run(burst(server.openai_base_url))
+        elapsed = time.perf_counter() - started
+        assert statuses == [200] * 8
+        assert server.stats()["max_in_flight"] == 3
+    assert elapsed >= 0.15  # three rounds of at most three requests
