@@ -5,6 +5,7 @@ later change adds to metrics.json is allowed; one that changes is not."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -65,7 +66,14 @@ def test_the_quickstart_gives_the_same_figures_and_cache_keys(tmp_path: Path) ->
 
 
 def test_table7_on_the_fake_api_gives_the_same_figures_and_cache_keys(tmp_path: Path) -> None:
-    with FakeServer(port=FAKE_PORT) as server:  # the base URL is part of every key
+    # The base URL is part of every key: one fixed port, taken by one test process at a time.
+    with open(f"/tmp/bgm-judge-golden-{FAKE_PORT}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _table7(tmp_path)
+
+
+def _table7(tmp_path: Path) -> None:
+    with FakeServer(port=FAKE_PORT) as server:
         env = {
             "GEMINI_BASE_URL": server.gemini_base_url,
             "GEMINI_API_KEY": "anything",
