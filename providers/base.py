@@ -16,8 +16,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from harness.core.types import (
-    BASE_FIELDS,
-    NON_IDENTITY_FIELDS,
     ChatRequest,
     ChatResponse,
     ProviderConfig,
@@ -34,8 +32,6 @@ class Provider(ABC):
     kind: ClassVar[Literal["judge", "scorer"]]
     default_model: ClassVar[str | None] = None
     Options: ClassVar[type[ProviderConfig]] = ProviderConfig
-    # The provider's own keys that change how it runs but never what it answers.
-    non_identity: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, config: ProviderConfig) -> None:
         if not isinstance(config, self.Options):
@@ -53,14 +49,9 @@ class Provider(ABC):
 
     def identity(self) -> dict[str, Any]:
         """Everything about this provider that can change an answer (part of the cache key):
-        the common settings, the provider's own keys where they differ from their defaults."""
-        common = self.config.model_dump(
-            include=set(BASE_FIELDS), exclude=set(NON_IDENTITY_FIELDS), exclude_none=True
-        )
-        own = self.config.model_dump(
-            exclude=set(BASE_FIELDS | self.non_identity), exclude_none=True, exclude_defaults=True
-        )
-        return {**common, **own, "model": self.model}
+        its settings' identity (`ProviderConfig.identity`) with the model it resolves to; a
+        provider adds what it computes (an effective base URL, a resolved dtype)."""
+        return {**self.config.identity(), "model": self.model}
 
     def endpoint(self) -> dict[str, Any] | None:
         """Where the requests go, for run.json's provenance (API providers: the effective base

@@ -14,25 +14,24 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-# Settings of every provider that change how a run behaves but never what a model answers.
-NON_IDENTITY_FIELDS = frozenset(
-    {
-        "max_concurrency",
-        "rpm",
-        "max_attempts",
-        "max_retry_time_s",
-        "retry_wait_s",
-        "retry_max_wait_s",
-        "timeout_s",
-        "reask",
-        "prices",
-        "label",
-    }
-)
+
+@dataclass(frozen=True)
+class CallSetting:
+    """Marks a `provider:` setting (as `Annotated` metadata) that says how a model is called,
+    not what it answers: it never enters the cache key (`ProviderConfig.identity`), and a
+    finished run may be re-run with it changed, unless `changes_records` (the answers stay the
+    same but the run's records do not: `reask` decides how many stay unparsable). Every other
+    setting is part of the model's identity."""
+
+    changes_records: bool = False
+
+
+CALL = CallSetting()
 
 
 class ProviderConfig(BaseModel):
-    """The settings every provider takes (`provider:` block of an experiment file).
+    """The settings every provider takes (`provider:` block of an experiment file): what the
+    model is (its identity: the cache key), then how it is called (marked `CALL`).
 
     Each provider declares its own keys in a subclass (its `Options`); a key neither
     declares is refused, so a typo never silently keeps a default."""
@@ -43,19 +42,45 @@ class ProviderConfig(BaseModel):
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int | None = Field(default=None, gt=0)
     seed: int | None = None
-    max_concurrency: int = Field(default=8, gt=0)
-    rpm: float | None = Field(default=None, gt=0)
+
+    max_concurrency: Annotated[int, CALL] = Field(default=8, gt=0)
+    rpm: Annotated[float | None, CALL] = Field(default=None, gt=0)
     # 8 attempts: at a 20% transient fault rate, 0.2**8 * 4,800 calls ~ 0.01 calls lost per run.
-    max_attempts: int = Field(default=8, gt=0)
-    max_retry_time_s: float = Field(default=600.0, gt=0)
-    retry_wait_s: float = Field(default=0.5, gt=0, description="first backoff wait")
-    retry_max_wait_s: float = Field(default=30.0, gt=0, description="longest backoff wait")
-    timeout_s: float = Field(default=120.0, gt=0)
-    reask: int = Field(default=1, ge=0)
-    prices: dict[str, Annotated[float, Field(ge=0.0)]] | None = None
-    label: str | None = Field(
+    max_attempts: Annotated[int, CALL] = Field(default=8, gt=0)
+    max_retry_time_s: Annotated[float, CALL] = Field(default=600.0, gt=0)
+    retry_wait_s: Annotated[float, CALL] = Field(
+        default=0.5, gt=0, description="first backoff wait"
+    )
+    retry_max_wait_s: Annotated[float, CALL] = Field(
+        default=30.0, gt=0, description="longest backoff wait"
+    )
+    timeout_s: Annotated[float, CALL] = Field(default=120.0, gt=0)
+    reask: Annotated[int, CallSetting(changes_records=True)] = Field(default=1, ge=0)
+    prices: Annotated[dict[str, Annotated[float, Field(ge=0.0)]] | None, CALL] = None
+    label: Annotated[str | None, CALL] = Field(
         default=None, min_length=1, max_length=60, description="how reports name its runs"
     )
+
+    @classmethod
+    def call_settings(cls) -> dict[str, CallSetting]:
+        """The settings of how the model is called, by name (the rest is its identity)."""
+        return {
+            name: mark
+            for name, info in cls.model_fields.items()
+            for mark in info.metadata
+            if isinstance(mark, CallSetting)
+        }
+
+    def identity(self) -> dict[str, Any]:
+        """The settings that can change an answer (the provider's part of every cache key):
+        every one not marked `CALL`; those of this class always, a provider's own only where
+        they differ from their defaults, so that a new option never moves an existing key."""
+        identity = set(type(self).model_fields) - set(self.call_settings())
+        common = self.model_dump(include=identity & BASE_FIELDS, exclude_none=True)
+        own = self.model_dump(
+            include=identity - BASE_FIELDS, exclude_none=True, exclude_defaults=True
+        )
+        return common | own
 
     @field_validator("prices")
     @classmethod

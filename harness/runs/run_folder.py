@@ -16,13 +16,13 @@ from harness.calls.pricing import RunCost
 from harness.calls.prompting.variants import get_variant
 from harness.config.experiment import ExperimentConfig
 from harness.core.dataset import Dataset, Item
-from harness.core.errors import HarnessError
+from harness.core.errors import ConfigError, HarnessError
 from harness.core.predictions import Predictions, write_predictions
 from harness.core.records import Record
 from harness.core.run_files import read_run_config
 from harness.core.sanitize import dumps_json
 from harness.core.secrets import scrub, scrub_value
-from harness.core.types import NON_IDENTITY_FIELDS
+from harness.core.types import ProviderConfig
 from harness.reports.run_report import write_run_report
 from harness.scoring.description_metrics import description_metrics
 from harness.scoring.evaluation import (
@@ -33,37 +33,47 @@ from harness.scoring.evaluation import (
 )
 from harness.scoring.stats import position_top1_rates
 from harness.scoring.stored import evaluation_options, write_inputs
-from providers.batch import BATCH_KEYS
+from providers import provider_class
 
-# Settings that change how a run goes or how it is shown, never its records or metrics: those
-# kept out of the cache key, except `reask` (it decides how many answers stay unparsable).
-NOT_RESULTS = (NON_IDENTITY_FIELDS - {"reask"}) | BATCH_KEYS
-# ... and `items`, the items a sequential comparison has asked so far: it grows batch by batch
-# (`harness compare --sequential`), and more items of one configuration extend its run; and
-# `cache` (a seed cache), which changes where answers come from, not what they are.
-NOT_RESULTS |= {"items", "cache"}
+# Settings of a run that never change its records or metrics: `items`, the items a sequential
+# comparison has asked so far (it grows batch by batch, and more items of one configuration
+# extend its run), `cache` (a seed cache: where answers come from, not what they are), and
+# `tracking` (where a run is logged).
+NOT_RESULTS = frozenset({"items", "cache", "tracking"})
+PROVIDER_BLOCKS = frozenset({"provider", "summarizer", "user_simulator", "retriever"})
 
 
-def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        # A named pool of equivalent servers (`endpoint_id`) answers the same whichever
-        # servers it has: its base URLs (a shard's own node) are not part of the results.
-        pooled = {"base_url"} if value.get("endpoint_id") else set()
-        for key, inner in value.items():
-            if str(key) not in NOT_RESULTS | pooled:
-                out |= _flatten(inner, f"{prefix}{key}.")
-        return out
-    return {prefix.rstrip("."): value}
+def _calls_only(block: Mapping[str, Any]) -> set[str]:
+    """The settings of a provider block that change how its model is called and never a
+    run's records (`CallSetting`s); with `endpoint_id` its base URLs too: a named pool of
+    equivalent servers answers the same whichever servers it has (a shard's own node)."""
+    try:
+        options = provider_class(str(block.get("name"))).Options
+    except (ConfigError, ImportError):  # a provider no longer known, or its extra not installed
+        options = ProviderConfig
+    marks = options.call_settings().items()
+    return {key for key, mark in marks if not mark.changes_records} | (
+        {"base_url"} if block.get("endpoint_id") else set()
+    )
+
+
+def _flatten(
+    value: Any, prefix: str = "", ignored: frozenset[str] | set[str] = NOT_RESULTS
+) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        return {prefix.rstrip("."): value}
+    out: dict[str, Any] = {}
+    for key, inner in value.items():
+        if str(key) in ignored:
+            continue
+        block = str(key) in PROVIDER_BLOCKS and isinstance(inner, Mapping)
+        out |= _flatten(inner, f"{prefix}{key}.", _calls_only(inner) if block else set())
+    return out
 
 
 def config_differences(previous: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
-    """`key: old -> new` for every setting that differs and changes the results (where a
-    run is logged, `tracking:`, does not)."""
+    """`key: old -> new` for every setting that differs and changes the results."""
     old, new = _flatten(previous), _flatten(current)
-    for flat in (old, new):
-        for key in [k for k in flat if k == "tracking" or k.startswith("tracking.")]:
-            del flat[key]
     return [
         f"{key}: {old.get(key)!r} -> {new.get(key)!r}"
         for key in sorted(old.keys() | new.keys())

@@ -14,7 +14,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import Field
@@ -22,21 +22,18 @@ from pydantic import Field
 from harness.core.audio import encode_wav
 from harness.core.errors import ConfigError
 from harness.core.secrets import register, scrub
-from harness.core.types import AudioRef, ProviderConfig, ProviderError
-from providers.batch import BATCH_KEYS, BatchSettings
-
-# Settings of these providers that never change an answer (kept out of the cache key); the
-# base URL enters the key as the effective URL (or `endpoint_id`), see `answer_identity`.
-NON_ANSWER_KEYS = frozenset({"api_key_env", "endpoint_id", "http_client", "base_url"}) | BATCH_KEYS
+from harness.core.types import CALL, AudioRef, ProviderConfig, ProviderError
+from providers.batch import BatchSettings
 
 
 class ApiOptions(ProviderConfig):
-    """The `provider:` keys every API judge takes."""
+    """The `provider:` keys every API judge takes. `base_url` and `endpoint_id` enter the
+    cache key as `ApiJudge.identity` computes them (the effective URLs, or the pool's name)."""
 
     base_url: str | list[str] | None = Field(
         default=None, description="one URL or a list to spread requests over"
     )
-    api_key_env: str | None = Field(
+    api_key_env: Annotated[str | None, CALL] = Field(
         default=None, description="environment variable holding the key"
     )
     endpoint_id: str | None = Field(
@@ -52,18 +49,20 @@ class ApiOptions(ProviderConfig):
     top_logprobs: int = Field(
         default=20, ge=1, le=20, description="alternatives per token with score: expected"
     )
-    batch: bool = Field(
+    batch: Annotated[bool, CALL] = Field(
         default=False, description="send uncached requests through the batch API (half price)"
     )
-    batch_fallback: Literal["resubmit", "online"] = Field(
+    batch_fallback: Annotated[Literal["resubmit", "online"], CALL] = Field(
         default="resubmit",
         description="requests an expired or failed batch did not answer: a new batch or online",
     )
-    batch_poll_s: float = Field(default=30.0, gt=0, description="seconds between status checks")
-    batch_collect_s: float = Field(
+    batch_poll_s: Annotated[float, CALL] = Field(
+        default=30.0, gt=0, description="seconds between status checks"
+    )
+    batch_collect_s: Annotated[float, CALL] = Field(
         default=1.0, gt=0, description="quiet seconds before the collected requests are sent"
     )
-    batch_rounds: int = Field(
+    batch_rounds: Annotated[int, CALL] = Field(
         default=3, ge=1, description="batches tried for a request before it counts as failed"
     )
 
@@ -143,21 +142,6 @@ def _register_credentials(url: str) -> None:
     for name, value in parse_qsl(parts.query):
         if any(word in name.lower() for word in ("key", "token", "secret", "password", "sig")):
             register(value)
-
-
-def answer_identity(
-    base: dict[str, Any], config: ApiOptions, urls: list[str], **settings: Any
-) -> dict[str, Any]:
-    """The cache identity of an API judge: its settings, the effective base URL(s) (or the
-    user's `endpoint_id` for a group of equivalent servers) and the defaults it applies."""
-    identity = {k: v for k, v in base.items() if k not in NON_ANSWER_KEYS}
-    endpoint = config.endpoint_id
-    if endpoint is not None:
-        identity["endpoint"] = str(endpoint)
-    elif urls:
-        identity["base_url"] = urls[0] if len(urls) == 1 else sorted(urls)
-    identity.update(settings)
-    return identity
 
 
 def batch_settings(config: ApiOptions, urls: list[str]) -> BatchSettings | None:

@@ -17,14 +17,21 @@ from __future__ import annotations
 
 import importlib.util
 import re
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import httpx
 from google.genai import Client, errors, types
 from pydantic import Field
 
 from harness.core.audio import encode_wav
-from harness.core.types import AudioRef, ChatRequest, ChatResponse, ProviderConfig, ProviderError
+from harness.core.types import (
+    CALL,
+    AudioRef,
+    ChatRequest,
+    ChatResponse,
+    ProviderConfig,
+    ProviderError,
+)
 from providers._expected_score import TokenChoice, api_expected_score
 from providers.api._bounded_body import BoundedTransport, bounded_aiohttp_body
 from providers.api._shared import ApiOptions, parse_retry_after
@@ -38,7 +45,7 @@ _RETRY_DELAY = re.compile(r"^(\d+(?:\.\d+)?)s$")
 class GeminiOptions(ApiOptions):
     json_mode: Literal["schema", "object", "prompt"] = "schema"
     thinking_budget: int | None = Field(default=None, ge=-1, description="2.5-series models")
-    http_client: Literal["aiohttp", "httpx"] | None = Field(
+    http_client: Annotated[Literal["aiohttp", "httpx"] | None, CALL] = Field(
         default=None, description="[default: aiohttp where installed]"
     )
 

@@ -25,10 +25,8 @@ from harness.core.types import ChatRequest, ChatResponse, ProviderConfig, Provid
 from providers.api._body_limit import ResponseTooLarge
 from providers.api._shared import (
     MALFORMED_ANSWER_ERRORS,
-    NON_ANSWER_KEYS,
     ApiOptions,
     ClientPool,
-    answer_identity,
     api_endpoint,
     base_urls,
     batch_settings,
@@ -52,7 +50,6 @@ class ApiJudge(Judge, Generic[C]):
     needs_key: ClassVar[bool] = True  # False: a server that may run without a key
     keyless_placeholder: ClassVar[str] = "EMPTY"  # sent where no key is needed and none is set
     Options = ApiOptions
-    non_identity = NON_ANSWER_KEYS
     config: ApiOptions
 
     def __init__(self, config: ProviderConfig) -> None:
@@ -97,9 +94,17 @@ class ApiJudge(Judge, Generic[C]):
         return names[0] + (f" (or {' or '.join(names[1:])})" if len(names) > 1 else "")
 
     def identity(self) -> dict[str, Any]:
-        return answer_identity(
-            super().identity(), self.config, self.urls, **self.identity_settings()
-        )
+        """The settings' identity with the endpoint as the key knows it: the user's
+        `endpoint_id` for a group of equivalent servers, else the effective base URL(s), and
+        the defaults this judge applies (`identity_settings`)."""
+        identity = super().identity()
+        identity.pop("base_url", None)
+        endpoint = identity.pop("endpoint_id", None)
+        if endpoint is not None:
+            identity["endpoint"] = str(endpoint)
+        elif self.urls:
+            identity["base_url"] = self.urls[0] if len(self.urls) == 1 else sorted(self.urls)
+        return identity | self.identity_settings()
 
     def identity_settings(self) -> dict[str, Any]:
         """The defaults this judge applies that change an answer (part of the cache key)."""

@@ -32,7 +32,6 @@ from providers.base import Judge
 from providers.local._microbatch import MicroBatcher
 from providers.local._processor import load_processor, prompt_text
 from providers.local._settings import (
-    LOCAL_NON_IDENTITY,
     LocalOptions,
     LocalSettings,
     as_provider_error,
@@ -66,7 +65,6 @@ class LocalJudge(Judge):
     sampling_rate: ClassVar[int] = 16000
     max_clips_per_prompt: ClassVar[int | None] = None
     Options: ClassVar[type[ProviderConfig]] = LocalOptions
-    non_identity = LOCAL_NON_IDENTITY
     config: LocalOptions
 
     def __init__(self, config: ProviderConfig) -> None:

@@ -9,17 +9,14 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from harness.core.errors import HarnessError
-from harness.core.types import ProviderConfig, ProviderError
+from harness.core.types import CALL, ProviderConfig, ProviderError
 
 log = logging.getLogger(__name__)
-
-
-LOCAL_NON_IDENTITY = frozenset({"batch_size", "batch_wait_s", "device", "device_map"})
 
 
 DEFAULT_MAX_NEW_TOKENS = 64
@@ -44,12 +41,14 @@ class LocalOptions(ProviderConfig):
     """The `provider:` keys every local provider takes (see README)."""
 
     dtype: str = Field(default="auto", description="auto = bfloat16 on a GPU, float32 on CPU")
-    device: str = Field(default="auto", description="auto = cuda when available, else cpu")
-    device_map: str | dict[str, Any] | None = Field(
+    device: Annotated[str, CALL] = Field(
+        default="auto", description="auto = cuda when available, else cpu"
+    )
+    device_map: Annotated[str | dict[str, Any] | None, CALL] = Field(
         default=None, description="accelerate device map; auto on a GPU"
     )
-    batch_size: int = Field(default=8, ge=1)
-    batch_wait_s: float = Field(default=0.005, ge=0.0)
+    batch_size: Annotated[int, CALL] = Field(default=8, ge=1)
+    batch_wait_s: Annotated[float, CALL] = Field(default=0.005, ge=0.0)
     score: Literal["greedy", "expected"] = Field(
         default="greedy",
         description="expected: the probability-weighted score next to the greedy one",
@@ -124,17 +123,24 @@ class LocalSettings:
 PROMPT_FORMAT = "chat_template"
 
 
-def local_identity(base: dict[str, Any], settings: LocalSettings) -> dict[str, Any]:
-    identity = {k: v for k, v in base.items() if k not in LOCAL_NON_IDENTITY | {"score"}}
-    identity.update(
-        dtype=settings.resolved_dtype(),
-        max_new_tokens=settings.max_new_tokens,
-        expected_score=settings.expected_score,
-        prompt_format=PROMPT_FORMAT,
-    )
+def local_identity(
+    base: dict[str, Any], settings: LocalSettings, *, generates: bool = True
+) -> dict[str, Any]:
+    """A local model's identity with the values it computes: the resolved dtype, and for a
+    model that generates (a judge) its token limit, prompt format and `expected_score` (which
+    `score: expected` also sets); a scorer keeps none of those, nor a temperature."""
+    identity = {k: v for k, v in base.items() if k != "score"} | {
+        "dtype": settings.resolved_dtype()
+    }
     if settings.revision:
         identity["revision"] = settings.revision
-    return identity
+    if not generates:
+        return {k: v for k, v in identity.items() if k not in ("expected_score", "temperature")}
+    return identity | {
+        "max_new_tokens": settings.max_new_tokens,
+        "expected_score": settings.expected_score,
+        "prompt_format": PROMPT_FORMAT,
+    }
 
 
 def hf() -> Any:

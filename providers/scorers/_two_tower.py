@@ -20,7 +20,6 @@ from harness.core.types import AudioRef, ProviderConfig, ProviderError, ScoreReq
 from providers.base import Scorer
 from providers.local._microbatch import MicroBatcher
 from providers.local._settings import (
-    LOCAL_NON_IDENTITY,
     LocalOptions,
     LocalSettings,
     as_provider_error,
@@ -59,7 +58,6 @@ class EmbeddingScorer(Scorer):
     sampling_rate: ClassVar[int]
     unit_vectors: ClassVar[bool] = False  # True: the family's embeddings have length 1 already
     Options: ClassVar[type[ProviderConfig]] = LocalOptions
-    non_identity = LOCAL_NON_IDENTITY
     config: LocalOptions
 
     def __init__(self, config: ProviderConfig) -> None:
@@ -80,10 +78,7 @@ class EmbeddingScorer(Scorer):
         return True
 
     def identity(self) -> dict[str, Any]:
-        identity = local_identity(super().identity(), self.settings)
-        for generation_only in ("max_new_tokens", "expected_score", "temperature", "prompt_format"):
-            identity.pop(generation_only, None)
-        return identity
+        return local_identity(super().identity(), self.settings, generates=False)
 
     # -- family specifics
     @abstractmethod

@@ -27,12 +27,12 @@ import asyncio
 import importlib.util
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import numpy as np
 from pydantic import Field
 
-from harness.core.types import AudioRef, ProviderConfig, ScoreRequest, Scores
+from harness.core.types import CALL, AudioRef, ProviderConfig, ScoreRequest, Scores
 from providers.base import Scorer
 from providers.local._settings import MissingLocalStack, as_provider_error
 from providers.scorers.musicnn import MODELS, ModelName, Tagger, describe, locate
@@ -61,14 +61,15 @@ class MusicnnOptions(ProviderConfig):
     embedding_model: str = Field(
         default=PACKAGED_MODEL, description="sentence-transformers model of the comparison"
     )
-    wheel: str | None = Field(default=None, description="a musicnn 0.1.0 wheel file")
-    batch_windows: int = Field(default=DEFAULT_BATCH_WINDOWS, ge=1)
+    wheel: Annotated[str | None, CALL] = Field(
+        default=None, description="a musicnn 0.1.0 wheel file"
+    )
+    batch_windows: Annotated[int, CALL] = Field(default=DEFAULT_BATCH_WINDOWS, ge=1)
 
 
 class MusicnnScorer(Scorer):
     default_model = "MTT_musicnn"
     Options = MusicnnOptions
-    non_identity = frozenset({"batch_windows", "wheel"})
     config: MusicnnOptions
 
     def __init__(self, config: ProviderConfig) -> None:
