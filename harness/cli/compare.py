@@ -1,13 +1,14 @@
-"""`harness compare A B --sequential` and `harness plan A B --effect D` (registered in
+"""`harness compare A B [--sequential]` and `harness plan A B --effect D` (registered in
 harness/cli/main.py)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.table import Column, Table
 
 from harness.cli.common import (
     check_range,
@@ -19,6 +20,7 @@ from harness.cli.common import (
 )
 from harness.core.errors import HarnessError
 from harness.core.sanitize import terminal_text
+from harness.runs.compare.inputs import MissingChoice
 
 SIDES_HELP = (
     "An experiment file (one configuration), a run folder, or a predictions file (with --dataset)."
@@ -41,7 +43,8 @@ def compare(
         bool,
         typer.Option(
             "--sequential",
-            help="Stop as soon as an anytime-valid confidence sequence decides (required).",
+            help="Visit the items batch by batch and stop as soon as an anytime-valid "
+            "confidence sequence decides (default: a fixed-sample paired test on every item).",
         ),
     ] = False,
     metric: Annotated[str, typer.Option(help=METRIC_HELP)] = "hit@1",
@@ -50,7 +53,17 @@ def compare(
         float | None,
         typer.Option(help="Stop as equivalent when the whole sequence lies inside ±margin."),
     ] = None,
-    max_items: Annotated[int | None, typer.Option(help="Visit at most this many items.")] = None,
+    max_items: Annotated[
+        int | None,
+        typer.Option(help="Visit at most this many items (without --sequential: exactly as many)."),
+    ] = None,
+    missing: Annotated[
+        MissingChoice,
+        typer.Option(
+            help="An item one side did not answer: left out (exclude), counted at chance "
+            "level for that side (worst), or the comparison stops (refuse)."
+        ),
+    ] = "exclude",
     budget_usd: Annotated[
         float | None,
         typer.Option(help="Stop before a batch that would take the spend past this (USD)."),
@@ -80,25 +93,26 @@ def compare(
     ] = None,
     progress: Annotated[bool, typer.Option(help="Show each batch's progress bar.")] = False,
 ) -> None:
-    """Is B better than A? Visit the items in a seeded random order, batch by batch (for
-    experiment files: run both on each batch through the cache, so a killed comparison
-    resumes without paying twice), and stop as soon as the confidence sequence for
-    mean(B - A) excludes 0, lies inside ±margin, or the items or budget run out. Writes
-    compare.json and compare.png to --out; see docs/sequential.md."""
+    """Is B better than A, on the items both answered? By default a fixed-sample paired
+    test on every item (experiment files: both run in full, through the cache). With
+    --sequential, visit the items in a seeded random order, batch by batch (experiment
+    files: both run on each batch through the cache, so a killed comparison resumes without
+    paying twice), and stop as soon as the confidence sequence for mean(B - A) excludes 0,
+    lies inside ±margin, or the items or budget run out. Writes compare.json (and
+    compare.png) to --out; see docs/sequential.md."""
     from harness.calls.cache import ResponseCache
-    from harness.runs.compare.engine import sequential_compare, write_comparison
+    from harness.runs.compare.engine import fixed_compare, sequential_compare, write_comparison
     from harness.runs.compare.sources import open_sources
 
-    if not sequential:
-        raise HarnessError(
-            "compare needs --sequential (for fixed-sample paired statistics of finished "
-            "runs: harness report RUN... --baseline RUN)"
-        )
     _check_alpha(alpha)
-    if margin is not None and not margin > 0:
-        raise HarnessError(f"--margin must be positive, not {margin:g}")
-    if budget_usd is not None and not budget_usd > 0:
-        raise HarnessError(f"--budget-usd must be positive, not {budget_usd:g}")
+    if margin is not None and not (margin > 0 and math.isfinite(margin)):
+        raise HarnessError(f"--margin must be positive and finite, not {margin:g}")
+    if budget_usd is not None and not (budget_usd > 0 and math.isfinite(budget_usd)):
+        raise HarnessError(f"--budget-usd must be positive and finite, not {budget_usd:g}")
+    if not sequential:
+        for name, given in (("--budget-usd", budget_usd), ("--finite", finite or None)):
+            if given is not None:
+                raise HarnessError(f"{name} needs --sequential")
     check_range("--batch-size", batch_size, 1)
     check_range("--seed", seed, 0)
     if max_items is not None:
@@ -117,17 +131,29 @@ def compare(
                 results_dir=out / "runs",
                 show_progress=progress,
             )
-            result = sequential_compare(
-                source,
-                metric=metric,
-                alpha=alpha,
-                margin=margin,
-                batch_size=batch_size,
-                max_items=max_items,
-                budget_usd=budget_usd,
-                finite=finite,
-                seed=seed,
-            )
+            if sequential:
+                result = sequential_compare(
+                    source,
+                    metric=metric,
+                    alpha=alpha,
+                    margin=margin,
+                    batch_size=batch_size,
+                    max_items=max_items,
+                    budget_usd=budget_usd,
+                    finite=finite,
+                    seed=seed,
+                    missing=missing,
+                )
+            else:
+                result = fixed_compare(
+                    source,
+                    metric=metric,
+                    alpha=alpha,
+                    margin=margin,
+                    max_items=max_items,
+                    seed=seed,
+                    missing=missing,
+                )
     except KeyboardInterrupt:
         received = interrupted_by()
         err_console.print(
@@ -138,6 +164,10 @@ def compare(
     finally:
         cache.close()
     written = write_comparison(result, out)
+    if result.warning:
+        err_console.print(
+            f"[bold yellow]warning:[/] {terminal_text(result.warning)}", highlight=False
+        )
     console.print(terminal_text(result.line()), highlight=False, soft_wrap=True)
     console.print(f"[dim]wrote {', '.join(terminal_text(p) for p in written)}[/]")
 
@@ -203,30 +233,57 @@ def plan(
     except ValueError as exc:
         raise HarnessError(f"{exc}: pilot more items or plan a smaller effect") from None
     fixed = items_needed(d, effect, alpha=alpha)
-    table = Table(
-        title=f"Planning {metric}: B = {source.labels[1]} vs A = {source.labels[0]}, "
-        f"effect {effect:+g}, alpha {alpha:g}",
-        title_justify="left",
+    assert fixed is not None  # the simulation took the pilot: two items at least
+    console.print(
+        f"Planning {metric}: B = {source.labels[1]} vs A = {source.labels[0]}, "
+        f"effect {effect:+g}, alpha {alpha:g}\npilot: {d.size} items, B - A {d.mean():+.3f}, "
+        f"sd {d.std(ddof=1):.3f}; minimum detectable difference on the pilot "
+        f"({POWER:.0%} power): {minimum_detectable_difference(d, alpha=alpha):.3f}",
+        highlight=False,
     )
-    table.add_column("")
-    table.add_column("items", justify="right")
+    by_power = sim.quantile(POWER)
+    table = Table("design", Column("items", justify="right"))
+    table.add_row(f"fixed-sample paired test, {POWER:.0%} power", f"{fixed:,}")
+    table.add_row(f"sequential: expected (mean of {runs} simulated)", f"{sim.mean:,.0f}")
+    table.add_row("sequential: median", f"{sim.quantile(0.5):,.0f}")
     table.add_row(
-        f"pilot: {d.size} items, B - A {d.mean():+.3f}, sd {d.std(ddof=1):.3f}",
-        str(d.size),
-    )
-    table.add_row(
-        f"minimum detectable difference on the pilot ({POWER:.0%} power)",
-        f"{minimum_detectable_difference(d, alpha=alpha):.3f}",
-    )
-    table.add_row(f"fixed-sample paired test, {POWER:.0%} power", f"{fixed}")
-    table.add_row(
-        f"sequential: expected items (mean of {runs} simulated comparisons)", f"{sim.mean:.0f}"
-    )
-    table.add_row("sequential: median", f"{sim.quantile(0.5):.0f}")
-    table.add_row(
-        f"sequential: decided by ({POWER:.0%} of comparisons)", f"{sim.quantile(POWER):.0f}"
-    )
-    table.add_row(
-        f"sequential: decided the right way within {max_items:,} items", f"{sim.decided:.0%}"
+        f"sequential: {POWER:.0%} of comparisons decided by",
+        f"{by_power:,.0f}" if sim.decided >= POWER else f">{max_items:,}",
     )
     console.print(table)
+    console.print(
+        f"sequential: {sim.decided:.0%} decided the right way within {max_items:,} items\n"
+        + _better_buy(fixed, sim.mean, sim.decided, max_items)
+        + "\n--finite (compare) covers the mean over the dataset's own items instead: "
+        "a comparison that visits every item then always decides, as the sequence shrinks "
+        "to those items' own difference, and says nothing about items beyond them. "
+        "This plan is for items like these (the default).",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def _better_buy(fixed: int, expected: float, decided: float, max_items: int) -> str:
+    """Which design reaches the planned power on fewer items at the planned effect."""
+    from harness.scoring.power import POWER
+
+    if decided >= POWER and expected < fixed:
+        return (
+            f"better buy at this effect: the sequential comparison (about {expected:,.0f} "
+            f"items expected, against {fixed:,} for a fixed-size test): "
+            "harness compare A.yaml B.yaml --sequential"
+        )
+    if decided < POWER:
+        cost = (
+            f"decided the right way within {max_items:,} items in only {decided:.0%} of the "
+            "simulated runs"
+        )
+    else:
+        cost = f"expects {expected / fixed:.1f}x as many items here ({expected:,.0f})"
+    return (
+        f"better buy at this effect: a fixed-size comparison of {fixed:,} items "
+        f"({POWER:.0%} power): harness compare A.yaml B.yaml --max-items {fixed}. The "
+        f"sequential comparison {cost}: it pays off when the true difference may be well "
+        "above the planned one (it stops as soon as the data allow), or to stop for "
+        "equivalence (--margin)."
+    )

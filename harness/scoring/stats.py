@@ -86,16 +86,17 @@ def sign_flip_p_value(
 
 
 def paired_bootstrap_ci(
-    differences: FloatArray, *, n_bootstrap: int = 1000, seed: int = 0
+    differences: FloatArray, *, n_bootstrap: int = 1000, seed: int = 0, tail: float = 2.5
 ) -> tuple[float, float]:
-    """95% percentile-bootstrap CI of the mean difference, resampling items (pairs kept)."""
+    """Percentile-bootstrap CI of the mean difference, resampling items (pairs kept), with
+    `tail` percent outside it on each side (2.5: the 95% CI)."""
     d = np.asarray(differences, dtype=np.float64)
     if d.size == 0:
         return (float("nan"), float("nan"))
     means = np.empty(n_bootstrap)
     for rows, drawn in resample_blocks(n_bootstrap, d.size, np.random.default_rng(seed)):
         means[rows] = d[drawn].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
+    low, high = np.percentile(means, [tail, 100 - tail])
     return float(low), float(high)
 
 

@@ -1,24 +1,32 @@
-"""The sequential comparison: visit items in a seeded random order, batch by batch, update
-an anytime-valid confidence sequence for mean(B - A) of a per-item metric after each batch
-(`harness.scoring.sequential`), and stop as soon as it excludes 0 (decided), lies inside
-+-margin (equivalent), or the items or the budget run out (undecided)."""
+"""Is B better than A? Two designs on the items both sides answered (`harness.runs.compare.
+inputs`), visited in a seeded random order:
+
+- sequential: batch by batch, an anytime-valid confidence sequence for mean(B - A) of a
+  per-item metric (`harness.scoring.sequential`) updated after each batch; stop as soon as it
+  excludes 0 (decided), lies inside +-margin (equivalent), or the items or the budget run out
+  (undecided);
+- fixed: every item (or the first --max-items of the order) at once, then a paired test: the
+  sign-flip p-value below alpha decides; else the (1 - 2 alpha) bootstrap CI inside +-margin
+  is `equivalent` (two one-sided tests); else undecided."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from harness.core.errors import HarnessError
+from harness.runs.compare.inputs import Coverage, MissingChoice
 from harness.runs.compare.result import Comparison, Decision, Step
 from harness.runs.compare.sources import PairSource, metric_spec
-from harness.scoring.sequential import DifferenceCS
-from harness.scoring.stats import paired_difference
+from harness.scoring.sequential import DifferenceCS, FloatArray
+from harness.scoring.stats import paired_bootstrap_ci, paired_difference
 
 
 def decide(low: float, high: float, margin: float | None) -> Decision | None:
-    """What a confidence sequence [low, high] for mean(B - A) says, if anything yet."""
+    """What an interval [low, high] for mean(B - A) says, if anything yet."""
     if low > 0:
         return "B better"
     if high < 0:
@@ -26,6 +34,12 @@ def decide(low: float, high: float, margin: float | None) -> Decision | None:
     if margin is not None and -margin < low and high < margin:
         return "equivalent"
     return None
+
+
+def _visiting_order(coverage: Coverage, seed: int, max_items: int | None) -> list[str]:
+    ids = coverage.compared
+    order = [ids[i] for i in np.random.default_rng(seed).permutation(len(ids))]
+    return order if max_items is None else order[:max_items]
 
 
 def sequential_compare(
@@ -39,17 +53,17 @@ def sequential_compare(
     budget_usd: float | None = None,
     finite: bool = False,
     seed: int = 0,
+    missing: MissingChoice = "exclude",
     grid: int = 1000,
 ) -> Comparison:
     """Compare B with A on `source` sequentially (see the module docstring). `finite`: the
-    sequence covers the mean over the source's items (sampling without replacement);
+    sequence covers the mean over the compared items (sampling without replacement);
     otherwise the mean over items drawn like them (i.i.d.)."""
     _, width = metric_spec(metric)
-    ids = source.item_ids
-    order = [ids[i] for i in np.random.default_rng(seed).permutation(len(ids))]
-    if max_items is not None:
-        order = order[:max_items]
-    cs = DifferenceCS(width, alpha, population=len(ids) if finite else None, grid=grid)
+    coverage = Coverage.of(source.item_ids, source.answered, missing, source.labels)
+    order = _visiting_order(coverage, seed, max_items)
+    total = len(coverage.compared)
+    cs = DifferenceCS(width, alpha, population=total if finite else None, grid=grid)
     visited: list[str] = []
     a_all: dict[str, float] = {}
     b_all: dict[str, float] = {}
@@ -63,7 +77,7 @@ def sequential_compare(
             reason = f"the next batch would pass the budget of ${budget_usd:g}"
             break
         a, b = source.values(visited + batch)
-        # an item scored on one side only (`missing: exclude`) cannot be paired
+        # an item one side's own `missing: exclude` dropped cannot be paired
         paired = [i for i in batch if i in a and i in b]
         if finite and len(paired) < len(batch):
             raise HarnessError(
@@ -85,14 +99,10 @@ def sequential_compare(
         if decision is not None:
             reason = "the sequence excludes 0" if decision != "equivalent" else "inside the margin"
             break
-    pairs = list(a_all)
-    a_values = np.array([a_all[i] for i in pairs])
-    b_values = np.array([b_all[i] for i in pairs])
+    a_values, b_values = (np.array([side[i] for i in a_all]) for side in (a_all, b_all))
     reference = paired_difference(b_values, a_values, n_permutations=1000, seed=seed)
-    calls, usd = source.spent()
-    calls_full, usd_full = source.full(len(visited))
     return Comparison(
-        labels=source.labels,
+        **_common(source, coverage, visited, a_values, b_values),
         decision=decision or "undecided",
         reason=reason,
         metric=metric,
@@ -100,15 +110,7 @@ def sequential_compare(
         margin=margin,
         finite=finite,
         seed=seed,
-        n_items_total=len(ids),
-        items=visited,
-        mean_a=float(a_values.mean()) if pairs else float("nan"),
-        mean_b=float(b_values.mean()) if pairs else float("nan"),
         path=path,
-        calls=calls,
-        calls_full=calls_full,
-        usd=usd,
-        usd_full=usd_full,
         bootstrap={
             "note": "fixed-sample 95% paired bootstrap on the visited items; NOT valid "
             "after optional stopping, for reference only",
@@ -116,6 +118,73 @@ def sequential_compare(
             "mdd80": None if np.isnan(reference.mdd80) else round(reference.mdd80, 6),
         },
     )
+
+
+def fixed_compare(
+    source: PairSource,
+    *,
+    metric: str = "hit@1",
+    alpha: float = 0.05,
+    margin: float | None = None,
+    max_items: int | None = None,
+    seed: int = 0,
+    missing: MissingChoice = "exclude",
+    n_permutations: int = 10000,
+) -> Comparison:
+    """Compare B with A on every compared item (or the first `max_items` of the seeded
+    order) at once, with a paired test (see the module docstring)."""
+    metric_spec(metric)
+    coverage = Coverage.of(source.item_ids, source.answered, missing, source.labels)
+    visited = _visiting_order(coverage, seed, max_items)
+    a, b = source.values(visited)
+    paired = [i for i in visited if i in a and i in b]
+    a_values, b_values = np.array([a[i] for i in paired]), np.array([b[i] for i in paired])
+    test = paired_difference(b_values, a_values, n_permutations=n_permutations, seed=seed)
+    decision: Decision = "undecided"
+    reason = f"p = {test.p_value:.3g} >= alpha"
+    if test.p_value < alpha:
+        decision, reason = ("B better" if test.difference > 0 else "A better"), "p < alpha"
+    elif margin is not None:
+        low, high = paired_bootstrap_ci(b_values - a_values, seed=seed, tail=100 * alpha)
+        if decide(low, high, margin) == "equivalent":
+            decision = "equivalent"
+            reason = f"the {1 - 2 * alpha:.0%} CI lies inside the margin"
+    return Comparison(
+        **_common(source, coverage, visited, a_values, b_values),
+        decision=decision,
+        reason=reason,
+        metric=metric,
+        alpha=alpha,
+        margin=margin,
+        finite=False,
+        seed=seed,
+        test=test,
+    )
+
+
+def _common(
+    source: PairSource,
+    coverage: Coverage,
+    visited: list[str],
+    a_values: FloatArray,
+    b_values: FloatArray,
+) -> dict[str, Any]:
+    """The fields of a Comparison both designs fill alike."""
+    calls, usd = source.spent()
+    calls_full, usd_full = source.full(len(visited))
+    return {
+        "labels": source.labels,
+        "n_items_total": len(coverage.compared),
+        "items": visited,
+        "mean_a": float(a_values.mean()) if a_values.size else float("nan"),
+        "mean_b": float(b_values.mean()) if b_values.size else float("nan"),
+        "calls": calls,
+        "calls_full": calls_full,
+        "usd": usd,
+        "usd_full": usd_full,
+        "coverage": coverage.to_json(),
+        "warning": coverage.warning(source.labels),
+    }
 
 
 def _over_budget(budget: float | None, spent: float | None, visited: int, batch: int) -> bool:
@@ -126,11 +195,12 @@ def _over_budget(budget: float | None, spent: float | None, visited: int, batch:
 
 
 def write_comparison(comparison: Comparison, out: Path) -> list[Path]:
-    """compare.json and compare.png in `out`."""
+    """compare.json, and for a sequential comparison compare.png, in `out`."""
     from harness.runs.compare.figure import plot_sequence
 
     out.mkdir(parents=True, exist_ok=True)
     path = out / "compare.json"
-    path.write_text(json.dumps(comparison.to_json(), indent=2) + "\n")
-    figure = plot_sequence(comparison, out / "compare.png")
-    return [path, figure]
+    path.write_text(json.dumps(comparison.to_json(), indent=2, allow_nan=False) + "\n")
+    if comparison.test is not None:
+        return [path]
+    return [path, plot_sequence(comparison, out / "compare.png")]

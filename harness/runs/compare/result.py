@@ -1,10 +1,14 @@
-"""What a sequential comparison found: its decision, the confidence sequence after each
-batch, and what it cost (compare.json)."""
+"""What a comparison found: its decision, the items it compared (and those it could not),
+the confidence sequence after each batch or the fixed-sample test, and what it cost
+(compare.json)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from harness.scoring.stats import PairedDifference
 
 Decision = Literal["A better", "B better", "equivalent", "undecided"]
 
@@ -49,6 +53,9 @@ class Comparison:
     usd: float | None = None
     usd_full: float | None = None
     bootstrap: dict[str, Any] = field(default_factory=dict)
+    coverage: dict[str, Any] = field(default_factory=dict)  # `inputs.Coverage.to_json`
+    warning: str | None = None  # what the coverage means for the result
+    test: PairedDifference | None = None  # the fixed-sample design's test
 
     @property
     def n_items(self) -> int:
@@ -60,6 +67,16 @@ class Comparison:
         return (last.lo, last.hi) if last else (float("nan"), float("nan"))
 
     def to_json(self) -> dict[str, Any]:
+        design: dict[str, Any]
+        if self.test is None:
+            design = {
+                "design": "sequential",
+                "cs": [_finite(v) for v in self.cs],
+                "path": [step.to_json() for step in self.path],
+                "bootstrap_reference": self.bootstrap,
+            }
+        else:
+            design = {"design": "fixed", "test": self.test.to_json()}
         return {
             "decision": self.decision,
             "reason": self.reason,
@@ -78,24 +95,33 @@ class Comparison:
             "calls_full": self.calls_full,
             "usd": None if self.usd is None else round(self.usd, 6),
             "usd_full": self.usd_full,
-            "mean_a": round(self.mean_a, 6),
-            "mean_b": round(self.mean_b, 6),
-            "difference": round(self.mean_b - self.mean_a, 6),
-            "cs": [round(v, 6) for v in self.cs],
-            "path": [step.to_json() for step in self.path],
-            "bootstrap_reference": self.bootstrap,
+            "coverage": self.coverage,
+            "mean_a": _finite(self.mean_a),
+            "mean_b": _finite(self.mean_b),
+            "difference": _finite(self.mean_b - self.mean_a),
+            **design,
             "items": self.items,
         }
 
     def line(self) -> str:
         """The one terminal line."""
-        lo, hi = self.cs
         calls = ""
         if self.calls is not None and self.calls_full:
             calls = f", {self.calls} model calls of {self.calls_full} for two full runs"
         margin = "" if self.margin is None else f", margin ±{self.margin:g}"
+        if self.test is None:
+            (lo, hi), level = self.cs, f"{100 * (1 - self.alpha):g}% confidence sequence"
+            found = f"{level} [{lo:+.3f}, {hi:+.3f}] after {self.n_items} of {self.n_items_total}"
+        else:
+            (lo, hi), p = self.test.ci95, self.test.p_value
+            found = f"paired test p = {p:.3g}, 95% CI [{lo:+.3f}, {hi:+.3f}], on {self.n_items}"
+            found += "" if self.n_items == self.n_items_total else f" of {self.n_items_total}"
         return (
             f"{self.decision}: {self.metric} B - A = {self.mean_b - self.mean_a:+.3f}, "
-            f"{100 * (1 - self.alpha):g}% confidence sequence [{lo:+.3f}, {hi:+.3f}] after "
-            f"{self.n_items} of {self.n_items_total} items{margin}{calls} ({self.reason})"
+            f"{found} items{margin}{calls} ({self.reason})"
         )
+
+
+def _finite(value: float) -> float | None:
+    """A figure for JSON, which has no NaN or infinity: rounded, or None."""
+    return round(value, 6) if math.isfinite(value) else None

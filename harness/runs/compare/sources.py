@@ -15,11 +15,12 @@ from typing import Any, Protocol
 
 from harness.calls.cache import ResponseCache
 from harness.config.experiment import ExperimentConfig, load_experiments
-from harness.core.dataset import Item
+from harness.core.dataset import Dataset, Item
 from harness.core.errors import HarnessError
 from harness.core.event_loop import run_coroutine
 from harness.core.records import Record, read_records
 from harness.reports.loading import RunData, load_predictions, load_run
+from harness.runs.compare.inputs import check_same_items
 from harness.runs.runner import Runner
 from harness.scoring.evaluation import evaluate_records
 from harness.scoring.metrics import MissingPolicy
@@ -59,11 +60,13 @@ def per_item_metric(
 
 
 class PairSource(Protocol):
-    """Both sides of a comparison: their labels, the items they share (in dataset order),
-    and per-item values of the items asked so far."""
+    """Both sides of a comparison: their labels, the items both datasets hold (in dataset
+    order), the items each side answered, and per-item values of the items asked so far
+    (an item without a value is absent)."""
 
     labels: tuple[str, str]
     item_ids: list[str]
+    answered: tuple[set[str], set[str]]
 
     def values(self, asked: Sequence[str]) -> tuple[dict[str, float], dict[str, float]]: ...
 
@@ -77,12 +80,19 @@ class PairSource(Protocol):
         ...
 
 
-def _shared(a: Sequence[str], b: Sequence[str]) -> list[str]:
-    other = set(b)
-    shared = [item_id for item_id in a if item_id in other]
+def _shared_items(a: Dataset, b: Dataset) -> list[str]:
+    """The ids of the items both datasets hold, checked to be the same items."""
+    other = {item.id for item in b.items}
+    shared = [item.id for item in a.items if item.id in other]
     if not shared:
         raise HarnessError("A and B share no item: they must be runs of the same dataset")
+    check_same_items((a, b), shared)
     return shared
+
+
+def _answered(run: RunData, values: dict[str, float]) -> set[str]:
+    """The items of `run` with an answer (a call that did not fail) and a value."""
+    return {r.item_id for r in run.records if r.error is None and r.item_id in values}
 
 
 def _run_data(path: Path, dataset: Path | None) -> RunData:
@@ -109,15 +119,15 @@ class ValuesSource:
     b_values: dict[str, float]
     labels: tuple[str, str] = ("A", "B")
     item_ids: list[str] = field(default_factory=list)
+    answered: tuple[set[str], set[str]] = (set(), set())
 
     def __post_init__(self) -> None:
-        self.item_ids = _shared(list(self.a_values), list(self.b_values))
+        self.item_ids = list(self.a_values | self.b_values)
+        self.answered = (set(self.a_values), set(self.b_values))
 
     def values(self, asked: Sequence[str]) -> tuple[dict[str, float], dict[str, float]]:
-        return (
-            {i: self.a_values[i] for i in asked},
-            {i: self.b_values[i] for i in asked},
-        )
+        a, b = self.a_values, self.b_values
+        return {i: a[i] for i in asked if i in a}, {i: b[i] for i in asked if i in b}
 
     def spent(self) -> tuple[int | None, float | None]:
         return None, None
@@ -136,6 +146,7 @@ class FinishedSource:
     metric: str
     labels: tuple[str, str] = ("A", "B")
     item_ids: list[str] = field(default_factory=list)
+    answered: tuple[set[str], set[str]] = (set(), set())
     _values: tuple[dict[str, float], dict[str, float]] = field(default=({}, {}), repr=False)
     _asked: list[str] = field(default_factory=list, repr=False)
 
@@ -153,12 +164,13 @@ class FinishedSource:
                 )
             )
         self._values = (values[0], values[1])
-        self.item_ids = _shared(list(values[0]), list(values[1]))
+        self.item_ids = _shared_items(self.a.dataset, self.b.dataset)
+        self.answered = (_answered(self.a, values[0]), _answered(self.b, values[1]))
 
     def values(self, asked: Sequence[str]) -> tuple[dict[str, float], dict[str, float]]:
         self._asked = list(asked)
         a, b = self._values
-        return {i: a[i] for i in asked}, {i: b[i] for i in asked}
+        return {i: a[i] for i in asked if i in a}, {i: b[i] for i in asked if i in b}
 
     def _calls(self, ids: Sequence[str]) -> int | None:
         if self.a.kind == "predictions" or self.b.kind == "predictions":
@@ -187,6 +199,7 @@ class RunSource:
     show_progress: bool = False
     labels: tuple[str, str] = ("A", "B")
     item_ids: list[str] = field(default_factory=list)
+    answered: tuple[set[str], set[str]] = (set(), set())
     _model_calls: int = 0
     _usd: float | None = None
     _calls_per_item: float = 0.0
@@ -196,11 +209,13 @@ class RunSource:
         self.labels = (self.configs[0].name, self.configs[1].name)
         if self.labels[0] == self.labels[1]:
             self.labels = (f"A:{self.labels[0]}", f"B:{self.labels[1]}")
-        ids = []
-        for config in self.configs:
-            runner = Runner(config, cache=self.cache, results_dir=self.results_dir)
-            ids.append([item.id for item in runner.dataset().items])
-        self.item_ids = _shared(ids[0], ids[1])
+        a, b = (
+            Runner(config, cache=self.cache, results_dir=self.results_dir).dataset()
+            for config in self.configs
+        )
+        self.item_ids = _shared_items(a, b)
+        # every item asked is answered, or the run stops (see `values`)
+        self.answered = ({item.id for item in a.items}, {item.id for item in b.items})
 
     def values(self, asked: Sequence[str]) -> tuple[dict[str, float], dict[str, float]]:
         out = []
