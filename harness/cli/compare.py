@@ -25,9 +25,7 @@ from harness.runs.compare.inputs import MissingChoice
 SIDES_HELP = (
     "An experiment file (one configuration), a run folder, or a predictions file (with --dataset)."
 )
-METRIC_HELP = (
-    "Per-item metric: hit@1, mrr, ndcg, kendall_tau_b, or hit@K, recall@K, precision@K, ndcg@K."
-)
+METRIC_HELP = "A bounded per-item metric, named as in metrics.json: hit@1, ndcg@10, ..."
 
 
 def _check_alpha(alpha: float) -> None:

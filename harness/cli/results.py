@@ -226,19 +226,23 @@ def runs(
     ] = None,
 ) -> None:
     """List the finished runs under the folders (sweeps at any depth, in the experiment's
-    order) with their key figures: setup, items, Hit@1, MRR, nDCG, coverage, failed calls,
-    when they finished, and a dagger where the endpoint was not the provider's official one."""
+    order) with their key figures: setup, items, the ranking metrics (Hit@1, MRR, nDCG,
+    tau-b), coverage, failed calls, when they finished, and a dagger where the endpoint was
+    not the provider's official one."""
     from rich.table import Table
 
     from harness.core.provenance import drifted_packages, unofficial_endpoints
     from harness.reports.sources import discover
+    from harness.scoring import registry
     from harness.scoring.evaluation import no_scores_reason
     from providers import REGISTRY
 
     roots = folders or [Path("results")]
     found = discover(roots)
     _warn(found.warnings)
-    table = Table("run", "setup", "items", "Hit@1", "MRR", "nDCG", "coverage", "failed", "finished")
+    names = registry.names("ranking")
+    labels = map(registry.label, names)
+    table = Table("run", "setup", "items", *labels, "coverage", "failed", "finished")
     table.columns[0].overflow = table.columns[1].overflow = "fold"
 
     def shown(path: Path) -> str:
@@ -273,11 +277,9 @@ def runs(
         )
         finished = str(provenance.get("finished_at") or "?")
         failed = no_scores_reason(metrics, stats)  # chance-level numbers are not shown
-        figures = (
-            [_mean(metrics, name) for name in ("hit@1", "mrr", "ndcg")]
-            if failed is None
-            else ["no metrics", "-", "-"]
-        )
+        figures = [_mean(metrics, name) for name in names]
+        if failed is not None:
+            figures = ["no metrics"] + ["-"] * (len(names) - 1)
         if failed is not None:
             setup += f" ({failed})"
         table.add_row(

@@ -13,9 +13,10 @@ import numpy as np
 from harness.core.dataset import Item
 from harness.reports.loading import RunData
 from harness.reports.pairing import pair_by
+from harness.scoring import registry
 from harness.scoring.evaluation import evaluate_predictions
 from harness.scoring.human_ceiling import human_ceiling
-from harness.scoring.metrics import METRIC_NAMES, Aggregate, FloatArray
+from harness.scoring.metrics import Aggregate, FloatArray
 from harness.scoring.stats import (
     Agreement,
     Correction,
@@ -67,7 +68,8 @@ def chance_levels(items: Sequence[Item]) -> dict[str, float]:
         return {}
     ranked = [item for item in items if item.id in flat]
     summary = evaluate_predictions(ranked, {0: flat}, n_bootstrap=10).aggregate.metrics
-    return {name: float(summary[name].mean or 0.0) for name in METRIC_NAMES if name in summary}
+    ranking = registry.names("ranking")
+    return {name: float(summary[name].mean or 0.0) for name in ranking if name in summary}
 
 
 def analyse(

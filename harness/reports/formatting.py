@@ -9,34 +9,17 @@ from typing import Any
 from rich.table import Table
 
 from harness.core.sanitize import terminal_text
-from harness.scoring.metrics import METRIC_NAMES, RANK_NAMES
+from harness.scoring import registry
 
-METRIC_LABELS = {"hit@1": "Hit@1", "mrr": "MRR", "ndcg": "nDCG", "kendall_tau_b": "tau-b"}
-KIND_LABELS = {"hit": "Hit", "recall": "R", "precision": "P", "ndcg": "nDCG", "success": "SR"}
-
-
-def metric_label(name: str) -> str:
-    """`recall@20` -> `R@20`; the four core metrics by their usual names."""
-    if name in METRIC_LABELS:
-        return METRIC_LABELS[name]
-    kind, at, k = name.partition("@")
-    return f"{KIND_LABELS.get(kind, kind)}@{k}" if at else name.replace("_", " ")
+metric_label = registry.label
 
 
 def shown_metrics(blocks: Iterable[Mapping[str, Any]], *, compact: bool = False) -> list[str]:
-    """The metric columns of a table over metrics.json blocks: the four always reported,
-    recall@K and ndcg@K for each K some block has (only the largest K when `compact`), and
-    median/mean rank where reported, and a two-turn run's success@K. precision@K and hit@K
-    stay in metrics.json and CSV."""
+    """The metric columns of a table over metrics.json blocks (`registry.shown`)."""
     present: set[str] = set()
     for block in blocks:
         present |= set(block.get("metrics") or {})
-    ks = sorted({int(name.split("@")[1]) for name in present if name.startswith("recall@")})
-    ks = ks[-1:] if compact else ks
-    cutoffs = [f"{kind}@{k}" for kind in ("recall", "ndcg") for k in ks]
-    ranks = [name for name in RANK_NAMES if name in present]
-    success = [f"success@{k}" for k in ks or [1] if f"success@{k}" in present]  # refine
-    return [*METRIC_NAMES, *cutoffs, *ranks, *success]
+    return registry.shown(present, compact=compact)
 
 
 def format_metric(summary: Mapping[str, Any] | None) -> str:

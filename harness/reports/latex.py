@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.reports.formatting import METRIC_LABELS
 from harness.reports.loading import RunData
 from harness.reports.pivot import Pivot, build_pivot
-from harness.scoring.metrics import METRIC_NAMES, MetricSummary
+from harness.scoring import registry
+from harness.scoring.metrics import MetricSummary
 
 _SPECIAL = {
     "\\": r"\textbackslash{}",
@@ -49,9 +49,11 @@ def _cell(summary: MetricSummary | None, best: float | None) -> str:
     return f"{mean} {{\\scriptsize [{_number(low)}, {_number(high)}]}}"
 
 
-def _best(summaries: Sequence[MetricSummary | None]) -> float | None:
+def _best(name: str, summaries: Sequence[MetricSummary | None]) -> float | None:
     means = [s.mean for s in summaries if s is not None and s.mean is not None]
-    return max(means) if means else None  # every reported metric is better when higher
+    metric = registry.find(name)
+    lower = metric is not None and not metric.higher_is_better
+    return (min(means) if lower else max(means)) if means else None
 
 
 def _table(columns: str, header: list[str], body: list[str], caption: str, label: str) -> str:
@@ -71,15 +73,16 @@ def comparison_tex(runs: Sequence[RunData], *, marks: Sequence[str] = ()) -> str
     """One row per run: the metrics with 95% CIs (best mean per column in bold) and
     coverage. `marks[i]` is appended to run i's label (e.g. a dagger)."""
     marks = list(marks) or [""] * len(runs)
-    best = {m: _best([run.aggregate.metrics.get(m) for run in runs]) for m in METRIC_NAMES}
-    header = " & ".join(["Run", *(METRIC_LABELS[m] for m in METRIC_NAMES), "Coverage"])
+    names = registry.names("ranking")
+    best = {m: _best(m, [run.aggregate.metrics.get(m) for run in runs]) for m in names}
+    header = " & ".join(["Run", *map(registry.label, names), "Coverage"])
     body = []
     for run, mark in zip(runs, marks, strict=True):
-        cells = [_cell(run.aggregate.metrics.get(m), best[m]) for m in METRIC_NAMES]
+        cells = [_cell(run.aggregate.metrics.get(m), best[m]) for m in names]
         coverage = f"{100 * run.aggregate.coverage:.1f}\\%"
         body.append(" & ".join([escape(run.label + mark), *cells, coverage]) + " \\\\")
     caption = "Means over items with 95\\% percentile-bootstrap CIs; best mean per column in bold."
-    columns = "l" + "c" * len(METRIC_NAMES) + "r"
+    columns = "l" + "c" * len(names) + "r"
     return _table(columns, [header + " \\\\"], body, caption, "tab:comparison")
 
 
@@ -93,7 +96,8 @@ def pivot_tex(runs: Sequence[RunData]) -> str | None:
 
 
 def _pivot_table(pivot: Pivot) -> str:
-    width = len(METRIC_NAMES)
+    names = registry.names("ranking")
+    width = len(names)
     groups = " & ".join(
         f"\\multicolumn{{{width}}}{{c}}{{{escape(prompt)}}}" for prompt in pivot.prompts
     )
@@ -101,7 +105,7 @@ def _pivot_table(pivot: Pivot) -> str:
         f"\\cmidrule(lr){{{2 + i * width}-{1 + (i + 1) * width}}}"
         for i in range(len(pivot.prompts))
     )
-    metrics = " & ".join(METRIC_LABELS[m] for m in METRIC_NAMES)
+    metrics = " & ".join(map(registry.label, names))
     header = [
         f" & {groups} \\\\",
         rules,
@@ -109,21 +113,22 @@ def _pivot_table(pivot: Pivot) -> str:
     ]
     best = {
         (prompt, m): _best(
+            m,
             [
                 run.aggregate.metrics.get(m)
                 for row in pivot.rows
                 if (run := pivot.cells.get((row, prompt))) is not None
-            ]
+            ],
         )
         for prompt in pivot.prompts
-        for m in METRIC_NAMES
+        for m in names
     }
     body = []
     for row in pivot.rows:
         cells = []
         for prompt in pivot.prompts:
             run = pivot.cells.get((row, prompt))
-            for m in METRIC_NAMES:
+            for m in names:
                 summary = run.aggregate.metrics.get(m) if run is not None else None
                 cells.append(_cell(summary, best[(prompt, m)]))
         body.append(" & ".join([escape(row), *cells]) + " \\\\")

@@ -7,9 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.reports.formatting import METRIC_LABELS, format_metric, markdown_table
+from harness.reports.formatting import format_metric, markdown_table
 from harness.reports.loading import RunData
-from harness.scoring.metrics import METRIC_NAMES
+from harness.scoring import registry
+from harness.scoring.metrics import MetricSummary
 
 
 @dataclass(frozen=True)
@@ -22,8 +23,8 @@ class Pivot:
         run = self.cells.get((row, prompt))
         if run is None:
             return None
-        value: dict[str, Any] = run.aggregate.metrics[metric].to_json()
-        return value
+        summary = run.aggregate.metrics.get(metric)
+        return None if summary is None else summary.to_json()
 
 
 def _row_key(run: RunData, with_inputs: bool) -> str:
@@ -51,7 +52,11 @@ def build_pivot(runs: Sequence[RunData]) -> Pivot | None:
 def pivot_header(pivot: Pivot) -> list[str]:
     return [
         "model",
-        *(f"{prompt}: {METRIC_LABELS[m]}" for prompt in pivot.prompts for m in METRIC_NAMES),
+        *(
+            f"{prompt}: {registry.label(m)}"
+            for prompt in pivot.prompts
+            for m in registry.names("ranking")
+        ),
     ]
 
 
@@ -62,7 +67,7 @@ def pivot_rows(pivot: Pivot) -> list[list[str]]:
             *(
                 format_metric(pivot.summary(row, prompt, m))
                 for prompt in pivot.prompts
-                for m in METRIC_NAMES
+                for m in registry.names("ranking")
             ),
         ]
         for row in pivot.rows
@@ -84,8 +89,8 @@ def pivot_csv_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
     out = []
     for (row, prompt), run in pivot.cells.items():
         line: dict[str, Any] = {"model": row, "prompt": prompt, "run": run.label}
-        for name in METRIC_NAMES:
-            summary = run.aggregate.metrics[name]
+        for name in registry.names("ranking"):
+            summary = run.aggregate.metrics.get(name) or MetricSummary(None, None)
             low, high = summary.ci95 or (None, None)
             line |= {f"{name}_mean": summary.mean, f"{name}_ci_low": low, f"{name}_ci_high": high}
         out.append(line)

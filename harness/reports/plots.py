@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from harness.reports.labels import shorten_unique
-from harness.scoring.metrics import METRIC_NAMES, FloatArray, MetricSummary
+from harness.scoring import registry
+from harness.scoring.metrics import FloatArray, MetricSummary
 from harness.scoring.stats import Agreement, PositionBias
 
 PAGE_DPI = 110  # 13 inches (the widest figure) make 1,430 px: the page is 1,400 px wide
@@ -29,9 +30,6 @@ MAX_HEATMAP = 7.5  # inches a side: with the colour bar, under 1,000 px
 class Figure:
     page_png: bytes  # for the HTML report
     files: dict[str, bytes]  # format -> bytes: "png" (the page's) and "pdf"
-
-
-METRIC_TITLES = {"hit@1": "Hit@1", "mrr": "MRR", "ndcg": "nDCG@N", "kendall_tau_b": "Kendall tau-b"}
 
 
 def _figure(**options: Any) -> Any:
@@ -85,22 +83,24 @@ def metric_bars(
     *,
     files: bool = True,
 ) -> Figure:
-    """One panel per metric, one horizontal bar per run, whiskers at the 95% CI, and a
-    dashed line at the metric's chance level (a random ranking's expected value)."""
+    """One panel per ranking metric, one horizontal bar per run, whiskers at the 95% CI,
+    and a dashed line at the metric's chance level (a random ranking's expected value)."""
+    names = registry.names("ranking")
     labels = shorten_unique([label for label, _ in runs], 40)
     height = min(1.0 + 0.35 * len(runs), MAX_HEIGHT)
     fig = _figure(figsize=(13, height), layout="constrained")
-    axes = fig.subplots(1, len(METRIC_NAMES))
+    axes = fig.subplots(1, len(names), squeeze=False)[0]
     font = min(10.0, 10.0 * (MAX_HEIGHT - 1.0) / (0.35 * len(runs)))  # the labels' size
     y = np.arange(len(runs))
-    for ax, name in zip(axes, METRIC_NAMES, strict=True):
-        means = np.array([_or_nan(m[name].mean) for _, m in runs])
-        cis = [m[name].ci95 or (np.nan, np.nan) for _, m in runs]
+    for ax, name in zip(axes, names, strict=True):
+        summaries = [m.get(name) for _, m in runs]
+        means = np.array([_or_nan(s.mean if s else None) for s in summaries])
+        cis = [(s.ci95 if s else None) or (np.nan, np.nan) for s in summaries]
         lows = np.array([low for low, _ in cis])
         highs = np.array([high for _, high in cis])
         whiskers = np.vstack([np.clip(means - lows, 0, None), np.clip(highs - means, 0, None)])
         ax.barh(y, means, xerr=whiskers, color="#4c78a8", ecolor="#333333", capsize=3)
-        ax.set_title(METRIC_TITLES[name])
+        ax.set_title(registry.label(name))
         ax.axvline(0, color="#999999", linewidth=0.8)
         if chance and name in chance:
             ax.axvline(chance[name], color="#c0392b", linestyle="--", linewidth=1, label="chance")

@@ -8,15 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.reports.formatting import format_metric, markdown_table, metric_label, shown_metrics
+from harness.scoring import registry
 
-DESCRIPTION_LABELS = {
-    "bleu_1": "BLEU-1",
-    "bleu_2": "BLEU-2",
-    "bleu_3": "BLEU-3",
-    "bleu_4": "BLEU-4",
-    "rouge_l": "ROUGE-L",
-    "embedding_cosine": "cosine",
-}
 TURNS_NOTE = (
     "Turn 1 ranks from the context; turn 2 after the user's reply to turn 1's top pick. "
     "The run's metrics are turn 2's; SR@K (success@K): the gold in the top K at turn 1 or "
@@ -47,7 +40,7 @@ def turn_rows(label: str, metrics: Mapping[str, Any]) -> list[list[str]]:
 def success_rows(label: str, metrics: Mapping[str, Any]) -> list[list[str]]:
     """SR@K: the gold in the top K at some turn."""
     return [
-        [label, f"SR@{name.split('@')[1]}", format_metric(summary)]
+        [label, metric_label(name), format_metric(summary)]
         for name, summary in (metrics.get("metrics") or {}).items()
         if name.startswith("success@")
     ]
@@ -77,11 +70,12 @@ def description_section(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[s
     described = [(label, m["description"]) for label, m in runs if m.get("description")]
     if not described:
         return []
-    header = ["run", *DESCRIPTION_LABELS.values(), "items", "words"]
+    names = registry.names("description")
+    header = ["run", *map(metric_label, names), "items", "words"]
     rows = [
         [
             label,
-            *(format_metric(block["metrics"].get(name)) for name in DESCRIPTION_LABELS),
+            *(format_metric(block["metrics"].get(name)) for name in names),
             str(block["n_items"]),
             f"{block['mean_words']:.1f}",
         ]

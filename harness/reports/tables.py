@@ -24,8 +24,9 @@ from harness.reports.loading import RunData
 from harness.reports.pivot import pivot_markdown
 from harness.reports.protocol_tables import protocol_sections
 from harness.reports.run_report import HUMAN_NOTE
+from harness.scoring import registry
 from harness.scoring.human_ceiling import HUMAN_ROW
-from harness.scoring.metrics import METRIC_NAMES, Aggregate, MetricSummary
+from harness.scoring.metrics import Aggregate, MetricSummary
 from harness.scoring.stats import CORRECTION_NAMES, PairedDifference
 
 
@@ -228,8 +229,8 @@ def human_csv_rows(human: Aggregate | None) -> list[dict[str, Any]]:
     if human is None:
         return []
     row: dict[str, Any] = {"run": HUMAN_ROW, "provider": "human", "n_items": human.n_items}
-    for name in METRIC_NAMES:
-        summary = human.metrics[name]
+    for name in registry.names("ranking"):
+        summary = human.metrics.get(name) or MetricSummary(None, None)
         low, high = summary.ci95 or (None, None)
         row |= {
             f"{name}_mean": summary.mean,

@@ -24,10 +24,10 @@ import numpy as np
 
 from harness.core.dataset import Clip, Item
 from harness.core.records import Record
+from harness.scoring import registry
 from harness.scoring.metrics import FloatArray, MetricSummary, resample_blocks, summarize
 
 BLEU_ORDERS = (1, 2, 3, 4)
-NAMES = (*(f"bleu_{n}" for n in BLEU_ORDERS), "rouge_l", "embedding_cosine")
 
 
 def references_of(item: Item, clips: dict[str, Clip]) -> list[str]:
@@ -133,5 +133,5 @@ def description_metrics(
         "n_items_without_description": sum(item.id not in written for item in items),
         "reference": "caption of the item's most relevant candidate",
         "mean_words": round(float(np.mean(words)), 3),
-        "metrics": {name: metrics[name].to_json() for name in NAMES},
+        "metrics": {name: metrics[name].to_json() for name in registry.names("description")},
     }

@@ -21,6 +21,7 @@ import numpy as np
 from harness.core.dataset import Item
 from harness.core.predictions import Predictions, PredictionsBuilder
 from harness.core.records import Record
+from harness.scoring import registry
 from harness.scoring.metrics import (
     Aggregate,
     FloatArray,
@@ -262,13 +263,14 @@ def turn_gain(
     first: Aggregate, last: Aggregate, *, n_bootstrap: int = 1000, seed: int = 0
 ) -> dict[str, MetricSummary]:
     """Per metric, the mean over items of (last turn - first turn) on the items both count,
-    with a paired-bootstrap 95% CI (medians are not differenced: `median_rank` has none)."""
+    with a paired-bootstrap 95% CI (a median, `median_rank`'s, is not differenced)."""
     shared = [item for item in last.item_ids if item in set(first.item_ids)]
     row_first = {item: i for i, item in enumerate(first.item_ids)}
     row_last = {item: i for i, item in enumerate(last.item_ids)}
     gains: dict[str, MetricSummary] = {}
     for name, values in last.per_item.items():
-        if name == "median_rank" or name not in first.per_item:
+        metric = registry.find(name)
+        if (metric and metric.statistic == "median") or name not in first.per_item:
             continue
         before = first.per_item[name][[row_first[i] for i in shared]]
         after = values[[row_last[i] for i in shared]]

@@ -1,12 +1,13 @@
 """Aggregation of the tie-aware ranking metrics (docs/metrics.md) over items and repeats.
 
 Scores come per item in the item's candidate order, NaN for a missing score; relevance as
-the matching gains (`Item.relevance`). Per-item values come from `harness.scoring.ranking` (closed-form
-expectations over uniformly random tie-breaking, one sort per item), computed on padded
-(items x max N) blocks. Reported: `hit@1`, `mrr`, `ndcg`, `kendall_tau_b` always;
-`hit@K`, `recall@K`, `precision@K`, `ndcg@K` for each K of `at`; `median_rank` and `mean_rank`
-(expected rank of the gold candidate) when every evaluated item has exactly one relevant
-candidate. An item without any relevant candidate scores 0 on every metric.
+the matching gains (`Item.relevance`). Per-item values come from the metric table
+(`harness.scoring.registry`) on padded (items x max N) blocks sorted once
+(`harness.scoring.ranking`: closed-form expectations over uniformly random tie-breaking).
+Reported: the `ranking` metrics always (`hit@1`, `mrr`, `ndcg`, `kendall_tau_b`); the
+`retrieval` families (`hit@K`, `recall@K`, `precision@K`, `ndcg@K`) at each K of `at`; the
+`single-gold` ones (`median_rank`, `mean_rank`) when every evaluated item has exactly one
+relevant candidate. An item without any relevant candidate scores 0 on every metric.
 """
 
 from __future__ import annotations
@@ -21,14 +22,13 @@ from numpy.typing import NDArray
 from harness.core.dataset import Item
 from harness.core.errors import HarnessError
 from harness.core.predictions import MissingPolicy, ScoreRow
-from harness.scoring.ranking import CORE_NAMES, block_metrics, cutoff_names
-from harness.scoring.sorted_block import FloatArray
+from harness.scoring import registry
+from harness.scoring.ranking import RankedBlock
+from harness.scoring.sorted_block import FloatArray, IntArray
 from harness.scoring.tau_b import kendall_tau_b
 
 __all__ = [
     "MAX_BOOTSTRAP",
-    "METRIC_NAMES",
-    "RANK_NAMES",
     "Aggregate",
     "FloatArray",
     "MetricSummary",
@@ -44,17 +44,30 @@ __all__ = [
     "top_is_tied",
 ]
 
-METRIC_NAMES = CORE_NAMES
-RANK_NAMES = ("median_rank", "mean_rank")
 BLOCK_ELEMENTS = 1 << 15  # rows x columns per block of items: small enough to stay in cache
 BOOTSTRAP_ELEMENTS = 1 << 20  # resamples x items per block of bootstrap resamples
 MAX_BOOTSTRAP = 100_000  # resamples a run or `harness evaluate` may ask for
 
 
 def metric_names(at: Sequence[int] = (), *, single_gold: bool = False) -> tuple[str, ...]:
-    """The names reported, in order, for cut-offs `at` (sorted, deduplicated)."""
-    cutoffs = tuple(n for n in cutoff_names(_cutoffs(at)) if n not in METRIC_NAMES)
-    return METRIC_NAMES + cutoffs + (RANK_NAMES if single_gold else ())
+    """The names reported, in order, for cut-offs `at` (sorted, deduplicated): the ranking
+    metrics, the retrieval families at each K, and with `single_gold` the gold's rank."""
+    at = _cutoffs(at)
+    ranks = registry.names("single-gold") if single_gold else ()
+    return registry.names("ranking") + registry.names("retrieval", at) + ranks
+
+
+def block_metrics(
+    scores: FloatArray, gains: FloatArray, lengths: IntArray, names: Sequence[str]
+) -> tuple[dict[str, FloatArray], RankedBlock]:
+    """The per-item values of `names` on one padded block (`harness.scoring.ranking`)."""
+    block = RankedBlock(scores, gains, lengths)
+    values = {}
+    for name in names:
+        metric = registry.find(name)
+        assert metric is not None and metric.per_item is not None, name
+        values[name] = metric.per_item(block, registry.cutoff_of(name) or 0)
+    return values, block
 
 
 def _cutoffs(at: Sequence[int]) -> tuple[int, ...]:
@@ -72,8 +85,8 @@ def per_item_metrics(
     `scores` must already have missing values replaced (policy `worst` uses -inf).
     """
     lengths = np.full(scores.shape[0], scores.shape[1], dtype=np.int64)
-    metrics = block_metrics(scores, relevance, lengths, _cutoffs(at)).metrics
-    return {name: metrics[name] for name in metric_names(at)}
+    values, _ = block_metrics(scores, relevance, lengths, metric_names(at))
+    return values
 
 
 def top_is_tied(scores: FloatArray) -> NDArray[np.bool_]:
@@ -180,7 +193,6 @@ def _unit_scale(gains: FloatArray) -> FloatArray:
 @dataclass(frozen=True)
 class _Repeat:
     values: dict[str, FloatArray]  # NaN for excluded items
-    gold_rank: FloatArray
     n_relevant: NDArray[np.int64]  # -1 for excluded items
     tied: FloatArray
 
@@ -212,27 +224,26 @@ def _blocks(lengths: NDArray[np.int64]) -> list[NDArray[np.int64]]:
 def _per_item(matrix: ScoreMatrix, missing: MissingPolicy, at: tuple[int, ...]) -> _Repeat:
     """Per-item metrics (NaN for excluded items) and a per-item tied-top indicator."""
     m = len(matrix.item_ids)
-    names = (*METRIC_NAMES, *cutoff_names(at))
+    names = metric_names(at, single_gold=True)  # all that `aggregate` may report
     values = {name: np.full(m, np.nan) for name in names}
-    gold_rank, tied = np.full(m, np.nan), np.full(m, np.nan)
+    tied = np.full(m, np.nan)
     n_relevant = np.full(m, -1, dtype=np.int64)
     lengths = np.array([len(row) for row in matrix.scores], dtype=np.int64)
     keep = np.arange(m)
     if missing == "exclude":
         keep = np.array([i for i in keep if not np.isnan(matrix.scores[i]).any()], dtype=np.int64)
-    for block in _blocks(lengths[keep]):
-        index = keep[block]
+    for rows in _blocks(lengths[keep]):
+        index = keep[rows]
         width = int(lengths[index].max())
         scores = _padded([matrix.scores[i] for i in index], width)
         gains = _padded([matrix.relevance[i] for i in index], width)
         scores = np.where(np.isnan(scores), -np.inf, scores)
-        result = block_metrics(scores, gains, lengths[index], at)
+        computed, block = block_metrics(scores, gains, lengths[index], names)
         for name in names:
-            values[name][index] = result.metrics[name]
-        gold_rank[index] = result.gold_rank
-        n_relevant[index] = result.n_relevant
-        tied[index] = result.top_tied
-    return _Repeat(values, gold_rank, n_relevant, tied)
+            values[name][index] = computed[name]
+        n_relevant[index] = block.n_relevant
+        tied[index] = block.top_tied
+    return _Repeat(values, n_relevant, tied)
 
 
 def per_item_values(
@@ -264,8 +275,8 @@ def summarize(
     name: str, per_repeat: FloatArray, *, n_bootstrap: int = 1000, seed: int = 0
 ) -> MetricSummary:
     """A metric from its values per repeat and item (repeats x items; NaN where an item has
-    none): the mean over items (median for `median_rank`) of each item's mean over repeats,
-    with a seeded percentile-bootstrap CI over items (the resampling of `aggregate`)."""
+    none): the mean (or median, as the metric table says) over items of each item's mean
+    over repeats, with a seeded percentile-bootstrap CI over items (as `aggregate`'s)."""
     values = np.atleast_2d(np.asarray(per_repeat, dtype=np.float64))
     present = np.isfinite(values).any(axis=0)
     if not present.any():
@@ -274,7 +285,7 @@ def summarize(
     per_item = np.nanmean(values, axis=0)
     boot = np.empty(n_bootstrap)
     for rows, drawn in resample_blocks(n_bootstrap, per_item.size, np.random.default_rng(seed)):
-        if name == "median_rank":
+        if _median(name):
             boot[rows] = _resampled_medians(per_item, drawn)
         else:
             boot[rows] = per_item[drawn].mean(axis=1)
@@ -287,21 +298,22 @@ def _bootstrap(
     n_boot: int,
     rng: np.random.Generator,
 ) -> dict[str, FloatArray]:
-    """Each metric's statistic (mean; median for `median_rank`) on every bootstrap resample
+    """Each metric's statistic (its mean or median) on every bootstrap resample
     (`resample_blocks`: bounded memory, earlier releases' resamples).
 
-    The four DialBGM metrics average the resampled values as earlier releases did, so their
-    CIs reproduce bit for bit; the other means go through resample counts (a matrix product).
+    The ranking metrics average the resampled values as earlier releases did, so their CIs
+    reproduce bit for bit; the other means go through resample counts (a matrix product).
     """
     n = len(next(iter(per_item.values())))
     out = {name: np.empty(n_boot) for name in reported}
-    others = [name for name in reported if name not in METRIC_NAMES and name != "median_rank"]
+    direct = set(registry.names("ranking"))
+    others = [name for name in reported if name not in direct and not _median(name)]
     table = np.stack([per_item[name] for name in others], axis=1) if others else None
     for rows, drawn in resample_blocks(n_boot, n, rng):
         for name in reported:
-            if name in METRIC_NAMES:
+            if name in direct:
                 out[name][rows] = per_item[name][drawn].mean(axis=1)
-            elif name == "median_rank":
+            elif _median(name):
                 out[name][rows] = _resampled_medians(per_item[name], drawn)
         if table is not None:
             offsets = n * np.arange(len(drawn))[:, None]
@@ -326,10 +338,15 @@ def _resampled_medians(values: FloatArray, drawn: NDArray[np.int64]) -> FloatArr
     return medians
 
 
+def _median(name: str) -> bool:
+    metric = registry.find(name)
+    return metric is not None and metric.statistic == "median"
+
+
 def _summary(name: str, boot: FloatArray, per_repeat: FloatArray) -> MetricSummary:
-    """Mean (median for `median_rank`) over items, its percentile-bootstrap CI, and with
-    several repeats the per-repeat statistics and their standard deviation."""
-    statistic = np.nanmedian if name == "median_rank" else np.nanmean
+    """The mean (or median) over items, its percentile-bootstrap CI, and with several
+    repeats the per-repeat statistics and their standard deviation."""
+    statistic = np.nanmedian if _median(name) else np.nanmean
     repeat_stats = [float(statistic(v)) for v in per_repeat if np.isfinite(v).any()]
     low, high = np.percentile(boot, [2.5, 97.5])
     multi = len(per_repeat) > 1
@@ -362,16 +379,13 @@ def aggregate(
     tied = np.stack([r.tied for r in per_repeat])
     tie_rate = float(np.nanmean(tied)) if np.isfinite(tied).any() else None
 
-    names = (*METRIC_NAMES, *cutoff_names(cutoffs))
-    stacked = {name: np.stack([r.values[name] for r in per_repeat]) for name in names}
-    present = np.isfinite(stacked["hit@1"]).any(axis=0)
+    n_relevant = np.max(np.stack([r.n_relevant for r in per_repeat]), axis=0)
+    present = n_relevant >= 0  # not excluded in every repeat
     n_items = int(present.sum())
-    n_relevant = np.max(np.stack([r.n_relevant for r in per_repeat]), axis=0)[present]
+    n_relevant = n_relevant[present]
     single_gold = n_items > 0 and bool((n_relevant == 1).all())
-    if single_gold:
-        ranks = np.stack([r.gold_rank for r in per_repeat])
-        stacked.update({name: ranks for name in RANK_NAMES})
     reported = metric_names(cutoffs, single_gold=single_gold)
+    stacked = {name: np.stack([r.values[name] for r in per_repeat]) for name in reported}
     per_item = {name: np.nanmean(stacked[name][:, present], axis=0) for name in reported}
     summaries: dict[str, MetricSummary] = {}
     if n_items:

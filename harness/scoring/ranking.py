@@ -22,22 +22,14 @@ The sorted block itself is `harness.scoring.sorted_block`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
 
 from harness.scoring.sorted_block import BoolArray, FloatArray, IntArray, SortedBlock, sort_block
 from harness.scoring.tau_b import tau_b_of
-
-CORE_NAMES = ("hit@1", "mrr", "ndcg", "kendall_tau_b")
-CUTOFF_KINDS = ("hit", "recall", "precision", "ndcg")
-
-
-def cutoff_names(at: Sequence[int]) -> tuple[str, ...]:
-    """`hit@K`, `recall@K`, `precision@K`, `ndcg@K` for each K, grouped by kind."""
-    return tuple(f"{kind}@{k}" for kind in CUTOFF_KINDS for k in at)
 
 
 # ------------------------------------------------------------------------ the other metrics
@@ -132,77 +124,112 @@ class BestGroup:
         return result
 
 
-@dataclass(frozen=True)
-class BlockResult:
-    metrics: dict[str, FloatArray]
-    gold_rank: FloatArray  # expected rank of the single relevant candidate; NaN otherwise
-    n_relevant: IntArray
-    top_tied: BoolArray
+class RankedBlock:
+    """One padded block of items (see the module docstring), sorted once; each metric's
+    per-item values (`harness.scoring.registry`) come from its methods, and what several
+    metrics share is computed once."""
 
+    def __init__(self, scores: FloatArray, gains: FloatArray, lengths: IntArray) -> None:
+        self.gains = gains  # in candidate order
+        self.sorted = sort_block(scores, gains, lengths)
+        self.best = BestGroup.of(self.sorted)
+        self.harmonic, self.discount = _discounts(scores.shape[1])
+        self._top: dict[int, tuple[FloatArray, FloatArray, FloatArray]] = {}
 
-def block_metrics(
-    scores: FloatArray, gains: FloatArray, lengths: IntArray, at: Sequence[int] = ()
-) -> BlockResult:
-    """Every metric per row of one padded block (see the module docstring)."""
-    m, n = scores.shape
-    block = sort_block(scores, gains, lengths)
-    harmonic, discount = _discounts(n)
-    best = BestGroup.of(block)
+    @cached_property
+    def mean_discount(self) -> FloatArray:
+        """Per sorted place, the mean discount of its tie group."""
+        block = self.sorted
+        result: FloatArray = (
+            self.discount[block.end + 1] - self.discount[block.start]
+        ) / block.size
+        return result
 
-    mean_discount = (discount[block.end + 1] - discount[block.start]) / block.size
-    in_candidate_order = np.empty_like(mean_discount)
-    np.put_along_axis(in_candidate_order, block.order, mean_discount, axis=1)
-    dcg = (gains * in_candidate_order).sum(axis=1)
-    ideal_gains = block.gains_desc / np.log2(np.arange(1, n + 1) + 1)
-    ideal = ideal_gains.sum(axis=1)
+    @cached_property
+    def ideal_gains(self) -> FloatArray:
+        """The ideal ranking's discounted gains."""
+        n = self.gains.shape[1]
+        result: FloatArray = self.sorted.gains_desc / np.log2(np.arange(1, n + 1) + 1)
+        return result
 
-    metrics = {
-        "hit@1": best.hit(1),
-        "mrr": best.reciprocal_rank(harmonic),
-        "ndcg": np.divide(dcg, ideal, out=np.zeros(m), where=ideal > 0),
-        "kendall_tau_b": tau_b_of(block),
-    }
-    relevant = block.valid & (block.gains > 0)
-    n_relevant = relevant.sum(axis=1)
-    if at:
-        metrics |= _cutoff_metrics(block, best, at, relevant, mean_discount, ideal_gains)
-    ordered = {name: metrics[name] for name in (*CORE_NAMES, *cutoff_names(at))}
-    gold_rank = np.where(n_relevant == 1, best.p + (best.g - 1) / 2, np.nan)
-    top_tied = block.end[:, 0] > 0 if n else np.zeros(m, dtype=bool)
-    return BlockResult(ordered, gold_rank, n_relevant, top_tied)
+    @cached_property
+    def relevant(self) -> BoolArray:
+        result: BoolArray = self.sorted.valid & (self.sorted.gains > 0)
+        return result
 
+    @cached_property
+    def n_relevant(self) -> IntArray:
+        result: IntArray = self.relevant.sum(axis=1)
+        return result
 
-def _cutoff_metrics(
-    block: SortedBlock,
-    best: BestGroup,
-    at: Sequence[int],
-    relevant: BoolArray,
-    mean_discount: FloatArray,
-    ideal_gains: FloatArray,
-) -> dict[str, FloatArray]:
-    """hit/recall/precision/nDCG at each K from prefix sums in sorted order: groups wholly
-    in the top K count fully, the group holding the K-th place by its share of the top K."""
-    m, n = block.gains.shape
-    rows = np.arange(m)
-    _, discount = _discounts(n)
-    n_relevant = relevant.sum(axis=1)
-    relevant_before = _prefix_sums(relevant)
-    gain_before = _prefix_sums(block.gains)
-    dcg_before = _prefix_sums(block.gains * mean_discount)
-    ideal_before = _prefix_sums(ideal_gains)
-    out = {}
-    for k in at:
-        places = np.minimum(k, block.lengths)
-        s, e = block.start[rows, places - 1], block.end[rows, places - 1] + 1
-        share = (places - s) / (e - s)
-        hits = relevant_before[rows, s] + share * (
-            relevant_before[rows, e] - relevant_before[rows, s]
+    def ndcg(self) -> FloatArray:
+        in_candidate_order = np.empty_like(self.mean_discount)
+        np.put_along_axis(in_candidate_order, self.sorted.order, self.mean_discount, axis=1)
+        dcg = (self.gains * in_candidate_order).sum(axis=1)
+        ideal = self.ideal_gains.sum(axis=1)
+        return _ratio(dcg, ideal)
+
+    def tau_b(self) -> FloatArray:
+        return tau_b_of(self.sorted)
+
+    def recall(self, k: int) -> FloatArray:
+        hits, _, _ = self.top(k)
+        return _ratio(hits, self.n_relevant)
+
+    def precision(self, k: int) -> FloatArray:
+        hits, _, _ = self.top(k)
+        result: FloatArray = hits / k
+        return result
+
+    def ndcg_at(self, k: int) -> FloatArray:
+        _, dcg, ideal = self.top(k)
+        return _ratio(dcg, ideal)
+
+    @cached_property
+    def gold_rank(self) -> FloatArray:
+        """The expected rank of the single relevant candidate; NaN for other rows."""
+        best = self.best
+        result: FloatArray = np.where(self.n_relevant == 1, best.p + (best.g - 1) / 2, np.nan)
+        return result
+
+    @cached_property
+    def top_tied(self) -> BoolArray:
+        m, n = self.gains.shape
+        result: BoolArray = self.sorted.end[:, 0] > 0 if n else np.zeros(m, dtype=bool)
+        return result
+
+    @cached_property
+    def _prefix(self) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+        block = self.sorted
+        return (
+            _prefix_sums(self.relevant),
+            _prefix_sums(block.gains),
+            _prefix_sums(block.gains * self.mean_discount),
+            _prefix_sums(self.ideal_gains),
         )
-        group_mean_gain = (gain_before[rows, e] - gain_before[rows, s]) / (e - s)
-        dcg = dcg_before[rows, s] + group_mean_gain * (discount[places] - discount[s])
-        ideal = ideal_before[rows, places]
-        out[f"hit@{k}"] = best.hit(k)
-        out[f"recall@{k}"] = np.divide(hits, n_relevant, out=np.zeros(m), where=n_relevant > 0)
-        out[f"precision@{k}"] = hits / k
-        out[f"ndcg@{k}"] = np.divide(dcg, ideal, out=np.zeros(m), where=ideal > 0)
-    return out
+
+    def top(self, k: int) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """The expected relevant candidates, DCG and ideal DCG of the top k, from prefix sums
+        in sorted order: groups wholly in the top k count fully, the group holding the k-th
+        place by its share of the top k."""
+        if k not in self._top:
+            block = self.sorted
+            rows = np.arange(block.gains.shape[0])
+            relevant_before, gain_before, dcg_before, ideal_before = self._prefix
+            places = np.minimum(k, block.lengths)
+            s, e = block.start[rows, places - 1], block.end[rows, places - 1] + 1
+            share = (places - s) / (e - s)
+            hits = relevant_before[rows, s] + share * (
+                relevant_before[rows, e] - relevant_before[rows, s]
+            )
+            group_mean_gain = (gain_before[rows, e] - gain_before[rows, s]) / (e - s)
+            dcg = dcg_before[rows, s] + group_mean_gain * (self.discount[places] - self.discount[s])
+            self._top[k] = (hits, dcg, ideal_before[rows, places])
+        return self._top[k]
+
+
+def _ratio(numerator: FloatArray, denominator: NDArray[np.float64] | IntArray) -> FloatArray:
+    """numerator / denominator, 0 where the denominator is 0."""
+    m = numerator.shape[0]
+    result: FloatArray = np.divide(numerator, denominator, out=np.zeros(m), where=denominator > 0)
+    return result

@@ -7,7 +7,6 @@ repeats averaged per item."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,24 +21,21 @@ from harness.core.records import Record, read_records
 from harness.reports.loading import RunData, load_predictions, load_run
 from harness.runs.compare.inputs import check_same_items
 from harness.runs.runner import Runner
+from harness.scoring import registry
 from harness.scoring.evaluation import evaluate_records
 from harness.scoring.metrics import MissingPolicy
 
-BOUNDED = {"hit@1": 1.0, "mrr": 1.0, "ndcg": 1.0, "kendall_tau_b": 2.0}
-_CUTOFF = re.compile(r"(hit|recall|precision|ndcg)@([1-9][0-9]*)")
-
 
 def metric_spec(metric: str) -> tuple[tuple[int, ...], float]:
-    """(the cut-offs the metric needs, the width of its range): every metric `--metric`
-    takes is bounded, in [0, 1] or (kendall_tau_b) [-1, 1]."""
-    if metric in BOUNDED:
-        return (), BOUNDED[metric]
-    if match := _CUTOFF.fullmatch(metric):
-        return (int(match[2]),), 1.0
-    raise HarnessError(
-        f"--metric {metric!r} is not a bounded per-item metric: use hit@1, mrr, ndcg, "
-        "kendall_tau_b, or hit@K, recall@K, precision@K, ndcg@K"
-    )
+    """(the cut-offs the metric needs, the width of its range): `--metric` takes a per-item
+    metric of the metric table with a bound (`harness.scoring.registry`)."""
+    spec = registry.comparable(metric)
+    if spec is None:
+        raise HarnessError(
+            f"--metric {metric!r} is not a bounded per-item metric: use one of "
+            f"{registry.comparable_names()} (K a cut-off, e.g. ndcg@10)"
+        )
+    return spec
 
 
 def per_item_metric(

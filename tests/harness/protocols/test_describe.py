@@ -19,7 +19,8 @@ from harness.core.dataset import Clip, Item
 from harness.core.errors import ConfigError, HarnessError
 from harness.core.records import Record
 from harness.fake_api import FakeServer
-from harness.scoring.description_metrics import NAMES, description_metrics
+from harness.scoring import registry
+from harness.scoring.description_metrics import description_metrics
 from tests.conftest import run_config, write_tiny_dataset
 
 pytestmark = [
@@ -27,6 +28,7 @@ pytestmark = [
     pytest.mark.usefixtures("api_keys"),
 ]
 N_ITEMS = 3
+NAMES = registry.names("description")
 
 
 def judge(name: str, server: FakeServer) -> dict[str, Any]:

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from harness.reports import plots
-from harness.scoring.metrics import METRIC_NAMES, MetricSummary
+from harness.scoring import registry
+from harness.scoring.metrics import MetricSummary
 from harness.scoring.stats import Agreement
 
 
@@ -17,7 +18,9 @@ def _figures() -> list[plots.Figure]:
     tau = np.random.default_rng(0).uniform(-1, 1, (4, 4))
     summary = MetricSummary(mean=0.5, ci95=(0.4, 0.6))
     return [
-        plots.metric_bars([(label, dict.fromkeys(METRIC_NAMES, summary)) for label in labels]),
+        plots.metric_bars(
+            [(label, dict.fromkeys(registry.names("ranking"), summary)) for label in labels]
+        ),
         plots.agreement_heatmap(Agreement(["human", *labels], tau, np.ones((4, 4), np.int64))),
     ]
 

@@ -22,7 +22,7 @@ from harness.cli.main import app
 from harness.reports.analysis import analyse, chance_levels
 from harness.reports.latex import escape
 from harness.reports.plots import PAGE_DPI
-from harness.scoring.metrics import METRIC_NAMES
+from harness.scoring import registry
 from harness.scoring.stats import adjust_p_values
 from tests.conftest import load_runs, write_tiny_dataset
 from tests.harness.reports._runs import pointwise_records, tiny_scores, write_run
@@ -152,7 +152,9 @@ def test_figures_of_many_runs_fit_the_page(n_runs: int) -> None:
         Agreement(["human", *labels], tau, np.ones(tau.shape, dtype=np.int64))
     )
     summary = MetricSummary(mean=0.5, ci95=(0.4, 0.6))
-    bars = plots.metric_bars([(label, dict.fromkeys(METRIC_NAMES, summary)) for label in labels])
+    bars = plots.metric_bars(
+        [(label, dict.fromkeys(registry.names("ranking"), summary)) for label in labels]
+    )
     for figure, widest in ((heatmap, 1000), (bars, 1500)):
         with Image.open(io.BytesIO(figure.page_png)) as image:
             assert image.width <= widest and image.height <= 1600, image.size
