@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.core.errors import HarnessError
+from harness.core.files import lines
 
 LEDGER_NAME = "batches.jsonl"
 
@@ -47,7 +48,7 @@ class _Event(BaseModel):
     id: str | None = None
 
 
-def _event(line: str) -> _Event | None:
+def _event(line: bytes) -> _Event | None:
     """The event of a ledger line; None for a torn or damaged line (of any depth or shape)."""
     try:
         return _Event.model_validate_json(line)
@@ -96,7 +97,7 @@ class BatchLedger:
         self._check()
         if not self.path.is_file():
             return []
-        for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
+        for _, line in lines(self.path):
             event = _event(line)
             if event is None:
                 self.torn_lines += bool(line.strip())

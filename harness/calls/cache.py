@@ -29,16 +29,19 @@ from typing import Any, Protocol
 import diskcache
 from diskcache.core import MODE_PICKLE, MODE_RAW, MODE_TEXT, UNKNOWN
 
-from harness.calls.cache_entries import DamagedEntry, Shape, plain_pickle, well_formed
+from harness.calls.cache_entries import DamagedEntry, Shape, well_formed
 from harness.calls.claims import Claims
 from harness.core.errors import StorageError
-from harness.core.json_text import TooLarge, bounded, canonical_json, loads, within_bounds_as_text
+from harness.core.files import parse_json, plain_pickle, read_bytes
+from harness.core.json_text import canonical_json
+from harness.core.paths import contained
 from harness.core.sanitize import clean_value
 from harness.core.types import Request
 
 CACHE_SCHEMA_VERSION = 1
 DEFAULT_CACHE_DIR = Path(".cache/responses")
 CLAIM_LEASE_S = 60.0
+MAX_VALUE_FILE_BYTES = 64 << 20  # an answer stored in a file of its own (over 32 KB)
 READ_AHEAD = 4096  # values `prefetch` keeps for their `get` (~300 bytes each)
 # By the (key, raw) index: a condition on expire_time makes SQLite scan its index instead.
 PREFETCH_QUERY = (
@@ -48,15 +51,6 @@ PREFETCH_QUERY = (
 
 def default_cache_dir() -> Path:
     return Path(os.environ.get("BGM_JUDGE_CACHE", DEFAULT_CACHE_DIR))
-
-
-def sha256_file(path: Path) -> str:
-    """SHA-256 of a file's bytes, read in blocks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def cache_key(payload: dict[str, Any]) -> str:
@@ -104,18 +98,16 @@ class JsonDisk(diskcache.Disk):  # type: ignore[misc]
 
     def fetch(self, mode: int, filename: str | None, value: Any, read: bool) -> Any:
         try:
+            if filename is not None:  # a large value, in a file inside the cache folder
+                path = contained(Path(self._directory), str(filename), "a cache value's file")
+                data = read_bytes(path, limit=MAX_VALUE_FILE_BYTES)
+                value = data.decode("utf-8") if mode == MODE_TEXT else data
             if mode == MODE_PICKLE:
-                if value is None:
-                    value = Path(self._directory, str(filename)).read_bytes()
-                return clean_value(_walkable(plain_pickle(bytes(value))))
+                return clean_value(plain_pickle(bytes(value)))
             if mode == MODE_TEXT or (mode == MODE_RAW and isinstance(value, str)):
-                text = super().fetch(mode, filename, value, read)
-                decoded = loads(text)
-                checked = decoded if within_bounds_as_text(text) else _walkable(decoded)
+                decoded = parse_json(value, "a cached value")
                 # A lone surrogate (no UTF-8) can only come from an escape such as \ud800.
-                return clean_value(checked) if _SURROGATE_ESCAPE.search(text) else checked
-        except DamagedEntry:
-            raise
+                return clean_value(decoded) if _SURROGATE_ESCAPE.search(value) else decoded
         except Exception as exc:  # a truncated or missing file, text that is not JSON
             raise DamagedEntry(f"{type(exc).__name__}: {exc}") from None
         raise DamagedEntry(f"a value stored in mode {mode}")
@@ -124,15 +116,6 @@ class JsonDisk(diskcache.Disk):  # type: ignore[misc]
         if not raw:
             raise DamagedEntry("a pickled key")
         return super().get(key, raw)
-
-
-def _walkable(value: Any) -> Any:
-    """`value`, when walking it stays within a stored answer's size (`bounded`)."""
-    try:
-        bounded(value)
-    except TooLarge as exc:
-        raise DamagedEntry(str(exc)) from None
-    return value
 
 
 def _numpy_to_json(value: Any) -> Any:

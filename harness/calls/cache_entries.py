@@ -9,13 +9,10 @@ Three shapes are stored: a judge's answer (`chat`: `text`, token counts, `latenc
 the `*_tokens` counts in `extra` that pricing sums. `bounded` keeps a value that would
 expand beyond any answer's size (shared references in an old pickle, a value that holds
 itself) from ever being walked. A value an older harness pickled is read as plain data only
-(`plain_pickle`): no name is ever resolved, so nothing can be called."""
+(`harness.core.files.plain_pickle`): no name is ever resolved, so nothing can be called."""
 
 from __future__ import annotations
 
-import io
-import pickle
-import pickletools
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
@@ -110,85 +107,6 @@ def _plainly(shape: Shape, value: dict[str, Any]) -> bool:
 _NUMBER_TYPES = (int, float)
 
 
-# ---------------------------------------------------------------- pickles of an older harness
+# ------------------------------------------------------------------ what cannot be read
 class DamagedEntry(Exception):
     """A stored value that cannot be read back as plain data."""
-
-
-# Opcodes that build only None, booleans, numbers, strings, bytes, lists, tuples, sets and
-# dicts: what an answer pickled by an older harness holds.
-_PLAIN_OPCODES = frozenset(
-    [
-        "PROTO",
-        "FRAME",
-        "STOP",
-        "MARK",
-        "POP",
-        "POP_MARK",
-        "DUP",
-        "NONE",
-        "NEWTRUE",
-        "NEWFALSE",
-        "INT",
-        "BININT",
-        "BININT1",
-        "BININT2",
-        "LONG",
-        "LONG1",
-        "LONG4",
-        "FLOAT",
-        "BINFLOAT",
-        "UNICODE",
-        "SHORT_BINUNICODE",
-        "BINUNICODE",
-        "BINUNICODE8",
-        "BINBYTES",
-        "SHORT_BINBYTES",
-        "BINBYTES8",
-        "EMPTY_LIST",
-        "APPEND",
-        "APPENDS",
-        "LIST",
-        "EMPTY_TUPLE",
-        "TUPLE",
-        "TUPLE1",
-        "TUPLE2",
-        "TUPLE3",
-        "EMPTY_DICT",
-        "DICT",
-        "SETITEM",
-        "SETITEMS",
-        "EMPTY_SET",
-        "ADDITEMS",
-        "FROZENSET",
-        "PUT",
-        "BINPUT",
-        "LONG_BINPUT",
-        "MEMOIZE",
-        "GET",
-        "BINGET",
-        "LONG_BINGET",
-    ]
-)
-
-
-class _PlainUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        raise pickle.UnpicklingError(f"{module}.{name} refused")
-
-    def persistent_load(self, pid: Any) -> Any:
-        raise pickle.UnpicklingError("persistent ids refused")
-
-
-def plain_pickle(data: bytes) -> Any:
-    """A value an older harness pickled, read as plain data: any opcode that could name or
-    call something makes it a damaged entry, before anything is loaded."""
-    try:
-        for opcode, _, _ in pickletools.genops(data):
-            if opcode.name not in _PLAIN_OPCODES:
-                raise DamagedEntry(f"pickle opcode {opcode.name} refused")
-        return _PlainUnpickler(io.BytesIO(data)).load()
-    except DamagedEntry:
-        raise
-    except Exception as exc:
-        raise DamagedEntry(f"{type(exc).__name__}: {exc}") from None

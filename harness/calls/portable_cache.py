@@ -17,7 +17,6 @@ import gzip
 import json
 import os
 import sqlite3
-import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from harness._version import __version__
 from harness.calls.cache import CACHE_SCHEMA_VERSION, JsonDisk, ResponseCache, Seed
 from harness.calls.cache_entries import DamagedEntry
 from harness.core.errors import DatasetError, HarnessError, StorageError
+from harness.core.files import gzip_lines, parse_json, text_lines
 
 FORMAT = "bgm-judge-cache"
 FORMAT_VERSION = 1
@@ -60,7 +60,7 @@ def run_keys(folder: Path) -> list[str]:
             f"--run {folder}: {what} without {KEYS_FILE} (written when a run finishes, "
             "since harness 0.3); export the whole cache with --all instead"
         )
-    return [line.strip() for line in path.read_text().splitlines() if line.strip()]
+    return [line.strip() for _, line in text_lines(path)]
 
 
 def export_cache(cache: ResponseCache, out: Path, keys: Iterable[str] | None = None) -> Exported:
@@ -101,51 +101,33 @@ def _line(value: dict[str, Any]) -> bytes:
 def read_portable(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """(key, answer) of each entry of a portable file; DatasetError names the file, the line
     and what is wrong. The count on the last line is checked when the file ends."""
-    if not path.is_file():
-        raise DatasetError(path, None, "cache file not found")
     entries = 0
     line_no = 0
     ended = False
-    try:
-        with gzip.open(path, "rb") as handle:
-            for line_no, raw in enumerate(handle, start=1):
-                if ended:
-                    raise DatasetError(path, line_no, "a line after the end line")
-                entry = _parse(path, line_no, raw)
-                if line_no == 1:
-                    _check_header(path, entry)
-                elif "end" in entry:
-                    if entry.get("entries") != entries:
-                        reason = (
-                            f"the end line counts {entry.get('entries')} entries, not {entries}"
-                        )
-                        raise DatasetError(path, line_no, reason)
-                    ended = True
-                else:
-                    key, value = entry.get("key"), entry.get("value")
-                    if not isinstance(key, str) or not isinstance(value, dict):
-                        reason = "expected {'key': string, 'value': object}"
-                        raise DatasetError(path, line_no, reason)
-                    entries += 1
-                    yield key, value
-    except (OSError, EOFError, zlib.error) as exc:
-        raise DatasetError(
-            path, line_no + 1 if line_no else None, f"not a complete gzip file ({exc})"
-        ) from None
+    for line_no, raw in gzip_lines(path, missing="cache file not found"):
+        if ended:
+            raise DatasetError(path, line_no, "a line after the end line")
+        entry = parse_json(raw, path, line_no)
+        if not isinstance(entry, dict):
+            raise DatasetError(path, line_no, "expected a JSON object")
+        if line_no == 1:
+            _check_header(path, entry)
+        elif "end" in entry:
+            if entry.get("entries") != entries:
+                reason = f"the end line counts {entry.get('entries')} entries, not {entries}"
+                raise DatasetError(path, line_no, reason)
+            ended = True
+        else:
+            key, value = entry.get("key"), entry.get("value")
+            if not isinstance(key, str) or not isinstance(value, dict):
+                reason = "expected {'key': string, 'value': object}"
+                raise DatasetError(path, line_no, reason)
+            entries += 1
+            yield key, value
     if line_no == 0:
         raise DatasetError(path, None, "empty file: not a bgm-judge cache export")
     if not ended:
         raise DatasetError(path, line_no, "no end line: the file is truncated")
-
-
-def _parse(path: Path, line_no: int, raw: bytes) -> dict[str, Any]:
-    try:
-        entry = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise DatasetError(path, line_no, f"not a JSON line ({exc})") from None
-    if not isinstance(entry, dict):
-        raise DatasetError(path, line_no, "expected a JSON object")
-    return entry
 
 
 def _check_header(path: Path, header: dict[str, Any]) -> None:

@@ -135,7 +135,6 @@ def annotate(
 
 
 def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HarnessError(f"{path}: cannot read the guidelines ({exc})") from None
+    from harness.core.files import read_text
+
+    return read_text(path, missing="guidelines file not found").strip()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness.config.experiment import ExperimentConfig
 from harness.core.errors import ConfigError
-from harness.core.yaml_files import key_lines
+from harness.core.yaml_files import key_lines, yaml_text
 
 
 def select_runs(runs: list[ExperimentConfig], patterns: Sequence[str]) -> list[ExperimentConfig]:
@@ -36,7 +36,7 @@ def check_datasets(path: str | Path, runs: Sequence[ExperimentConfig]) -> None:
     for folder in dict.fromkeys(local):
         if folder.is_dir():
             continue
-        lines = key_lines(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        lines = key_lines(yaml_text(path)) if path.is_file() else {}
         where = f"line {lines[('dataset',)]}: dataset" if ("dataset",) in lines else "dataset"
         reason = f"folder {str(folder)!r} not found (looked for {folder.resolve()}"
         if not folder.is_absolute():

@@ -31,7 +31,7 @@ from harness.config.sources import HFSource, folder_for, is_hf_source, parse_hub
 from harness.config.validation import located, raise_all, unknown_keys, validation_errors
 from harness.core.errors import ConfigError, HarnessError
 from harness.core.types import BASE_FIELDS, ProviderConfig
-from harness.core.yaml_files import key_lines, load_yaml
+from harness.core.yaml_files import key_lines, parse_yaml, yaml_text
 from harness.scoring.metrics import MAX_BOOTSTRAP, MissingPolicy
 from providers import REGISTRY, ProviderBlock, provider_options
 
@@ -329,10 +329,11 @@ def load_experiments(
     path = Path(path)
     if not path.is_file():
         raise ConfigError(path, None, "experiment file not found")
-    raw = load_yaml(path)
+    text = yaml_text(path)
+    raw = parse_yaml(text, path)
     if not isinstance(raw, dict):
         raise ConfigError(path, None, "expected a mapping of settings")
-    lines = key_lines(path.read_text(encoding="utf-8"))
+    lines = key_lines(text)
     return experiments_from(raw, path, overrides=overrides, replace=replace, lines=lines)
 
 

@@ -80,7 +80,11 @@ def parse_hub_id(uri: str) -> tuple[str, str | None]:
     """`hf://OWNER/NAME@REV` -> (OWNER/NAME, REV or None)."""
     body = uri.removeprefix(HF_PREFIX)
     repo, _, revision = body.partition("@")
-    if not re.fullmatch(r"[\w.\-]+/[\w.\-]+", repo) or (revision == "" and "@" in body):
+    # the Hub's rule: letters, digits, `-`, `_`, `.`; no `--` or `..`; not begun or ended by
+    # `-` or `.` (so no part is a path such as `..`)
+    part = r"\w(?:[\w.\-]*\w)?"
+    named = re.fullmatch(f"{part}/{part}", repo) and "--" not in repo and ".." not in repo
+    if not named or (revision == "" and "@" in body):
         raise HarnessError(f"{uri}: a Hub dataset is hf://OWNER/NAME or hf://OWNER/NAME@REVISION")
     return repo, revision or None
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from harness.core.errors import HarnessError
+from harness.core.files import write_atomic
 
 MARKER = "build.json"  # written last into a built dataset; marks a folder we may replace
 
@@ -18,24 +17,8 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
-def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> int:
-    """Write one JSON object per line (atomically); returns the number of lines."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    count = 0
-    with tmp.open("w", encoding="utf-8", newline="\n") as handle:
-        for row in rows:
-            handle.write(dumps(row) + "\n")
-            count += 1
-    os.replace(tmp, path)
-    return count
-
-
 def write_json(path: Path, value: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(value, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(value, ensure_ascii=False, indent=2) + "\n")
 
 
 def prepare_out_dir(out_dir: Path, *, overwrite: bool) -> None:

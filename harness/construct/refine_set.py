@@ -18,10 +18,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from harness.calls.cache import sha256_file
-from harness.construct.files import MARKER, prepare_out_dir, write_json, write_jsonl
+from harness.construct.files import MARKER, prepare_out_dir, write_json
 from harness.construct.stage1 import read_musiccaps
 from harness.core.errors import HarnessError
+from harness.core.files import sha256_of, write_jsonl
 
 # Aspects about the recording, not the music: a listener does not ask for them.
 RECORDING = re.compile(r"\b(quality|recording|recorded|mono|audio|noise|noisy)\b", re.I)
@@ -113,7 +113,7 @@ def run_refine_set(
     write_jsonl(out / "items.jsonl", items)
     report = {
         "source": csv_path.name,
-        "source_sha256": sha256_file(csv_path),
+        "source_sha256": sha256_of(csv_path),
         "config": config.model_dump(),
         "n_rows": len(rows),
         "n_items": len(items),

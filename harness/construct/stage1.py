@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import io
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -21,10 +22,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.calls.cache import sha256_file
 from harness.construct.audio_tags import AudioVocalsConfig, find_audio, vocals_by_audio
-from harness.construct.files import write_json, write_jsonl
+from harness.construct.files import write_json
 from harness.core.errors import DatasetError
+from harness.core.files import read_text, sha256_of, write_jsonl
 
 MUSICCAPS_COLUMNS = (
     "ytid",
@@ -273,11 +274,10 @@ def _flag(value: str) -> bool:
 
 def read_musiccaps(path: Path) -> list[dict[str, Any]]:
     """MusicCaps-format CSV rows as clip records; DatasetError names the bad line."""
-    if not path.is_file():
-        raise DatasetError(path, None, "file not found")
+    text = read_text(path).removeprefix("\ufeff")
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
-    with path.open(encoding="utf-8-sig", newline="") as handle:
+    with io.StringIO(text, newline="") as handle:
         reader = csv.DictReader(handle)
         missing = [c for c in MUSICCAPS_COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
@@ -405,7 +405,7 @@ def run_stage1(csv_path: Path, out_dir: Path, config: Stage1Config | None = None
     """Filter `csv_path` into `out_dir`: kept.jsonl, removed.jsonl, report.json."""
     config = config or Stage1Config()
     result = filter_clips(read_musiccaps(csv_path), config)
-    result.report["input_sha256"] = sha256_file(csv_path)
+    result.report["input_sha256"] = sha256_of(csv_path)
     write_jsonl(out_dir / "kept.jsonl", result.kept)
     write_jsonl(out_dir / "removed.jsonl", result.removed)
     write_json(out_dir / "report.json", result.report)

@@ -18,10 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from harness.calls.cache import sha256_file
-from harness.construct.files import dumps, write_json, write_jsonl
-from harness.core.dataset import read_jsonl
+from harness.construct.files import dumps, write_json
 from harness.core.errors import DatasetError, HarnessError
+from harness.core.files import read_jsonl, read_text, sha256_of, write_jsonl
 from providers import ProviderBlock
 
 TURN_SEPARATOR = "__eou__"
@@ -100,7 +99,7 @@ def find_text_file(source: Path) -> Path:
 
 
 def _read_lines(path: Path) -> list[str]:
-    lines = path.read_text(encoding="utf-8").split("\n")
+    lines = read_text(path).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     return lines
@@ -253,7 +252,7 @@ def run_stage2(
     report: dict[str, Any] = {
         "input": {
             "text_file": read.text_path.name,
-            "text_sha256": sha256_file(read.text_path),
+            "text_sha256": sha256_of(read.text_path),
             "label_files": read.label_files,
         },
         "empty_lines": read.empty_lines,

@@ -19,13 +19,13 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.calls.cache import sha256_file
 from harness.construct.audio_tags import AUDIO_EXTENSIONS, captions_from_tags, find_audio
 from harness.construct.embed import EmbedderConfig, embed_texts
-from harness.construct.files import MARKER, prepare_out_dir, write_json, write_jsonl
+from harness.construct.files import MARKER, prepare_out_dir, write_json
 from harness.construct.stage2 import load_dialogues, require_captions
-from harness.core.dataset import load_dataset, read_jsonl
+from harness.core.dataset import load_dataset
 from harness.core.errors import DatasetError, HarnessError
+from harness.core.files import read_jsonl, sha256_of, write_jsonl
 
 
 class Stage3Config(BaseModel):
@@ -202,8 +202,8 @@ def run_stage3(
     write_jsonl(out_dir / "items.jsonl", items)
     report = {
         "inputs": {
-            "clips_sha256": sha256_file(clips_path),
-            "dialogues_sha256": sha256_file(dialogues_path),
+            "clips_sha256": sha256_of(clips_path),
+            "dialogues_sha256": sha256_of(dialogues_path),
         },
         "n_items": len(items),
         "n_clips_in": len(pool.clips) + sum(pool.excluded.values()),

@@ -18,13 +18,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.calls.cache import sha256_file
+from harness.core.files import sha256_of
 from harness.scoring.consensus import Ranking, borda_points, consensus, positions
 
 __all__ = ["Stage4Config", "borda_points", "consensus", "kendall_w", "run_stage4"]
-from harness.construct.files import MARKER, prepare_out_dir, write_json, write_jsonl
-from harness.core.dataset import load_dataset, read_jsonl
+from harness.construct.files import MARKER, prepare_out_dir, write_json
+from harness.core.dataset import load_dataset
 from harness.core.errors import HarnessError
+from harness.core.files import read_jsonl, write_jsonl
 from harness.core.paths import contained
 
 
@@ -139,7 +140,7 @@ def run_stage4(
         _link_or_copy(dataset.clips[clip["id"]].path, target)
     write_jsonl(out_dir / "clips.jsonl", clips)
     write_jsonl(out_dir / "items.jsonl", kept)
-    report["input_items_sha256"] = sha256_file(dataset_dir / "items.jsonl")
+    report["input_items_sha256"] = sha256_of(dataset_dir / "items.jsonl")
     load_dataset(out_dir)
     write_json(out_dir / MARKER, report)
     return report

@@ -18,6 +18,7 @@ import numpy as np
 import soundfile
 from numpy.typing import NDArray
 
+from harness.core.files import open_file, read_bytes
 from harness.core.types import AudioRef
 
 ENCODED_CACHE_SIZE = 64
@@ -25,6 +26,7 @@ ENCODED_CACHE_SIZE = 64
 # calls later: the bytes read for the hash wait here to be encoded, not read a second time.
 READ_AHEAD_BYTES = 8 * 2**20
 READ_WHOLE_BYTES = 2**20  # larger clips are hashed in blocks (and read again to encode)
+MAX_CLIP_BYTES = 2**31  # a WAV sent as it is (two hours of CD audio is 1.3 GB)
 
 
 class _ReadAhead:
@@ -57,7 +59,7 @@ _READ_AHEAD = _ReadAhead(READ_AHEAD_BYTES)
 @cache
 def file_sha256(path: Path) -> str:
     """Content hash of a clip, computed once per path per process."""
-    with path.open("rb") as handle:
+    with open_file(path) as handle:
         if os.fstat(handle.fileno()).st_size > READ_WHOLE_BYTES:
             return hashlib.file_digest(handle, "sha256").hexdigest()
         data = handle.read()
@@ -107,7 +109,7 @@ def _is_pcm16_mono(data: bytes, sample_rate: int | None) -> bool:
 def encode_wav(path: Path, sample_rate: int | None = None) -> bytes:
     """16-bit PCM WAV bytes of the clip, mono, at `sample_rate` (native rate when None)."""
     if path.suffix.lower() == ".wav":
-        data = _READ_AHEAD.take(path) or path.read_bytes()
+        data = _READ_AHEAD.take(path) or read_bytes(path, limit=MAX_CLIP_BYTES)
         if _is_pcm16_mono(data, sample_rate):
             return data  # already what is asked for: no decode and re-encode
     rate = sample_rate or soundfile.info(str(path)).samplerate

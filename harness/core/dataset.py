@@ -25,18 +25,18 @@ from __future__ import annotations
 
 import gc
 import io
-import json
 import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Self
+from typing import Self
 
 import soundfile
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from harness.core.errors import DatasetError, HarnessError
+from harness.core.files import open_file, read_jsonl
 from harness.core.items import InFolder, Item, RelevanceForm, Schema, Turn, from_schema
 from harness.core.paths import contained
 
@@ -139,55 +139,6 @@ def gc_frozen() -> Iterator[None]:
         gc.unfreeze()
 
 
-def jsonl_lines(path: Path, missing: str = "file not found") -> Iterator[tuple[int, str]]:
-    """(line number, text) for each non-blank line, decoded as UTF-8; DatasetError names a
-    line that is not UTF-8, or says `missing` when the file is not there."""
-    for line_no, raw in raw_lines(path, missing):
-        line = decoded_line(path, line_no, raw)
-        if line is not None:
-            yield line_no, line
-
-
-READ_BUFFER = 1 << 20
-
-
-def raw_lines(path: Path, missing: str = "file not found") -> Iterator[tuple[int, bytes]]:
-    """(line number, bytes) for each line, blank or not; DatasetError says `missing` when
-    the file is not there."""
-    if not path.is_file():
-        raise DatasetError(path, None, missing)
-    # read 1 MiB at a time: with the default 8 KiB, a line of a pool's 500 scores or
-    # candidates costs a read of its own, and reading took three times as long
-    with path.open("rb", buffering=READ_BUFFER) as handle:
-        yield from enumerate(handle, start=1)
-
-
-def decoded_line(path: Path, line_no: int, raw: bytes) -> str | None:
-    """A line's text; None if it is blank; DatasetError names a line that is not UTF-8."""
-    try:
-        line = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DatasetError(path, line_no, f"not valid UTF-8 ({exc.reason})") from None
-    return line if line and not line.isspace() else None  # (strip() would copy every line)
-
-
-def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line; DatasetError names a bad line."""
-    for line_no, line in jsonl_lines(path):
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(path, line_no, f"not valid JSON ({exc.msg})") from None
-        except RecursionError:
-            raise DatasetError(path, line_no, "not valid JSON (nested too deep)") from None
-        except ValueError:  # Python refuses integers of more than 4,300 digits
-            reason = "not valid JSON (a number of more than 4,300 digits)"
-            raise DatasetError(path, line_no, reason) from None
-        if not isinstance(obj, dict):
-            raise DatasetError(path, line_no, "expected a JSON object")
-        yield line_no, obj
-
-
 def pydantic_reason(exc: ValidationError) -> str:
     """The first error of a pydantic validation as `field: message`."""
     first = exc.errors()[0]
@@ -242,7 +193,7 @@ def _pcm_wav_frames(file: Path) -> int | None:
     """The frames of a plain PCM WAV (format tag 1) as the standard library's `wave` counts
     them (the data chunk's size over the frame size), from the RIFF chunk headers alone: a
     fifth of `wave`'s cost, and a twentieth of libsndfile's. None for any other file."""
-    with file.open("rb") as handle:
+    with open_file(file) as handle:
         riff = handle.read(12)
         if len(riff) < 12 or riff[:4] != b"RIFF" or riff[8:] != b"WAVE":
             return None

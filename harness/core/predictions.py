@@ -16,8 +16,9 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from harness.core.dataset import Item, decoded_line, gc_paused, pydantic_reason, raw_lines
+from harness.core.dataset import Item, gc_paused, pydantic_reason
 from harness.core.errors import DatasetError
+from harness.core.files import decoded_line, lines
 from harness.core.records import Record
 from harness.core.trec import is_trec_run, read_run
 
@@ -176,7 +177,7 @@ def read_predictions(path: Path, items: Sequence[Item]) -> Predictions:
 
 def _prediction_lines(path: Path) -> Iterator[tuple[int, PredictionLine]]:
     """Each non-blank line's prediction."""
-    for line_no, raw in raw_lines(path, missing="predictions file not found"):
+    for line_no, raw in lines(path, missing="predictions file not found"):
         pred = prediction_line(path, line_no, raw)
         if pred is not None:
             yield line_no, pred

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness._version import __version__
+from harness.core.files import read_text
 
 ROOT = Path(__file__).resolve().parents[2]
 # The lock `make install` installs exactly (requirements/lock.txt, then the packages installed
@@ -100,7 +101,7 @@ def locked_versions(root: Path = ROOT) -> tuple[dict[str, str], str] | None:
         path = root / name
         if not path.is_file():
             return None
-        texts.append(path.read_text(encoding="utf-8"))
+        texts.append(read_text(path))
     joined = "".join(texts)
     pins = {_normalized(m.group(1)): m.group(2) for m in _PIN.finditer(joined)}
     return pins, hashlib.sha256(joined.encode()).hexdigest()

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.core.dataset import pydantic_reason
 from harness.core.errors import DatasetError, StorageError
-from harness.core.json_text import loads
+from harness.core.files import lines, open_file, parse_json
 
 
 class Record(BaseModel):
@@ -87,31 +87,29 @@ def reads_back_as_written(record: Record) -> bool:
 def read_records(path: Path) -> Iterator[Record]:
     """Complete records of a file; a torn last line (a killed run) is skipped. A line that
     is not a record (the file is read back as untrusted) is a DatasetError naming it."""
-    with path.open("rb") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if not line.endswith(b"\n"):
-                return
-            try:
-                yield Record.model_validate_json(line)
-            except ValidationError as exc:
-                reason = pydantic_reason(exc)
-                raise DatasetError(path, line_no, f"not a record of a run ({reason})") from None
+    for line_no, line in lines(path):
+        if not line.endswith(b"\n"):
+            return
+        try:
+            yield Record.model_validate_json(line)
+        except ValidationError as exc:
+            reason = pydantic_reason(exc)
+            raise DatasetError(path, line_no, f"not a record of a run ({reason})") from None
 
 
 def scan_partial(path: Path) -> tuple[int, int]:
     """(complete records, broken lines) of a records file a killed run left behind: a line
     cut short by the kill has no newline or does not parse."""
     complete = broken = 0
-    with path.open("rb") as handle:
-        for raw in handle:
-            try:
-                if not raw.endswith(b"\n"):
-                    raise ValueError("no newline")
-                Record.model_validate_json(raw)
-            except ValueError:
-                broken += 1
-                continue
-            complete += 1
+    for _, raw in lines(path):
+        try:
+            if not raw.endswith(b"\n"):
+                raise ValueError("no newline")
+            Record.model_validate_json(raw)
+        except ValueError:
+            broken += 1
+            continue
+        complete += 1
     return complete, broken
 
 
@@ -180,21 +178,20 @@ def sort_records(
         return
     position = {item_id: i for i, item_id in enumerate(item_order)}
     places: list[tuple[int, int, list[str], int, int]] = []
-    with source.open("rb") as handle:
-        offset = 0
-        for line in handle:
-            if not line.endswith(b"\n"):
-                break  # a torn last line (never written by a finished run)
-            head = loads(line)
-            place = order_key(position, head["item_id"], head.get("repeat", 0), head["candidates"])
-            places.append((*place, offset, len(line)))
-            offset += len(line)
+    offset = 0
+    for line_no, line in lines(source):
+        if not line.endswith(b"\n"):
+            break  # a torn last line (never written by a finished run)
+        head = parse_json(line, source, line_no)
+        place = order_key(position, head["item_id"], head.get("repeat", 0), head["candidates"])
+        places.append((*place, offset, len(line)))
+        offset += len(line)
     ordered = sorted(places, key=lambda p: p[:3])
     if ordered == places and offset == source.stat().st_size:
         os.replace(source, path)
         return
     tmp = path.with_suffix(".jsonl.tmp")
-    with source.open("rb") as handle, tmp.open("wb") as out:
+    with open_file(source) as handle, tmp.open("wb") as out:
         for *_, start, length in ordered:
             handle.seek(start)
             out.write(handle.read(length))

@@ -8,18 +8,15 @@ unbounded value."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.core.errors import ConfigError, HarnessError
-from harness.core.json_text import TooLarge, bounded
+from harness.core.files import TooLarge, bounded, read_json
 from harness.core.predictions import MissingPolicy
 from harness.core.yaml_files import load_yaml
-
-MAX_RUN_FILE_BYTES = 64 * 1024 * 1024  # a run's config.yaml and run.json are a few KB
 
 
 class _Metrics(BaseModel):
@@ -56,16 +53,6 @@ class _SavedStats(BaseModel):
     batch: dict[str, Any] | None = None
 
 
-def _bytes(path: Path, *, read: bool = True) -> bytes:
-    """The file's bytes (b"" when not `read`), after checking its size."""
-    try:
-        if path.stat().st_size > MAX_RUN_FILE_BYTES:
-            raise HarnessError(f"{path}: larger than {MAX_RUN_FILE_BYTES >> 20} MB; not a run file")
-        return path.read_bytes() if read else b""
-    except OSError as exc:
-        raise HarnessError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-
-
 def _checked(path: Path, value: Any, model: type[BaseModel]) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise HarnessError(f"{path}: not a mapping of settings ({type(value).__name__})")
@@ -83,13 +70,10 @@ def _checked(path: Path, value: Any, model: type[BaseModel]) -> dict[str, Any]:
 
 def read_run_config(path: Path) -> dict[str, Any]:
     """A run folder's config.yaml, checked; HarnessError (one line naming it) otherwise."""
-    _bytes(path, read=False)
     try:
         value = load_yaml(path)
     except ConfigError as exc:
         raise HarnessError(str(exc)) from None
-    except OSError as exc:
-        raise HarnessError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     return _checked(path, value, _SavedConfig)
 
 
@@ -98,16 +82,7 @@ def read_json_file(path: Path, *, model: type[BaseModel] | None = None) -> dict[
     is not there; HarnessError (one line naming it) when it cannot be read as one."""
     if not path.exists():
         return {}
-    data = _bytes(path)
-    try:
-        value = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise HarnessError(f"{path}: not valid UTF-8 ({exc.reason})") from None
-    except json.JSONDecodeError as exc:
-        raise HarnessError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
-    except (RecursionError, ValueError) as exc:
-        raise HarnessError(f"{path}: not valid JSON ({type(exc).__name__})") from None
-    return _checked(path, value, model or _Any)
+    return _checked(path, read_json(path), model or _Any)
 
 
 def read_run_json(path: Path) -> dict[str, Any]:

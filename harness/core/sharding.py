@@ -16,11 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.core.dataset import Dataset
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from harness.core.dataset import Dataset, pydantic_reason
 from harness.core.errors import HarnessError
+from harness.core.files import read_json_object, write_atomic
 
 SHARD_FILE = "shard.json"
 SHARD_FORMAT = 1
+MAX_SHARDS = 100_000  # a Slurm array's tasks; each shard holds at least one item
 _SPEC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
 
@@ -91,6 +95,37 @@ class Shard:
         }
 
     def write_marker(self, folder: Path, dataset: Dataset, shard_items: Dataset) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
         body = json.dumps(self.marker(dataset, shard_items), indent=2) + "\n"
-        (folder / SHARD_FILE).write_text(body, encoding="utf-8")
+        write_atomic(folder / SHARD_FILE, body)
+
+
+class Marker(BaseModel):
+    """shard.json as read back: what `Shard.marker` writes, checked."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    index: int = Field(ge=0)
+    count: int = Field(ge=1, le=MAX_SHARDS)
+    dataset_items: int = Field(ge=1)
+    items: list[str]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Marker:
+        if self.index >= self.count:
+            raise ValueError(f"index {self.index} is not one of shards 0..{self.count - 1}")
+        if self.count > self.dataset_items or len(self.items) > self.dataset_items:
+            raise ValueError(f"more shards or items than the dataset's {self.dataset_items} items")
+        return self
+
+    @property
+    def shard(self) -> Shard:
+        return Shard(self.index, self.count)
+
+
+def read_marker(folder: Path) -> Marker:
+    """The shard.json of a shard's folder; HarnessError (one line naming it) otherwise."""
+    path = folder / SHARD_FILE
+    value = read_json_object(path, max_values=10 * MAX_SHARDS)
+    try:
+        return Marker.model_validate(value)
+    except ValidationError as exc:
+        raise HarnessError(f"{path}: {pydantic_reason(exc)}") from None

@@ -19,10 +19,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.core.dataset import Item, jsonl_lines
 from harness.core.errors import DatasetError
+from harness.core.files import lines, text_lines
+from harness.core.items import Item
 
 Scores = Mapping[str, float | None]
+MAX_FIRST_LINE = 1 << 16  # a run line is a few dozen bytes; a predictions line may be long
 TrecScores = dict[
     int, dict[str, dict[str, float | None]]
 ]  # as harness.core.predictions.Predictions
@@ -32,12 +34,11 @@ def is_trec_run(path: Path) -> bool:
     """Whether the first non-blank line of `path` has the six fields of a run line (and is
     not a JSON object)."""
     try:
-        with path.open("rb") as handle:
-            for raw in handle:
-                line = raw.decode("utf-8", errors="replace").strip()
-                if line:
-                    return not line.startswith("{") and len(line.split()) == 6
-    except OSError:
+        for _, raw in lines(path, limit=MAX_FIRST_LINE):
+            line = raw.decode("utf-8", errors="replace").strip()
+            if line:
+                return not line.startswith("{") and len(line.split()) == 6
+    except DatasetError:  # not a file, or a first line too long for a run line
         return False
     return False
 
@@ -77,7 +78,7 @@ def qrels_lines(items: Sequence[Item]) -> Iterator[str]:
 
 
 def _fields(path: Path, n: tuple[int, ...], what: str) -> Iterator[tuple[int, list[str]]]:
-    for line_no, line in jsonl_lines(path, missing=f"{what} file not found"):
+    for line_no, line in text_lines(path, missing=f"{what} file not found"):
         fields = line.split()
         if len(fields) not in n:
             wanted = " or ".join(map(str, n))
@@ -165,7 +166,7 @@ def items_from_qrels(
 def read_queries(path: Path) -> dict[str, str]:
     """qid -> text from a `QID<TAB>TEXT` file."""
     queries = {}
-    for line_no, line in jsonl_lines(path, missing="queries file not found"):
+    for line_no, line in text_lines(path, missing="queries file not found"):
         qid, tab, text = line.rstrip("\n").partition("\t")
         if not tab or not text.strip():
             raise DatasetError(path, line_no, "a queries line is QID<TAB>TEXT")

@@ -1,4 +1,4 @@
-"""YAML files people write (experiment and build files), read safely and strictly: plain data
+"""YAML files (experiment and build files, a run's config.yaml), read safely and strictly: plain data
 only (safe loader), no key given twice (the last one would silently win), text that is
 UTF-8, and a bound on size: a document whose aliases would expand to more than MAX_VALUES
 values (an alias bomb, a recursive alias) is refused before anything expands it."""
@@ -12,6 +12,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from harness.core.errors import ConfigError
+from harness.core.files import read_bytes
 
 MAX_VALUES = 100_000
 _MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -59,15 +60,19 @@ def _expanded_size(node: Node, sizes: dict[int, int], path: set[int]) -> int:
     return size
 
 
-def load_yaml(path: Path) -> Any:
-    """The document of the YAML file at `path`; ConfigError names the line and the reason."""
-    data = path.read_bytes()
+def yaml_text(path: Path) -> str:
+    """The text of the YAML file at `path` (a regular file, UTF-8, at most 64 MiB)."""
+    data = read_bytes(path)
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise ConfigError(path, f"line {line}", f"not valid UTF-8 ({exc.reason})") from None
-    return parse_yaml(text, path)
+
+
+def load_yaml(path: Path) -> Any:
+    """The document of the YAML file at `path`; ConfigError names the line and the reason."""
+    return parse_yaml(yaml_text(path), path)
 
 
 def parse_yaml(text: str, source: Path | str) -> Any:

@@ -23,7 +23,7 @@ import hashlib
 import io
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +39,10 @@ from harness.config.sources import (
     folder_for,
     parse_hub_id,
 )
+from harness.core.audio import MAX_CLIP_BYTES
 from harness.core.errors import DatasetError, HarnessError
+from harness.core.files import read_bytes, read_json_object, write_atomic, write_jsonl
+from harness.core.paths import UnsafePath, contained
 
 if TYPE_CHECKING:
     import datasets
@@ -87,9 +90,9 @@ def load_table(uri: str, table: _Table) -> tuple[datasets.Dataset, dict[str, Any
             origin["path"] = str(Path(uri).resolve())
     except HarnessError:
         raise
-    except (FileNotFoundError, ValueError, ConnectionError, OSError) as exc:
+    except (datasets.exceptions.DatasetsError, ValueError, TypeError, OSError) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise HarnessError(f"{uri}: cannot load the dataset ({reason})") from None
+        raise HarnessError(f"{uri}: cannot load the dataset ({reason[:300]})") from None
     if isinstance(loaded, datasets.Dataset):
         return loaded, origin
     splits = list(loaded)
@@ -115,39 +118,58 @@ def title_id(title: str) -> str:
     return "song-" + hashlib.sha256(title.encode("utf-8")).hexdigest()[:12]
 
 
-def _dialogue(value: Any) -> list[dict[str, str]]:
+def _dialogue(value: Any) -> list[dict[str, Any]]:
     if isinstance(value, str):
         return [{"speaker": "user", "text": value}] if value.strip() else []
     if isinstance(value, Mapping):  # a struct of lists, as `datasets` stores a list of structs
-        return [
+        value = [
             {"speaker": s, "text": t}
-            for s, t in zip(value.get("speaker", []), value.get("text", []), strict=True)
+            for s, t in zip(value.get("speaker") or [], value.get("text") or [], strict=True)
         ]
-    return [dict(turn) for turn in value or []]
+    if not isinstance(value, list) or not all(isinstance(turn, Mapping) for turn in value):
+        raise ValueError("expected a string or turns ({speaker, text} each)")
+    return [dict(turn) for turn in value]
+
+
+def _ids(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str | int) for v in value):
+        raise ValueError(f"expected a list of ids, not {type(value).__name__}")
+    return [str(v) for v in value]
+
+
+def _field(field: str, value: Any, titles: dict[str, str] | None) -> Any:
+    """An item field from its cell (ValueError when the cell is not of its type)."""
+    if field == "dialogue":
+        return _dialogue(value)
+    if field == "id":
+        return str(value)
+    if field in ("candidates", "human_ranking", "relevant"):
+        ids = _ids(value)
+        return ids if titles is None else [_title(titles, t) for t in ids]
+    if field == "relevance":
+        if not isinstance(value, Mapping):
+            raise ValueError(f"expected a mapping of ids to gains, not {type(value).__name__}")
+        return {
+            (_title(titles, str(t)) if titles is not None else str(t)): g for t, g in value.items()
+        }
+    return value
 
 
 def _items(
-    data: datasets.Dataset, mapping: ItemColumns, titles: dict[str, str] | None
+    data: datasets.Dataset, mapping: ItemColumns, titles: dict[str, str] | None, uri: str
 ) -> Iterator[dict[str, Any]]:
     cols = {f: _column(data, mapping, f, required=f in ("id", "candidates")) for f in ITEM_FIELDS}
     wanted = [c for c in cols.values() if c is not None]
-    for row in data.select_columns(wanted):
+    for index, row in enumerate(data.select_columns(wanted)):
         item: dict[str, Any] = {}
         for field, col in cols.items():
             value = row[col] if col is not None else None
             if value is None:
                 continue
-            if field == "dialogue":
-                value = _dialogue(value)
-            elif field == "id":
-                value = str(value)
-            elif titles is not None and field in ("candidates", "human_ranking", "relevant"):
-                value = [_title(titles, str(t)) for t in value]
-            elif titles is not None and field == "relevance":
-                value = {_title(titles, str(t)): g for t, g in value.items()}
-            elif field in ("candidates", "human_ranking", "relevant"):
-                value = [str(v) for v in value]
-            item[field] = value
+            try:
+                item[field] = _field(field, value, titles)
+            except (ValueError, TypeError) as exc:
+                raise HarnessError(f"{uri}: items row {index}: {field} ({col}): {exc}") from None
         yield item
 
 
@@ -157,22 +179,46 @@ def _title(titles: dict[str, str], title: str) -> str:
     return cid
 
 
-def _audio_file(value: Any, audio_dir: Path, where: str) -> str:
-    """Write the audio of one cell under `audio_dir` as <sha256>.<format>; its file name."""
-    data: bytes | None = None
+def _cell_bytes(value: Any, roots: Sequence[Path]) -> bytes:
+    """The audio bytes of a cell: its bytes, its array encoded as WAV, or the file it names
+    inside the source's folder or the `datasets` cache (`roots`); ValueError otherwise."""
     if isinstance(value, Mapping) and value.get("bytes"):
-        data = bytes(value["bytes"])
-    elif isinstance(value, Mapping) and value.get("array") is not None:
+        return bytes(value["bytes"])
+    if isinstance(value, Mapping) and value.get("array") is not None:
+        rate = value.get("sampling_rate")
+        if not isinstance(rate, int) or isinstance(rate, bool) or not 0 < rate <= 1_000_000:
+            raise ValueError(f"sampling rate {rate!r} is not a positive number of Hz")
         buffer = io.BytesIO()
-        array = np.asarray(value["array"], dtype=np.float32)
-        soundfile.write(buffer, array, int(value["sampling_rate"]), format="WAV")
-        data = buffer.getvalue()
-    else:
-        path = value.get("path") if isinstance(value, Mapping) else value
-        if isinstance(path, str) and Path(path).is_file():
-            data = Path(path).read_bytes()
-    if not data:
-        raise HarnessError(f"{where}: no audio bytes, array or readable file in the cell")
+        try:
+            soundfile.write(
+                buffer, np.asarray(value["array"], dtype=np.float32), rate, format="WAV"
+            )
+        except (TypeError, ValueError, RuntimeError, soundfile.LibsndfileError) as exc:
+            raise ValueError(f"the array cannot be written as audio ({exc})") from None
+        return buffer.getvalue()
+    path = value.get("path") if isinstance(value, Mapping) else value
+    if not isinstance(path, str) or not path:
+        raise ValueError("no audio bytes, array or file in the cell")
+    return read_bytes(_inside(path, roots), limit=MAX_CLIP_BYTES)
+
+
+def _inside(path: str, roots: Sequence[Path]) -> Path:
+    """The file an audio cell names: relative to the source's folder, or absolute inside
+    one of `roots` (a `datasets` cache holds absolute paths); never anywhere else."""
+    if not os.path.isabs(path):
+        return contained(roots[0], path, "audio path")
+    normal = Path(os.path.normpath(path))
+    if not any(normal.is_relative_to(root.resolve()) for root in roots):
+        raise UnsafePath(f"audio path {path!r} lies outside the source's folder; not read")
+    return normal
+
+
+def _audio_file(value: Any, audio_dir: Path, where: str, roots: Sequence[Path]) -> str:
+    """Write the audio of one cell under `audio_dir` as <sha256>.<format>; its file name."""
+    try:
+        data = _cell_bytes(value, roots)
+    except ValueError as exc:  # UnsafePath included
+        raise HarnessError(f"{where}: {exc}") from None
     try:
         info = soundfile.info(io.BytesIO(data))
     except (RuntimeError, soundfile.LibsndfileError) as exc:
@@ -182,15 +228,17 @@ def _audio_file(value: Any, audio_dir: Path, where: str) -> str:
     name = f"{hashlib.sha256(data).hexdigest()}.{_FORMATS.get(info.format, 'wav')}"
     target = audio_dir / name
     if not target.is_file():
-        audio_dir.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(".tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
+        write_atomic(target, data)
     return name
 
 
 def _clips(
-    data: datasets.Dataset, mapping: ClipColumns, audio_dir: Path, out: Path, uri: str
+    data: datasets.Dataset,
+    mapping: ClipColumns,
+    audio_dir: Path,
+    out: Path,
+    uri: str,
+    roots: Sequence[Path],
 ) -> Iterator[dict[str, Any]]:
     import datasets
 
@@ -207,7 +255,8 @@ def _clips(
             if col is not None and row[col] is not None:
                 clip[field] = str(row[col])
         if audio is not None and row[audio] is not None:
-            name = _audio_file(row[audio], audio_dir, f"{uri}: clips row {index} ({audio})")
+            where = f"{uri}: clips row {index} ({audio})"
+            name = _audio_file(row[audio], audio_dir, where, roots)
             clip["audio"] = f"{relative}/{name}"
         yield clip
 
@@ -231,45 +280,49 @@ def materialize(source: HFSource, out: Path | None = None) -> Path:
     }
     if clips_origin and clips_origin.get("split"):
         record["clips_split"] = clips_origin["split"]
-    marker = out / SOURCE_FILE
-    if marker.is_file() and json.loads(marker.read_text(encoding="utf-8")) == record:
+    if read_source(out) == record:
         return out
     out.mkdir(parents=True, exist_ok=True)
     titles: dict[str, str] | None = {} if clips_data is None else None
-    items = list(_items(items_data, columns.items, titles))
+    items = list(_items(items_data, columns.items, titles, source.uri))
     if clips_data is not None and columns.clips is not None:
-        clips = list(_clips(clips_data, columns.clips, out / "audio", out, source.uri))
+        roots = _roots(source.uri)
+        clips = list(_clips(clips_data, columns.clips, out / "audio", out, source.uri, roots))
     else:
         clips = [{"id": cid, "title": title} for cid, title in (titles or {}).items()]
-    _write_jsonl(out / "items.jsonl", items)
-    _write_jsonl(out / "clips.jsonl", clips)
+    write_jsonl(out / "items.jsonl", items, default=_plain)
+    write_jsonl(out / "clips.jsonl", clips, default=_plain)
     try:
         load_dataset(out)
     except DatasetError as exc:  # line N of items.jsonl is row N - 1 of its table (from 0)
         where = f"{Path(exc.path).stem} row {exc.line - 1}" if exc.line else Path(exc.path).name
         raise HarnessError(f"{source.uri}: {where}: {exc.reason} (written to {out})") from None
-    marker.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    write_atomic(out / SOURCE_FILE, json.dumps(record, indent=2) + "\n")
     return out
 
 
+def _roots(uri: str) -> list[Path]:
+    """Where an audio cell's file may lie: the source's folder (relative paths are read from
+    it), and the `datasets` cache."""
+    import datasets
+
+    cache = Path(datasets.config.HF_DATASETS_CACHE)
+    if uri.startswith(HF_PREFIX):
+        return [cache]
+    local = Path(uri)
+    return [local if local.is_dir() else local.parent, cache]
+
+
 def read_source(folder: Path) -> dict[str, Any] | None:
-    """The source.json of a dataset folder written from a Hugging Face dataset, else None."""
+    """The source.json of a dataset folder written from a Hugging Face dataset; None when
+    there is none or it cannot be read (a kill during its write: it is written again)."""
     path = Path(folder) / SOURCE_FILE
     if not path.is_file():
         return None
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return read_json_object(path)
+    except HarnessError:
         return None
-    return value if isinstance(value, dict) else None
-
-
-def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    tmp = path.with_suffix(".jsonl.tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False, default=_plain) + "\n")
-    os.replace(tmp, path)
 
 
 def _plain(value: Any) -> Any:

@@ -22,13 +22,11 @@ def dataset_folder(dataset: str, columns: str | None) -> Path:
         return Path(dataset)
     if dataset.startswith("hf://"):
         parse_hub_id(dataset)
-    import yaml  # here: only a Hugging Face dataset's columns are YAML
+    from harness.core.yaml_files import parse_yaml  # here: only --columns is YAML
 
+    mapping = parse_yaml(columns or "{}", "--columns") or {}
     try:
-        mapping = yaml.safe_load(columns or "{}") or {}
         source = HFSource.model_validate({"uri": dataset, "columns": mapping})
-    except yaml.YAMLError as exc:
-        raise HarnessError(f"--columns: not YAML ({exc.__class__.__name__})") from None
     except ValidationError as exc:
         raise HarnessError(f"--columns: {pydantic_reason(exc)}") from None
     return materialize(source)

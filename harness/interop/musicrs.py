@@ -21,11 +21,9 @@ or empty folder (`overwrite` replaces a dataset imported there before).
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import shutil
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,8 +31,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.config.sources import HF_PREFIX, ItemColumns, is_hf_source
-from harness.core.dataset import load_dataset, read_jsonl
+from harness.core.dataset import load_dataset
 from harness.core.errors import DatasetError, HarnessError
+from harness.core.files import read_jsonl, write_jsonl
 from harness.core.paths import UnsafePath, contained
 from harness.interop.hf import load_table
 
@@ -234,19 +233,11 @@ def import_musicrs(
         summary.n_items_without_relevant += not item["relevant"]
         summary.groups[item["group"]] += 1
     summary.n_clips = len(clips)
-    _write_jsonl(out / "items.jsonl", items)
-    _write_jsonl(out / "clips.jsonl", clips)
+    write_jsonl(out / "items.jsonl", items)
+    write_jsonl(out / "clips.jsonl", clips)
     (out / "README.md").write_text(_readme(source, summary), encoding="utf-8")
     load_dataset(out, check_audio=audio is not None)
     return summary
-
-
-def _write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
-    tmp = path.with_suffix(".jsonl.tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
 
 
 def _readme(source: Path | str, summary: ImportSummary) -> str:

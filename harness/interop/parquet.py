@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from harness.core.errors import HarnessError
+from harness.core.files import parse_json, read_parquet
 from harness.core.records import Record
 
 if TYPE_CHECKING:
@@ -74,16 +75,42 @@ def records_table(records: Iterable[Record], run: str) -> pa.Table:
     return _pa().Table.from_pylist(rows, schema=records_schema())
 
 
-def records_frame(table: pa.Table) -> pd.DataFrame:
+def records_frame(table: pa.Table, path: Path | str = RECORDS_FILE) -> pd.DataFrame:
     """The frame `harness.load_run` returns: `scores` and `extra` as dicts again."""
     frame: pd.DataFrame = table.to_pandas(maps_as_pydicts="strict")
-    frame["extra"] = [json.loads(text) if text else {} for text in frame["extra"]]
+    frame["extra"] = [_extra(text, path, row) for row, text in enumerate(frame["extra"])]
     frame["candidates"] = [list(c) for c in frame["candidates"]]
     frame["attempts"] = [list(a) for a in frame["attempts"]]
     return frame
 
 
-def items_table(runs: Sequence[RunData]) -> pa.Table:
+def _extra(text: str | None, path: Path | str, row: int) -> Any:
+    if not text:
+        return {}
+    try:
+        value = parse_json(text, path)
+    except HarnessError as exc:
+        raise HarnessError(f"{path}: row {row}: extra: {getattr(exc, 'reason', exc)}") from None
+    if not isinstance(value, dict):
+        raise HarnessError(f"{path}: row {row}: extra: not a JSON object")
+    return value
+
+
+def run_names(runs: Sequence[RunData]) -> list[str]:
+    """Each run's folder name, with as many parent folders as tell runs of one name apart."""
+    parts = [run.path.resolve().parts for run in runs]
+    names = [run.path.name for run in runs]
+    depth = 1
+    while len(set(names)) < len(names) and depth < max(len(p) for p in parts):
+        depth += 1
+        names = [
+            "/".join(p[-depth:]) if names.count(name) > 1 else name
+            for p, name in zip(parts, names, strict=True)
+        ]
+    return names
+
+
+def items_table(runs: Sequence[RunData], run_labels: Sequence[str]) -> pa.Table:
     pa = _pa()
     names: list[str] = []
     for run in runs:
@@ -92,12 +119,12 @@ def items_table(runs: Sequence[RunData]) -> pa.Table:
         k: [] for k in ("run", "item_id", "group", "n_candidates", "n_relevant")
     }
     values: dict[str, list[float | None]] = {name: [] for name in names}
-    for run in runs:
+    for run, run_name in zip(runs, run_labels, strict=True):
         position = {item_id: i for i, item_id in enumerate(run.aggregate.item_ids)}
         for item in run.dataset.items:
             if item.id not in position:
                 continue
-            columns["run"].append(run.path.name)
+            columns["run"].append(run_name)
             columns["item_id"].append(item.id)
             columns["group"].append(item.group)
             columns["n_candidates"].append(len(item.candidates))
@@ -123,24 +150,26 @@ def write_parquet(runs: Sequence[RunData], out: Path) -> list[Path]:
     import pyarrow.parquet as pq
 
     out.mkdir(parents=True, exist_ok=True)
-    records = pa.concat_tables([records_table(run.records, run.path.name) for run in runs])
+    names = run_names(runs)
+    tables = [records_table(run.records, name) for run, name in zip(runs, names, strict=True)]
     written = [out / RECORDS_FILE, out / ITEMS_FILE]
-    pq.write_table(records, written[0])
-    pq.write_table(items_table(runs), written[1])
+    pq.write_table(pa.concat_tables(tables), written[0])
+    pq.write_table(items_table(runs, names), written[1])
     return written
 
 
 def read_records_parquet(path: Path) -> pd.DataFrame:
-    _pa()
-    import pyarrow.parquet as pq
-
-    try:
-        table = pq.read_table(path)
-    except (OSError, ValueError) as exc:
-        raise HarnessError(f"{path}: not a readable Parquet file ({exc})") from None
-    missing = [n for n in records_schema().names if n not in table.column_names]
+    schema = records_schema()
+    table = read_parquet(path)
+    missing = [n for n in schema.names if n not in table.column_names]
     if missing:
         raise HarnessError(
             f"{path}: not a records table of `harness export parquet` (no {missing})"
         )
-    return records_frame(table.select(records_schema().names))
+    try:
+        return records_frame(table.select(schema.names).cast(schema), path)
+    except (ValueError, TypeError, NotImplementedError) as exc:  # ArrowInvalid: ValueError
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise HarnessError(
+            f"{path}: not a records table of `harness export parquet` ({first})"
+        ) from None

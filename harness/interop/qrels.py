@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from harness.core.dataset import load_dataset
 from harness.core.errors import DatasetError
+from harness.core.files import write_jsonl
 from harness.core.trec import items_from_qrels, read_candidates, read_qrels, read_queries
 
 
@@ -49,8 +47,8 @@ def write_dataset(
     if not items:
         raise DatasetError(candidates, None, "no queries")
     out.mkdir(parents=True, exist_ok=True)
-    _write(out / "items.jsonl", items)
-    _write(out / "clips.jsonl", clips)
+    write_jsonl(out / "items.jsonl", items)
+    write_jsonl(out / "clips.jsonl", clips)
     load_dataset(out, check_audio=False)
     return QrelsSummary(
         n_items=len(items),
@@ -62,9 +60,3 @@ def write_dataset(
         n_left_out=left_out,
         n_without_candidates=len(set(judged) - set(listed)),
     )
-
-
-def _write(path: Path, rows: list[dict[str, Any]]) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
-    os.replace(tmp, path)

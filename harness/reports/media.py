@@ -17,8 +17,9 @@ from urllib.parse import quote
 
 import soundfile
 
-from harness.core.audio import read_mono
+from harness.core.audio import MAX_CLIP_BYTES, read_mono
 from harness.core.dataset import Clip
+from harness.core.files import read_bytes
 
 AudioMode = Literal["link", "embed"] | Callable[[Clip], str]
 # The sample rates Opus encodes, highest first: a preview takes the highest at or below the clip's.
@@ -50,7 +51,7 @@ def preview(path: Path) -> tuple[bytes, str]:
         soundfile.write(buffer, read_mono(path, rate), rate, format="OGG", subtype="OPUS")
         return buffer.getvalue(), "audio/ogg"
     except (RuntimeError, ValueError, soundfile.LibsndfileError):
-        return path.read_bytes(), audio_type(path)
+        return read_bytes(path, limit=MAX_CLIP_BYTES), audio_type(path)
 
 
 def audio_sources(clips: Iterable[Clip], out_dir: Path, mode: AudioMode) -> dict[str, str]:

@@ -23,8 +23,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+from harness.core.audio import MAX_CLIP_BYTES
 from harness.core.dataset import Clip
 from harness.core.errors import HarnessError
+from harness.core.files import read_bytes
 from harness.reports.analysis import analyse
 from harness.reports.html import LIVE_SCRIPT
 from harness.reports.loading import RunData
@@ -203,7 +205,7 @@ def handler(report: LiveReport, *, local: bool, token: str | None) -> type[BaseH
                     if clip is None or not clip.is_file():
                         self.send_error(HTTPStatus.NOT_FOUND, "no such clip")
                         return
-                    self._send(clip.read_bytes(), audio_type(clip))
+                    self._send(read_bytes(clip, limit=MAX_CLIP_BYTES), audio_type(clip))
                 else:
                     self.send_error(HTTPStatus.NOT_FOUND)
             except HarnessError as exc:

@@ -5,7 +5,6 @@ warning, never skipped silently."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +12,8 @@ from typing import Literal
 
 from harness.core.dataset import Dataset
 from harness.core.errors import HarnessError
-from harness.core.sharding import SHARD_FILE
+from harness.core.files import read_json_object
+from harness.core.sharding import SHARD_FILE, Shard
 from harness.core.trec import is_trec_run
 from harness.reports.loading import RunData, assign_labels, load_predictions, load_run
 from harness.scoring.evaluation import no_scores_reason
@@ -46,11 +46,14 @@ def _shard(folder: Path) -> str | None:
     """Why a shard's folder (`harness run --shard I/N`) is not a run of its own."""
     if not (folder / SHARD_FILE).is_file():
         return None
+    which = "a shard"
     try:
-        marker = json.loads((folder / SHARD_FILE).read_text(encoding="utf-8"))
-        which = f"shard {int(marker['index'])}/{int(marker['count'])}"
-    except (OSError, ValueError, TypeError, KeyError):
-        which = "a shard"
+        marker = read_json_object(folder / SHARD_FILE)
+        index, count = marker.get("index"), marker.get("count")
+        if type(index) is int and type(count) is int:
+            which = f"shard {Shard(index, count)}"
+    except HarnessError:
+        pass
     return f"{which} of a run (`harness merge` joins them)"
 
 
@@ -64,8 +67,8 @@ def _unfinished(folder: Path) -> str | None:
 
 def _run_order(folder: Path) -> list[str]:
     try:
-        order = json.loads((folder / SWEEP_FILE).read_text(encoding="utf-8")).get("runs")
-    except (OSError, ValueError, AttributeError):
+        order = read_json_object(folder / SWEEP_FILE).get("runs")
+    except HarnessError:
         return []
     return [str(name) for name in order] if isinstance(order, list) else []
 

@@ -13,24 +13,25 @@ is recomputed from the records) and lists the shards under `merged_from`.
 
 from __future__ import annotations
 
-import json
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from harness.calls.portable_cache import KEYS_FILE, run_keys, write_run_keys
 from harness.calls.pricing import run_cost
 from harness.config.experiment import ExperimentConfig
 from harness.core.dataset import Dataset
-from harness.core.errors import HarnessError
+from harness.core.errors import DatasetError, HarnessError
+from harness.core.files import read_jsonl, write_jsonl
 from harness.core.locking import RunFolderLock
 from harness.core.provenance import now
 from harness.core.records import Record, RecordWriter, read_records, sort_records
-from harness.core.sharding import SHARD_FILE, Shard
+from harness.core.run_files import read_run_config, read_run_json
+from harness.core.sharding import SHARD_FILE, Shard, read_marker
 from harness.runs.run_folder import (
     check_run_folder,
     config_differences,
@@ -62,16 +63,6 @@ class Merged:
     metrics: dict[str, Any]
 
 
-def _json(path: Path) -> dict[str, Any]:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise HarnessError(f"{path}: not readable JSON ({exc})") from None
-    if not isinstance(value, dict):
-        raise HarnessError(f"{path}: expected a JSON object")
-    return value
-
-
 def read_shard(folder: Path) -> ShardRun:
     """A finished shard's folder; one line naming what is missing otherwise."""
     if not folder.is_dir():
@@ -87,17 +78,10 @@ def read_shard(folder: Path) -> ShardRun:
                 f"{folder}: an unfinished shard (no {name}): run its `harness run --shard` "
                 "command again to finish it"
             )
-    marker = _json(folder / SHARD_FILE)
-    try:
-        shard = Shard(int(marker["index"]), int(marker["count"]))
-        items = [str(i) for i in marker["items"]]
-        dataset_items = int(marker["dataset_items"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise HarnessError(f"{folder / SHARD_FILE}: damaged ({exc!r} missing or wrong)") from None
-    config = yaml.safe_load((folder / "config.yaml").read_text(encoding="utf-8"))
-    if not isinstance(config, dict):
-        raise HarnessError(f"{folder / 'config.yaml'}: not a mapping of settings")
-    return ShardRun(folder, shard, items, dataset_items, config, _json(folder / "run.json"))
+    marker = read_marker(folder)
+    config = read_run_config(folder / "config.yaml")
+    stats = read_run_json(folder / "run.json")
+    return ShardRun(folder, marker.shard, marker.items, marker.dataset_items, config, stats)
 
 
 def check_shards(shards: Sequence[ShardRun]) -> None:
@@ -126,7 +110,8 @@ def check_shards(shards: Sequence[ShardRun]) -> None:
                 f"overlapping shards: {earlier.folder} and {run.folder} are both shard {run.shard}"
             )
         seen[run.shard.index] = run
-    missing = [f"{i}/{first.shard.count}" for i in range(first.shard.count) if i not in seen]
+    wanted = (i for i in range(first.shard.count) if i not in seen)
+    missing = [f"{i}/{first.shard.count}" for i in itertools.islice(wanted, 10)]
     if missing:
         raise HarnessError(
             f"missing shard(s) {', '.join(missing)}: run `harness run EXP --shard I/N` for "
@@ -197,20 +182,27 @@ def _stats(
     return stats
 
 
-def _merge_summaries(shards: Sequence[ShardRun], dataset: Dataset, out: Path) -> None:
-    """summaries.jsonl: the evaluated items' lines in dataset order, then the examples'."""
-    lines: dict[str, str] = {}
+def _summaries(shards: Sequence[ShardRun]) -> dict[str, dict[str, Any]]:
+    """The shards' summaries.jsonl lines by item (the first of each)."""
+    lines: dict[str, dict[str, Any]] = {}
     for run in shards:
         path = run.folder / SUMMARIES
         if path.is_file():
-            for line in path.read_text(encoding="utf-8").splitlines():
-                if line.strip():
-                    lines.setdefault(str(json.loads(line).get("item_id")), line)
+            for line_no, line in read_jsonl(path):
+                item_id = line.get("item_id")
+                if not isinstance(item_id, str):
+                    raise DatasetError(path, line_no, "item_id: not a string")
+                lines.setdefault(item_id, line)
+    return lines
+
+
+def _write_summaries(lines: dict[str, dict[str, Any]], dataset: Dataset, out: Path) -> None:
+    """summaries.jsonl: the evaluated items' lines in dataset order, then the examples'."""
     if not lines:
         return
     order = [item.id for item in dataset.items if item.id in lines]
     order += [key for key in lines if key not in set(order)]
-    (out / SUMMARIES).write_text("".join(lines[key] + "\n" for key in order), encoding="utf-8")
+    write_jsonl(out / SUMMARIES, (lines[key] for key in order))
 
 
 def merge_shards(folders: Sequence[Path], out: Path, *, overwrite: bool = False) -> Merged:
@@ -230,6 +222,10 @@ def merge_shards(folders: Sequence[Path], out: Path, *, overwrite: bool = False)
     dataset = run_dataset(config)
     _check_items(shards, dataset)
     records = [record for run in shards for record in _records(run)]
+    summaries = _summaries(shards)
+    keys = [k for run in shards if (run.folder / KEYS_FILE).is_file() for k in run_keys(run.folder)]
+    if out.exists() and not out.is_dir():
+        raise HarnessError(f"--out {out}: a file, not a folder; give the whole run's folder")
     check_run_folder(out, config, overwrite=overwrite)
     out.mkdir(parents=True, exist_ok=True)
     lock = RunFolderLock(out).acquire()
@@ -259,11 +255,8 @@ def merge_shards(folders: Sequence[Path], out: Path, *, overwrite: bool = False)
             stats=stats,
             human=human.to_json() if human is not None else None,
         )
-        keys = [
-            k for run in shards if (run.folder / KEYS_FILE).is_file() for k in run_keys(run.folder)
-        ]
         write_run_keys(out, keys)
-        _merge_summaries(shards, dataset, out)
+        _write_summaries(summaries, dataset, out)
         failed = False
     finally:
         lock.release(failed=failed)

@@ -28,7 +28,8 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import ValidationError
 
-from harness.core.dataset import Item, gc_paused, raw_lines
+from harness.core.dataset import Item, gc_paused
+from harness.core.files import lines, open_file
 from harness.core.predictions import (
     PredictionLine,
     Predictions,
@@ -68,7 +69,7 @@ def _parse(path: Path) -> tuple[list[Entry], bytearray]:
     values = bytearray()
     offset = filled = 0
     with gc_paused():
-        for line_no, raw in raw_lines(path):
+        for line_no, raw in lines(path):
             entry: Entry = (line_no, offset, None, 0, None, 0, 0)
             offset += len(raw)
             try:
@@ -150,7 +151,7 @@ class PredictionsReadAhead(ForkedWorker):
     ) -> Predictions:
         collector = PredictionsCollector(self.path, items)
         digests: dict[str, bytes | None] = {}
-        with self.path.open("rb") as handle:
+        with open_file(self.path) as handle:
             for line_no, offset, item_id, repeat, digest, start, end in entries:
                 if item_id is not None:
                     candidates = collector.candidates.get(item_id)

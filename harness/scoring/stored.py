@@ -15,7 +15,6 @@ hand-edited metrics.json means a full re-evaluation, as before.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -23,6 +22,8 @@ from typing import Any
 
 from harness._version import __version__
 from harness.core.dataset import Item
+from harness.core.errors import HarnessError
+from harness.core.files import parse_json, read_bytes, read_json, sha256_of
 from harness.core.sanitize import dumps_json
 from harness.scoring.evaluation import Evaluation
 from harness.scoring.metrics import Aggregate, MetricSummary
@@ -51,14 +52,6 @@ def evaluation_options(config: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def items_sha256(items: Sequence[Item]) -> str:
     """A digest of what the evaluation reads of the items, in order: each item's id, group,
     candidates and their gains."""
@@ -76,17 +69,17 @@ def _fingerprint(
     return {
         "harness_version": __version__,
         "intervals_version": INTERVALS_VERSION,
-        "records_sha256": _file_sha256(folder / RECORDS),
+        "records_sha256": sha256_of(folder / RECORDS),
         "metrics_sha256": hashlib.sha256(metrics).hexdigest(),
         "items_sha256": items_sha256(items),
-        "options": json.loads(dumps_json(dict(options))),
+        "options": parse_json(dumps_json(dict(options)), "options"),
     }
 
 
 def write_inputs(folder: Path, items: Sequence[Item], options: Mapping[str, Any]) -> None:
     """Write the fingerprint of `folder`'s records.jsonl and metrics.json (both final) for
     `items` evaluated with `options` (`evaluation_options`)."""
-    metrics = (folder / METRICS).read_bytes()
+    metrics = read_bytes(folder / METRICS)
     fingerprint = _fingerprint(folder, metrics, items, options)
     (folder / INPUTS).write_text(dumps_json(fingerprint, indent=2) + "\n")
 
@@ -97,12 +90,12 @@ def stored_metrics(
     """`folder`'s metrics.json when its fingerprint says it was computed from the folder's
     records.jsonl, these `items` and `options`, by this harness version; else None."""
     try:
-        stored = json.loads((folder / INPUTS).read_bytes())
-        metrics = (folder / METRICS).read_bytes()
+        stored = read_json(folder / INPUTS)
+        metrics = read_bytes(folder / METRICS)
         if stored != _fingerprint(folder, metrics, items, options):
             return None
-        parsed = json.loads(metrics)
-    except (OSError, ValueError):  # absent, unreadable, not JSON (UnicodeDecodeError too)
+        parsed = parse_json(metrics, folder / METRICS)
+    except HarnessError:  # absent, unreadable, not JSON
         return None
     return parsed if isinstance(parsed, dict) else None
 
@@ -153,7 +146,7 @@ def with_stored_intervals(evaluation: Evaluation, stored: Mapping[str, Any]) -> 
         )
     except (KeyError, TypeError, ValueError):
         return None
-    produced = json.loads(dumps_json(spliced.to_json()))
+    produced = parse_json(dumps_json(spliced.to_json()), "metrics")
     same = all(stored.get(key) == value for key, value in produced.items())
     blocks = all(key in produced for key in ("groups", "turns", "turn_gain") if key in stored)
     return spliced if same and blocks else None

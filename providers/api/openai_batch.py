@@ -15,6 +15,8 @@ import openai
 from openai.types.chat import ChatCompletion
 from pydantic import ValidationError
 
+from harness.core.errors import DatasetError
+from harness.core.files import parse_json
 from harness.core.types import ChatRequest, ChatResponse, ProviderError
 from providers.api._shared import (
     MALFORMED_ANSWER_ERRORS,
@@ -125,7 +127,7 @@ class OpenAIBatchApi(BatchApi):
         """One output line into `results`; a line of any other shape (the output file is
         read as untrusted) is kept as unreadable, and costs that line only."""
         try:
-            entry = json.loads(line)
+            entry = parse_json(line, "the batch's output file")
             custom_id = entry["custom_id"]
             if not isinstance(custom_id, str):
                 raise TypeError("custom_id is not a string")
@@ -133,7 +135,7 @@ class OpenAIBatchApi(BatchApi):
             error = entry.get("error") or {}
             if not isinstance(response, dict) or not isinstance(error, dict):
                 raise TypeError("response and error must be objects")
-        except (*MALFORMED_ANSWER_ERRORS, json.JSONDecodeError):
+        except (*MALFORMED_ANSWER_ERRORS, DatasetError):
             results.unreadable.append(line)
             return
         status = response.get("status_code")

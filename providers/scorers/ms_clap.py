@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 from pydantic import Field
 
 from harness.core.errors import HarnessError
+from harness.core.yaml_files import load_yaml
 from providers.local._settings import LocalOptions, hf, load_model_weights
 from providers.scorers._two_tower import EmbeddingScorer, Vectors, download, fit_window
 
@@ -66,14 +67,10 @@ def msclap_models() -> types.ModuleType:
 
 
 def msclap_config(version: str) -> dict[str, Any]:
-    import yaml
-
     spec = importlib.util.find_spec("msclap")
     assert spec is not None and spec.submodule_search_locations
     folder = Path(next(iter(spec.submodule_search_locations)))
-    config: dict[str, Any] = yaml.safe_load(
-        (folder / "configs" / f"config_{version}.yml").read_text()
-    )
+    config: dict[str, Any] = load_yaml(folder / "configs" / f"config_{version}.yml")
     return config
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.construct.annotate.store import RankingStore
-from harness.construct.files import write_jsonl
-from harness.core.dataset import load_dataset, read_jsonl
+from harness.core.dataset import load_dataset
 from harness.core.errors import DatasetError, HarnessError
+from harness.core.files import read_jsonl, write_jsonl
 from harness.core.paths import UnsafePath, contained
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from harness.core.dataset import Dataset
 from harness.core.errors import HarnessError
+from harness.core.files import parse_json
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS rankings (
@@ -179,6 +180,11 @@ def _now() -> str:
 
 def _stored(row: tuple[str, str, str, str, str]) -> Stored:
     annotator, item_id, ranking, presented, submitted_at = row
+    where = "the annotations database"
     return Stored(
-        annotator, item_id, tuple(json.loads(ranking)), tuple(json.loads(presented)), submitted_at
+        annotator,
+        item_id,
+        tuple(parse_json(ranking, where)),
+        tuple(parse_json(presented, where)),
+        submitted_at,
     )

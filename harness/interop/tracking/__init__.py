@@ -68,14 +68,6 @@ def metric_values(metrics: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-def read_json(path: Path) -> dict[str, Any]:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 def cost_values(run_json: Mapping[str, Any]) -> dict[str, float]:
     """The run's cost figures (USD) and token counts from run.json."""
     out: dict[str, float] = {}

@@ -13,13 +13,13 @@ from typing import Any
 
 from harness.config.blocks import MlflowOptions
 from harness.core.errors import HarnessError
+from harness.core.run_files import read_or_empty
 from harness.interop.tracking import (
     REPORT_FILES,
     Status,
     cost_values,
     flatten,
     metric_values,
-    read_json,
 )
 
 STATUSES: dict[Status, str] = {
@@ -67,8 +67,8 @@ class MlflowTracker:
     def log(self, folder: Path) -> None:
         from mlflow.entities import Metric
 
-        run_json = read_json(folder / "run.json")
-        values = metric_values(read_json(folder / "metrics.json")) | cost_values(run_json)
+        run_json = read_or_empty(folder / "run.json")
+        values = metric_values(read_or_empty(folder / "metrics.json")) | cost_values(run_json)
         now = int(time.time() * 1000)
         metrics = [Metric(mlflow_key(k), v, now, 0) for k, v in values.items()]
         self.client.log_batch(self.run_id, metrics=metrics)

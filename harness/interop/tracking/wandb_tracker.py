@@ -8,12 +8,12 @@ from typing import Any
 
 from harness.config.blocks import WandbOptions
 from harness.core.errors import HarnessError
+from harness.core.run_files import read_or_empty
 from harness.interop.tracking import (
     REPORT_FILES,
     Status,
     cost_values,
     metric_values,
-    read_json,
 )
 
 EXIT_CODES: dict[Status, int] = {"finished": 0, "incomplete": 1, "failed": 1, "interrupted": 130}
@@ -44,8 +44,8 @@ class WandbTracker:
         )
 
     def log(self, folder: Path) -> None:
-        metrics = metric_values(read_json(folder / "metrics.json"))
-        run_json = read_json(folder / "run.json")
+        metrics = metric_values(read_or_empty(folder / "metrics.json"))
+        run_json = read_or_empty(folder / "run.json")
         values = metrics | cost_values(run_json)
         self.run.log(values)
         self.run.summary.update(values)

@@ -6,7 +6,6 @@ repeats averaged per item."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from harness.core.dataset import Dataset, Item
 from harness.core.errors import HarnessError
 from harness.core.event_loop import run_coroutine
 from harness.core.records import Record, read_records
+from harness.core.run_files import read_or_empty
 from harness.reports.loading import RunData, load_predictions, load_run
 from harness.runs.compare.inputs import check_same_items
 from harness.runs.runner import Runner
@@ -264,11 +264,7 @@ class RunSource:
 
 
 def _cost(out_dir: Path) -> dict[str, Any]:
-    try:
-        stats = json.loads((out_dir / "run.json").read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return {}
-    cost = stats.get("cost")
+    cost = read_or_empty(out_dir / "run.json").get("cost")
     return cost if isinstance(cost, dict) else {}
 
 

@@ -29,7 +29,8 @@ from typing import Final, Literal, get_args
 import numpy as np
 from numpy.typing import NDArray
 
-from harness.core.errors import HarnessError
+from harness.core.errors import DatasetError, HarnessError
+from harness.core.files import read_bytes
 from providers.scorers.musicnn.bundle import read_tensors
 
 ModelName = Literal["MTT_musicnn", "MSD_musicnn", "MTT_vgg", "MSD_vgg"]
@@ -37,6 +38,7 @@ MODELS: Final[tuple[ModelName, ...]] = get_args(ModelName)
 WHEEL_ENV: Final = "BGM_JUDGE_MUSICNN_WHEEL"
 VERSION: Final = "0.1.0"
 INSTALL_HINT: Final = f"pip install --no-deps musicnn=={VERSION}"
+MAX_WEIGHTS_BYTES: Final = 1 << 30
 _CHECKPOINT_FILES: Final = (".index", ".data-00000-of-00001")
 
 
@@ -57,8 +59,8 @@ class WeightsSource:
             if self.is_wheel:
                 with zipfile.ZipFile(self.location) as wheel:
                     return wheel.read(f"musicnn/{member}")
-            return (self.location / member).read_bytes()
-        except (KeyError, OSError, zipfile.BadZipFile) as exc:
+            return read_bytes(self.location / member, limit=MAX_WEIGHTS_BYTES)
+        except (KeyError, OSError, zipfile.BadZipFile, DatasetError) as exc:
             raise MusicnnWeightsError(
                 f"musicnn weights: cannot read {member} from {self.location} ({exc}); "
                 f"reinstall them with: {INSTALL_HINT}"

@@ -11,7 +11,7 @@ import pytest
 
 from harness.calls import cache as cache_module
 from harness.calls.cache import ResponseCache
-from harness.core.json_text import MAX_VALUE_DEPTH
+from harness.core.files import MAX_VALUE_DEPTH
 
 ANSWERS = {f"k{i}": {"text": f'{{"score": {i}}}', "input_tokens": i, "extra": {}} for i in range(6)}
 

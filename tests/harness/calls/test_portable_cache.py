@@ -138,7 +138,7 @@ HEADER = '{"format": "bgm-judge-cache", "version": 1, "cache_schema": 1}'
         (['{"format": "bgm-judge-cache", "version": 9, "cache_schema": 1}'], ":1:", "newer"),
         (['{"format": "bgm-judge-cache", "version": 1, "cache_schema": 0}'], ":1:", "schema 0"),
         ([HEADER, '{"key": "k", "value": {"text": "x"}}'], ":2:", "truncated"),
-        ([HEADER, "not json", '{"end": true, "entries": 0}'], ":2:", "not a JSON line"),
+        ([HEADER, "not json", '{"end": true, "entries": 0}'], ":2:", "not valid JSON"),
         ([HEADER, '{"key": "k", "value": 3}'], ":2:", "expected {'key'"),
         ([HEADER, '{"end": true, "entries": 5}'], ":2:", "counts 5 entries, not 0"),
     ],

@@ -1,19 +1,17 @@
 """harness.core.json_text is the standard library's JSON, faster: `canonical_json` gives
-json.dumps' sorted compact bytes (or its error) and `loads` gives json.loads' value (or its
-error), whatever the value or text."""
+json.dumps' sorted compact bytes (or its error), whatever the value (reading JSON is
+harness.core.files' `parse_json`)."""
 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.core.json_text import canonical_json, compact_json, loads
+from harness.core.json_text import canonical_json, compact_json
 
 JSON_SCALARS = (
     st.none()
@@ -76,63 +74,3 @@ def test_canonical_json_of_other_types_is_json_dumps_or_its_error() -> None:
         canonical_json(value)
     with pytest.raises(TypeError):
         canonical_json({"path": Path("x")})
-
-
-def same(a: Any, b: Any) -> bool:
-    """Equal values of equal types all the way down (NaN equal to NaN, -0.0 not to 0.0)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, float):
-        return (math.isnan(a) and math.isnan(b)) or (
-            a == b and math.copysign(1, a) == math.copysign(1, b)
-        )
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
-
-
-def outcome(read: Any, text: str | bytes) -> tuple[str, Any]:
-    try:
-        return "value", read(text)
-    except (ValueError, RecursionError) as exc:
-        return "error", type(exc)
-
-
-@settings(max_examples=600, deadline=None)
-@given(JSON_VALUES, st.booleans())
-def test_loads_reads_what_json_writes_as_json_loads_does(value: object, as_bytes: bool) -> None:
-    text = json.dumps(value)  # NaN, Infinity, \ud800 escapes, 21-digit ints included
-    given_text: str | bytes = text.encode() if as_bytes else text
-    kind, ours = outcome(loads, given_text)
-    assert kind == "value"
-    assert same(ours, json.loads(given_text))
-
-
-NUMBERS = st.from_regex(
-    r"-?(0|[1-9][0-9]{0,24})(\.[0-9]{1,20})?([eE][+-]?[0-9]{1,3})?", fullmatch=True
-)
-
-
-@settings(max_examples=600, deadline=None)
-@given(st.one_of(NUMBERS, st.text(max_size=12), st.binary(max_size=12)))
-def test_loads_of_any_text_is_json_loads_value_or_error(text: str | bytes) -> None:
-    kind, ours = outcome(loads, text)
-    expected_kind, expected = outcome(json.loads, text)
-    assert kind == expected_kind
-    if kind == "value":
-        assert same(ours, expected)
-    else:
-        assert ours is expected
-
-
-def test_loads_keeps_what_orjson_would_change() -> None:
-    assert loads("18446744073709551616") == 18446744073709551616  # orjson: a float
-    assert type(loads("-9223372036854775809")) is int
-    assert type(loads(b"[123456789012345678901]")[0]) is int
-    assert math.isinf(loads("1E400")) and math.isnan(loads("[NaN]")[0])
-    assert loads('"\\ud800"') == "\ud800"
-    assert loads(b"\xef\xbb\xbf[1]") == [1]  # json reads a UTF-8 BOM in bytes
-    with pytest.raises(json.JSONDecodeError):
-        loads("\ufeff[1]")  # and refuses one in text

@@ -134,8 +134,13 @@ def test_parquet_files_and_titles_as_candidates(tmp_path: Path) -> None:
 
 def prepare_hub_cache(configs: Any, cache: Path, repo: str, commit: str) -> None:
     """What `datasets` leaves in its cache after downloading `repo` at `commit`: the Arrow
-    files of each configuration's train split under <owner>___<name>/<config>/0.0.0/<commit>/."""
+    files of each configuration's train split under <owner>___<name>/<config>/0.0.0/<commit>/.
+    Audio is embedded as bytes, as `push_to_hub` uploads it."""
     for config, table in configs.items():
+        if "wav" in table.column_names:
+            table = table.cast_column("wav", datasets.Audio(decode=False)).map(
+                lambda row: {"wav": {"bytes": Path(row["wav"]["path"]).read_bytes(), "path": None}}
+            )
         files = cache.parent / "hub-files" / config
         files.mkdir(parents=True)
         table.to_parquet(str(files / "train-00000-of-00001.parquet"))

@@ -66,3 +66,34 @@ def test_a_file_that_is_not_a_records_table_is_one_line(tmp_path: Path) -> None:
     pq.write_table(pa.table({"x": [1]}), tmp_path / "other.parquet")
     with pytest.raises(HarnessError, match="not a records table"):
         harness.load_run(tmp_path / "other.parquet")
+
+
+@pytest.mark.parametrize("extra", ["{", "[1]", "[" * 5000 + "]" * 5000, '"\\ud800'])
+def test_a_records_table_whose_extra_is_not_a_json_object_is_one_line(
+    tmp_path: Path, extra: str
+) -> None:
+    from harness.core.records import Record
+    from harness.interop.parquet import records_schema, records_table
+
+    record = Record(item_id="d0", candidates=["a", "b"], scores={"a": 1.0, "b": 0.0})
+    table = records_table([record], "run")
+    table = table.set_column(records_schema().get_field_index("extra"), "extra", [[extra]])
+    pq.write_table(table, tmp_path / "records.parquet")
+    with pytest.raises(HarnessError) as refused:
+        harness.load_run(tmp_path / "records.parquet")
+    assert "records.parquet" in str(refused.value) and "row 0" in str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+def test_runs_whose_folders_share_a_name_keep_their_own_rows(tmp_path: Path) -> None:
+    pool = write_pool_dataset(tmp_path / "pool", 3, 10)
+    first = run(tmp_path / "a", pool, "same", {"name": "popularity"})
+    second = run(tmp_path / "b", pool, "same", {"name": "random", "seed": 3})
+    out = tmp_path / "parquet"
+    result = runner.invoke(app, ["export", "parquet", str(first), str(second), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    for name in ("records.parquet", "items.parquet"):
+        rows = pq.read_table(out / name).to_pylist()
+        names = sorted({row["run"] for row in rows})
+        assert len(names) == 2, names
+        assert sum(row["run"] == names[0] for row in rows) == len(rows) // 2
