@@ -5,7 +5,6 @@ run's own metrics count it), or stops the comparison (`refuse`)."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,12 +102,13 @@ class Coverage:
 
 
 def _audio_digest(dataset: Dataset, relative: str) -> str:
-    path = Path(dataset.root) / relative
+    from harness.core.files import sha256_of
+    from harness.core.paths import contained
+
     try:
-        with path.open("rb") as handle:
-            return hashlib.file_digest(handle, "sha256").hexdigest()
-    except OSError as exc:
-        return f"unreadable: {exc.strerror}"
+        return sha256_of(contained(Path(dataset.root), relative))
+    except (HarnessError, ValueError) as exc:  # (UnsafePath is a ValueError)
+        return f"unreadable: {exc}"
 
 
 def _item_view(dataset: Dataset, item_id: str) -> dict[str, Any]:
