@@ -29,7 +29,7 @@ STAND_INS = {
 
 def _script() -> str:
     blocks = re.findall(r"```bash\n(.*?)```", PAGE, flags=re.DOTALL)
-    return next(block for block in blocks if block.startswith("#!/bin/bash"))
+    return str(next(block for block in blocks if block.startswith("#!/bin/bash")))
 
 
 def _tasks(array: str) -> list[int]:
