@@ -19,9 +19,10 @@ grid of [0, 1], two gamblers bet on "the mean is above m" and "below m":
     K-_t(m)    = prod_{i<=t} (1 - min(lambda_i, c / (1 - m_i)) (x_i - m_i))
     K_t(m)     = max(theta K+_t(m), (1 - theta) K-_t(m))       theta = 1/2, c = 1/2
 
-Under the null "the mean is m", K_t(m) is a nonnegative supermartingale starting at 1 (each
-of theta K+ and (1 - theta) K- is a martingale), so by Ville's inequality
-P(exists t: K_t(m) > 1/alpha) <= alpha, and
+Under the null "the mean is m", K+ and K- are nonnegative martingales starting at 1. K_t(m),
+a maximum of two of them, is not itself a supermartingale; what the proof needs is that it is
+bounded by theta K+_t + (1 - theta) K-_t, a nonnegative martingale starting at theta +
+(1 - theta) = 1, to which Ville's inequality applies: P(exists t: K_t(m) > 1/alpha) <= alpha, and
 
     C_t = {m : K_t(m) <= 1/alpha}, intersected with C_{t-1}
 

@@ -50,7 +50,12 @@ class TextEmbeddingScorer(Scorer):
         return self._model
 
     def _encode(self, texts: list[str]) -> np.ndarray[Any, Any]:
-        vectors = self._load().encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+        # One text per forward pass: a text padded into a batch with others gets a vector
+        # whose last bits depend on them, so a cosine's sixth decimal would depend on which
+        # texts were new at the time (a cold shard against the unsharded run).
+        vectors = self._load().encode(
+            texts, batch_size=1, normalize_embeddings=True, convert_to_numpy=True
+        )
         return np.asarray(vectors, dtype=np.float64)
 
     async def score(self, request: ScoreRequest) -> list[float]:

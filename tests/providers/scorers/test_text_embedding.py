@@ -81,3 +81,18 @@ def test_a_query_against_song_titles_in_a_run(tmp_path: Path) -> None:
     result, (record,) = run_config(config, tmp_path)
     assert max(record.scores, key=lambda c: record.scores[c] or -2.0) == "s0"
     assert result.aggregate.metrics["hit@1"].mean == 1.0
+
+
+def test_a_score_depends_on_its_request_alone() -> None:
+    """Failing first (issue 49): a text was embedded in one padded batch with the texts
+    missing at that moment, which moved the last bits of its vector: a cold shard of a
+    describe run scored some candidates differently in the sixth decimal."""
+    root = Path(__file__).resolve().parents[3] / "data" / "sample"
+    captions = [json.loads(line)["caption"] for line in (root / "clips.jsonl").open()]
+    asked = request("A: something calm for a rainy evening. B: acoustic, please.", captions)
+    cold = create_provider(provider_config(name="text-embedding"))
+    warmed = create_provider(provider_config(name="text-embedding"))
+    asyncio.run(warmed.score(request("upbeat party music", captions[::-1][:7])))
+    assert asyncio.run(cold.score(asked)) == asyncio.run(warmed.score(asked))
+    asyncio.run(cold.aclose())
+    asyncio.run(warmed.aclose())
