@@ -21,8 +21,12 @@ CAVEAT = """\
   candidates without a score last. SCORE is N - RANK + 1, so that no two documents of a query
   share a score and every tool (trec_eval, pytrec_eval, ranx, ir-measures) reads this order.
 - The harness's metrics are tie-aware: for tied scores they are the expectation over every
-  order of the tied candidates. These files hold one of those orders, so the tools' figures
-  equal the harness's only where the run has no ties (this run's tie rate: {tie_rate}).
+  order of the tied candidates; these files hold one of those orders. Only a tie between
+  candidates of different gain, anywhere in the ranking, can move a figure (tie rate in the
+  ranking, `tie_rate_ranking` of metrics.json: {ranking}; at the top alone, `tie_rate`:
+  {tie_rate}). Where it is 0, this order gives every gain-based metric the harness's value
+  (Kendall's tau-b breaks no tie); a tool's figure can still differ where the tool defines a
+  measure otherwise (trec_eval's P and recip_rank count any gain above 0 as relevant).
 - The qrels list every candidate of an item with its gain (0 for the others), so that an item
   without relevant candidates is a query scoring 0, as in the harness's means.
 """
@@ -42,14 +46,20 @@ def export_trec(run: RunData, out: Path) -> list[Path]:
         written.append(path)
     qrels = out / QRELS_FILE
     qrels.write_text("".join(qrels_lines(items)), encoding="utf-8")
-    tie_rate = run.aggregate.tie_rate
+    rates = {
+        key: "n/a" if rate is None else f"{rate:.4f}"
+        for key, rate in (
+            ("tie_rate", run.aggregate.tie_rate),
+            ("ranking", run.aggregate.tie_rate_ranking),
+        )
+    }
     readme = out / "README.md"
     readme.write_text(
         CAVEAT.format(
             label=run.label,
             run_files=", ".join(p.name for p in written),
             qrels=QRELS_FILE,
-            tie_rate="n/a" if tie_rate is None else f"{tie_rate:.4f}",
+            **rates,
         ),
         encoding="utf-8",
     )

@@ -41,7 +41,6 @@ __all__ = [
     "per_item_metrics",
     "per_item_values",
     "summarize",
-    "top_is_tied",
 ]
 
 BLOCK_ELEMENTS = 1 << 15  # rows x columns per block of items: small enough to stay in cache
@@ -89,12 +88,6 @@ def per_item_metrics(
     return values
 
 
-def top_is_tied(scores: FloatArray) -> NDArray[np.bool_]:
-    top = scores.max(axis=1, keepdims=True)
-    result: NDArray[np.bool_] = (scores == top).sum(axis=1) > 1
-    return result
-
-
 @dataclass(frozen=True)
 class MetricSummary:
     mean: float | None
@@ -122,6 +115,7 @@ class Aggregate:
     item_ids: list[str] = field(repr=False, default_factory=list)
     n_repeats: int = 1
     n_items_without_relevant: int = 0
+    tie_rate_ranking: float | None = None  # ties anywhere between candidates of unequal gain
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -129,6 +123,7 @@ class Aggregate:
             "n_candidates": self.n_candidates,
             "coverage": _round(self.coverage),
             "tie_rate": _round(self.tie_rate),
+            "tie_rate_ranking": _round(self.tie_rate_ranking),
             "missing_policy": self.missing_policy,
             "n_repeats": self.n_repeats,
             "n_items_without_relevant": self.n_items_without_relevant,
@@ -194,7 +189,8 @@ def _unit_scale(gains: FloatArray) -> FloatArray:
 class _Repeat:
     values: dict[str, FloatArray]  # NaN for excluded items
     n_relevant: NDArray[np.int64]  # -1 for excluded items
-    tied: FloatArray
+    tied: FloatArray  # 1.0 where the top score is shared, NaN for excluded items
+    mixed: FloatArray  # 1.0 where candidates of unequal gain share a score
 
 
 def _padded(rows: Sequence[FloatArray], width: int) -> FloatArray:
@@ -222,11 +218,11 @@ def _blocks(lengths: NDArray[np.int64]) -> list[NDArray[np.int64]]:
 
 
 def _per_item(matrix: ScoreMatrix, missing: MissingPolicy, at: tuple[int, ...]) -> _Repeat:
-    """Per-item metrics (NaN for excluded items) and a per-item tied-top indicator."""
+    """Per-item metrics (NaN for excluded items) and per-item tie indicators."""
     m = len(matrix.item_ids)
     names = metric_names(at, single_gold=True)  # all that `aggregate` may report
     values = {name: np.full(m, np.nan) for name in names}
-    tied = np.full(m, np.nan)
+    tied, mixed = np.full(m, np.nan), np.full(m, np.nan)
     n_relevant = np.full(m, -1, dtype=np.int64)
     lengths = np.array([len(row) for row in matrix.scores], dtype=np.int64)
     keep = np.arange(m)
@@ -242,8 +238,8 @@ def _per_item(matrix: ScoreMatrix, missing: MissingPolicy, at: tuple[int, ...]) 
         for name in names:
             values[name][index] = computed[name]
         n_relevant[index] = block.n_relevant
-        tied[index] = block.top_tied
-    return _Repeat(values, n_relevant, tied)
+        tied[index], mixed[index] = block.top_tied, block.mixed_tied
+    return _Repeat(values, n_relevant, tied, mixed)
 
 
 def per_item_values(
@@ -376,8 +372,9 @@ def aggregate(
     per_repeat = [_per_item(matrix, missing, cutoffs) for matrix in repeats]
     all_scores = np.concatenate([np.concatenate(m.scores) for m in repeats])
     coverage = float(np.mean(~np.isnan(all_scores))) if all_scores.size else 0.0
-    tied = np.stack([r.tied for r in per_repeat])
+    tied, mixed = (np.stack([getattr(r, name) for r in per_repeat]) for name in ("tied", "mixed"))
     tie_rate = float(np.nanmean(tied)) if np.isfinite(tied).any() else None
+    tie_rate_ranking = float(np.nanmean(mixed)) if np.isfinite(mixed).any() else None
 
     n_relevant = np.max(np.stack([r.n_relevant for r in per_repeat]), axis=0)
     present = n_relevant >= 0  # not excluded in every repeat
@@ -406,4 +403,5 @@ def aggregate(
         item_ids=[item_ids[i] for i in np.flatnonzero(present)],
         n_repeats=len(repeats),
         n_items_without_relevant=int((n_relevant == 0).sum()),
+        tie_rate_ranking=tie_rate_ranking,
     )

@@ -199,6 +199,15 @@ class RankedBlock:
         return result
 
     @cached_property
+    def mixed_tied(self) -> BoolArray:
+        """A score tie anywhere between candidates of different gain: its order moves a
+        gain-based metric."""
+        block = self.sorted
+        group_gain = np.take_along_axis(block.gains, block.start, axis=1)
+        result: BoolArray = (block.valid & (block.gains != group_gain)).any(axis=1)
+        return result
+
+    @cached_property
     def _prefix(self) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
         block = self.sorted
         return (

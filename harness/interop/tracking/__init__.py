@@ -56,7 +56,7 @@ def metric_values(metrics: Mapping[str, Any]) -> dict[str, float]:
             for suffix, value in fields.items():
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     out[prefix + name + suffix] = float(value)
-        for field in ("coverage", "tie_rate", "parse_failures", "errors"):
+        for field in ("coverage", "tie_rate", "tie_rate_ranking", "parse_failures", "errors"):
             value = block.get(field)
             if isinstance(value, int | float) and not isinstance(value, bool):
                 out[prefix + field] = float(value)

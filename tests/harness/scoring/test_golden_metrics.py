@@ -175,9 +175,24 @@ def per_item_digests(name: str, work: Path) -> dict[str, str]:
     }
 
 
+# Keys metrics.json gained after the golden files were made; every other key and figure must
+# stay byte for byte (a new key is allowed, a changed or missing one is not).
+ADDED_KEYS = {"tie_rate_ranking"}  # issue 49
+
+
+def _without_added(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_added(v) for k, v in value.items() if k not in ADDED_KEYS}
+    return value
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_metrics_json_is_byte_identical_to_the_golden_file(name: str, tmp_path: Path) -> None:
-    assert evaluate_case(name, tmp_path) == (GOLDEN / f"{name}.json").read_bytes()
+    golden = (GOLDEN / f"{name}.json").read_bytes()
+    # the golden bytes are this serialisation of themselves, so comparing in it compares bytes
+    assert json.dumps(json.loads(golden), indent=2).encode() + b"\n" == golden
+    fresh = _without_added(json.loads(evaluate_case(name, tmp_path)))
+    assert json.dumps(fresh, indent=2).encode() + b"\n" == golden
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
