@@ -11,6 +11,7 @@ import itertools
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Self
 
@@ -187,12 +188,21 @@ class ExperimentConfig(_Common):
         return self
 
 
+@dataclass(frozen=True)
+class Pin:
+    """What one entry of a sweep's `providers:` pins for its own runs."""
+
+    inputs: Inputs | None = None
+    prompts: tuple[str, ...] | None = None
+
+
 class SweepConfig(_Common):
     providers: list[ProviderBlock] = Field(min_length=1)
     prompts: list[str] = Field(default_factory=lambda: ["zero_shot"], min_length=1)
     inputs: list[Inputs] = Field(default_factory=lambda: [Inputs()], min_length=1)
-    # Inputs a provider entry pins (`inputs: {music: caption}` for a caption-only scorer).
-    _pins: list[Inputs | None] = PrivateAttr(default_factory=list)
+    # What a provider entry pins: inputs (`inputs: {music: caption}` for a caption-only
+    # scorer) and prompts (`prompts: [joint]`: only those of the sweep's variants).
+    _pins: list[Pin] = PrivateAttr(default_factory=list)
 
     def expand(self) -> list[ExperimentConfig]:
         runs = []
@@ -208,14 +218,16 @@ class SweepConfig(_Common):
                 "retriever",
             }
         )
-        pins = self._pins or [None] * len(self.providers)
+        pins = self._pins or [Pin()] * len(self.providers)
         seen: set[tuple[str, str, Inputs]] = set()
         for (provider, pin), prompt, entry_inputs in itertools.product(
             zip(self.providers, pins, strict=True), self.prompts, self.inputs
         ):
+            if pin.prompts is not None and prompt not in pin.prompts:
+                continue
             inputs = entry_inputs
-            if pin is not None:
-                inputs = entry_inputs.model_copy(update=pin.model_dump(exclude_unset=True))
+            if pin.inputs is not None:
+                inputs = entry_inputs.model_copy(update=pin.inputs.model_dump(exclude_unset=True))
             kind = REGISTRY[provider.name].kind
             if kind == "scorer":  # reads no prompt: one run, under the sweep's first prompt
                 prompt = self.prompts[0]
@@ -294,15 +306,31 @@ def _validate_blocks(raw: dict[str, Any], path: Path | str) -> tuple[dict[str, A
         for entry in entries:
             if not isinstance(entry, Mapping):
                 validated.append(entry)  # pydantic names the problem
-                pins.append(None)
+                pins.append(Pin())
                 continue
             block = dict(entry)
-            pins.append(_pinned_inputs(block.pop("inputs", None), block, path))
+            inputs = _pinned_inputs(block.pop("inputs", None), block, path)
+            prompts = _pinned_prompts(block.pop("prompts", None), block, path, raw.get("prompts"))
+            pins.append(Pin(inputs, prompts))
             validated.append(
                 provider_options(block, source=path, field="providers", name_field="providers")
             )
         raw["providers"] = validated
     return raw, pins
+
+
+def _pinned_prompts(
+    pin: Any, block: Mapping[str, Any], path: Path | str, listed: Any
+) -> tuple[str, ...] | None:
+    if pin is None:
+        return None
+    names = [pin] if isinstance(pin, str) else pin
+    known = _as_list(listed) if listed is not None else ["zero_shot"]
+    if not isinstance(names, list) or not names or any(n not in known for n in names):
+        field = f"providers: {block.get('name')}"
+        reason = f"prompts: a list of the sweep's prompts ({', '.join(map(str, known))})"
+        raise ConfigError(path, field, reason)
+    return tuple(names)
 
 
 def _pinned_inputs(pin: Any, block: Mapping[str, Any], path: Path | str) -> Inputs | None:

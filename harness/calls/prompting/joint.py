@@ -5,7 +5,8 @@ A joint prompt shows the candidates in a presentation order and the model answer
 `permuted`, a row of a cyclic Latin square seeded per item: repeats 0..N-1 of an item take
 the N rows of one square in a seeded order, so that each candidate sits in each position
 exactly once, and every further N repeats take a fresh square (of orders not shown yet, while
-there are any). Fewer than N repeats show distinct rows, so no candidate sits twice in one
+there are any) or, with `squares: K`, go round the first K squares again (repeats of one
+order: how stable a sampling judge is at the same order). Fewer than N repeats show distinct rows, so no candidate sits twice in one
 position. Averaging over repeats then cancels position bias, and the bias itself can be
 measured from the records, which keep the presentation order.
 """
@@ -25,12 +26,22 @@ def clip_labels(count: int) -> list[str]:
 
 
 def presentation_order(
-    candidates: Sequence[str], order: Order, *, seed: int, item_id: str, repeat: int
+    candidates: Sequence[str],
+    order: Order,
+    *,
+    seed: int,
+    item_id: str,
+    repeat: int,
+    squares: int | None = None,
 ) -> list[str]:
+    """The order of repeat `repeat`; with `squares`, the repeats go round that many squares
+    (`squares: 1` and 12 repeats of 4 candidates: each of 4 orders three times)."""
     if order == "fixed":
         return list(candidates)
     n = len(candidates)
     block, row = divmod(repeat, n)
+    if squares is not None:
+        block %= squares
     square = latin_square(candidates, seed=seed, item_id=item_id, block=block)
     return square[row]
 

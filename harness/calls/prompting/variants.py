@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.calls.prompting.fewshot import Example, FewShotOptions, few_shot_options
 from harness.calls.prompting.joint import Order, clip_labels, presentation_order
@@ -88,6 +88,8 @@ class JointOptions(BaseModel):
     # Accept a ranked prefix of any length (pools of many candidates): unlisted candidates
     # tie below, unknown and repeated labels are skipped and counted in the record.
     partial: bool = False
+    # Repeats go round this many Latin squares (default: a fresh square every N repeats).
+    squares: int | None = Field(default=None, ge=1)
 
 
 def known_options() -> frozenset[str]:
@@ -301,7 +303,12 @@ class PromptVariant:
             ]
         opts = joint_options(ctx.options)
         order = presentation_order(
-            ctx.item.candidates, opts.order, seed=ctx.seed, item_id=ctx.item.id, repeat=ctx.repeat
+            ctx.item.candidates,
+            opts.order,
+            seed=ctx.seed,
+            item_id=ctx.item.id,
+            repeat=ctx.repeat,
+            squares=opts.squares,
         )
         template, shown = self.template, list(ctx.context_audio)
         turn: dict[str, Any] = {}

@@ -83,6 +83,30 @@ def test_sweep_provider_may_pin_inputs(tmp_path: Path) -> None:
         load_experiments(path)
 
 
+def test_sweep_provider_may_pin_prompts(tmp_path: Path) -> None:
+    """A greedy judge on the pointwise prompt and a sampling one on the joint prompt, in one
+    sweep: each entry runs only its own prompts."""
+    path = tmp_path / "pinned.yaml"
+    path.write_text(
+        "name: t\ndataset: data/sample\nprompts: [zero_shot, joint]\n"
+        "providers: [{name: mock, model: a, prompts: [zero_shot]},\n"
+        "  {name: mock, model: b, temperature: 0.7, prompts: joint}, {name: mock, model: c}]\n"
+    )
+    runs = load_experiments(path)
+    assert [(r.provider.model, r.prompt) for r in runs] == [
+        ("a", "zero_shot"),
+        ("b", "joint"),
+        ("c", "zero_shot"),
+        ("c", "joint"),
+    ]
+    assert "prompts" not in runs[0].provider.model_dump()
+    path.write_text(
+        "name: t\ndataset: d\nprompts: [zero_shot]\nproviders: [{name: mock, prompts: [cot]}]\n"
+    )
+    with pytest.raises(ConfigError, match=r"providers: mock: prompts: a list of the sweep's"):
+        load_experiments(path)
+
+
 def test_sweep_pin_collapses_identical_runs(tmp_path: Path) -> None:
     path = tmp_path / "pinned.yaml"
     path.write_text(

@@ -35,6 +35,27 @@ def test_labels_and_orders() -> None:
     assert len(seen) > 10 and all(sorted(order) == cands for order in seen)
 
 
+def test_squares_repeat_the_orders_of_the_first_squares() -> None:
+    """`squares: 1`: 12 repeats of 4 candidates show each of one square's 4 orders 3 times
+    (how stable a sampling judge is at one order); `squares: 2` goes round two squares."""
+    cands = ["a", "b", "c", "d"]
+
+    def orders(squares: int | None) -> list[tuple[str, ...]]:
+        return [
+            tuple(
+                presentation_order(
+                    cands, "permuted", seed=0, item_id="x", repeat=r, squares=squares
+                )
+            )
+            for r in range(12)
+        ]
+
+    fresh, one, two = orders(None), orders(1), orders(2)
+    assert one[:4] == fresh[:4] and one == one[:4] * 3
+    assert two[:8] == fresh[:8] and two[8:] == fresh[:4]
+    assert len(set(fresh)) == 12
+
+
 def positions_per_candidate(orders: list[list[str]]) -> dict[str, list[int]]:
     return {c: sorted(order.index(c) for order in orders) for c in orders[0]}
 
