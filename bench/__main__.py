@@ -76,6 +76,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "bench.evaluate_pool",
         "(13) harness evaluate of 10,000 items x 500 candidates vs pytrec_eval, whole process",
     ),
+    "real_judge": (
+        "bench.real_judge",
+        "(14) the packaged SmolLM2-135M GGUF judge on CPU: load, time per call, a sweep's next load",
+    ),
 }
 
 

@@ -114,6 +114,12 @@ REGISTRY: dict[str, Entry] = {
         "Music Flamingo, local (transformers)",
         "local",
     ),
+    "gguf": Entry(
+        "providers.local.gguf:GgufJudge",
+        "judge",
+        "Any GGUF chat model, text only, local (transformers); default: packaged SmolLM2-135M",
+        "local",
+    ),
     "ms-clap": Entry(
         "providers.scorers.ms_clap:MsClapScorer",
         "scorer",

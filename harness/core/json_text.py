@@ -1,7 +1,8 @@
 """JSON text as the standard library writes it, faster: the canonical form cache keys
 digest and the compact form of a report's page data. Both are defined by `json` (their tests
 hold them to it); orjson only does the work where it gives the very same bytes, and `json`
-does the rest. (Reading JSON back is harness.core.files' `parse_json`.)"""
+does the rest. (Reading JSON back is harness.core.files' `parse_json`.) `first_object_end`
+says where the first JSON object of a model's answer closes (a local judge's stop)."""
 
 from __future__ import annotations
 
@@ -74,3 +75,19 @@ def _same_in_orjson(value: Any) -> bool:
             if not (kind is str or kind is int or kind is bool or member is None):
                 stack.append(member)
     return True
+
+
+_DECODER = json.JSONDecoder()
+
+
+def first_object_end(text: str) -> int | None:
+    """Where the first complete JSON object of `text` ends (the object starting at its first
+    `{`), or None while there is none."""
+    start = text.find("{")
+    if start == -1:
+        return None
+    try:
+        _, end = _DECODER.raw_decode(text, start)
+    except (ValueError, RecursionError):
+        return None
+    return end

@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from harness.core.audio import read_mono
+from harness.core.json_text import first_object_end
 from harness.core.types import ChatRequest, ChatResponse, ProviderConfig, ProviderError
 from providers._expected_score import ContinuationMask, Path, score_strings
 from providers.base import Judge
@@ -47,13 +48,18 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Loaded:
-    model: Any
     processor: Any
+    model: Any
     continues: ContinuationMask | None  # for the expected score
 
     @property
     def tokenizer(self) -> Any:
-        return self.processor.tokenizer
+        return getattr(self.processor, "tokenizer", self.processor)
+
+
+# The parts (processor, model) of the judges that stay loaded (`keep_loaded`): the last one
+# asked for, so a sweep's runs share one load and a different checkpoint replaces it.
+_KEPT: dict[str, tuple[Any, Any]] = {}
 
 
 class LocalJudge(Judge):
@@ -64,6 +70,7 @@ class LocalJudge(Judge):
     processor_class: ClassVar[str]
     sampling_rate: ClassVar[int] = 16000
     max_clips_per_prompt: ClassVar[int | None] = None
+    keep_loaded: ClassVar[bool] = False  # True: kept for the process (see _KEPT)
     Options: ClassVar[type[ProviderConfig]] = LocalOptions
     config: LocalOptions
 
@@ -82,14 +89,29 @@ class LocalJudge(Judge):
         return local_identity(super().identity(), self.settings)
 
     # -- loading
+    def load_parts(self) -> tuple[Any, Any]:
+        """The checkpoint's processor and model."""
+        processor = load_processor(self.processor_class, self.settings)
+        return processor, load_model(self.model_class, self.settings)
+
+    def kept_parts(self) -> tuple[Any, Any]:
+        if not self.keep_loaded:
+            return self.load_parts()
+        settings = self.settings
+        key = repr((type(self).__name__, settings.checkpoint, settings.revision, settings.dtype))
+        key += repr((settings.device, settings.device_map))
+        if key not in _KEPT:
+            _KEPT.clear()
+            free_memory()
+            _KEPT[key] = self.load_parts()
+        return _KEPT[key]
+
     def load(self) -> Loaded:
         if self._loaded is None:
-            processor = load_processor(self.processor_class, self.settings)
-            model = load_model(self.model_class, self.settings)
-            continues = None
+            loaded = Loaded(*self.kept_parts(), continues=None)
             if self.settings.expected_score:
-                continues = ContinuationMask.from_tokenizer(processor.tokenizer)
-            self._loaded = Loaded(model, processor, continues)
+                loaded.continues = ContinuationMask.from_tokenizer(loaded.tokenizer)
+            self._loaded = loaded
         return self._loaded
 
     async def ready(self) -> None:
@@ -110,7 +132,8 @@ class LocalJudge(Judge):
         await self.batcher.aclose()
         if self._loaded is not None:
             self._loaded = None
-            free_memory()
+            if not self.keep_loaded:
+                free_memory()
 
     # -- encoding
     def prompt(self, loaded: Loaded, request: ChatRequest) -> str:
@@ -184,14 +207,23 @@ class LocalJudge(Judge):
         inputs = self.to_device(loaded, self.encode(loaded, requests))
         if self.config.seed is not None:
             torch.manual_seed(self.config.seed)
-        with torch.inference_mode():
-            out = loaded.model.generate(**inputs, generation_config=self.generation_config(loaded))
         prompt_len = inputs["input_ids"].shape[1]
+        stop = (
+            JsonObjectEnd(loaded.tokenizer, prompt_len) if self.settings.stop_after_json else None
+        )
+        with torch.inference_mode():
+            out = loaded.model.generate(
+                **inputs,
+                generation_config=self.generation_config(loaded),
+                stopping_criteria=hf().StoppingCriteriaList([stop] if stop else []),
+            )
         new = out.sequences[:, prompt_len:].cpu()
+        pad = loaded.tokenizer.pad_token_id
         stops = _as_set(loaded.model.generation_config.eos_token_id) | _as_set(
             loaded.tokenizer.eos_token_id
         )
-        pad = loaded.tokenizer.pad_token_id
+        if stop is not None:  # a row that stopped early is padded to the longest
+            stops |= _as_set(pad)
         responses = []
         for row, request in enumerate(requests):
             ids = [int(t) for t in new[row]]
@@ -203,6 +235,8 @@ class LocalJudge(Judge):
             if loaded.continues is not None:
                 extra.update(self.expected_score(loaded, request, answer_ids))
             text = loaded.tokenizer.decode(answer_ids, skip_special_tokens=True)
+            if stop is not None:  # like an API's stop sequence: nothing after the object
+                text = text[: first_object_end(text) or len(text)]
             prompt_tokens = int(inputs["attention_mask"][row].sum())
             output_tokens = length + (1 if length < len(ids) and ids[length] != pad else 0)
             responses.append(ChatResponse(text, prompt_tokens, output_tokens, extra))
@@ -248,6 +282,22 @@ class LocalJudge(Judge):
 
     async def generate(self, request: ChatRequest) -> ChatResponse:
         return await self.batcher.submit(request)
+
+
+class JsonObjectEnd:
+    """A stopping criterion: a row is done once its answer holds a complete JSON object."""
+
+    def __init__(self, tokenizer: Any, prompt_len: int) -> None:
+        self.tokenizer, self.prompt_len = tokenizer, prompt_len
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        answers = self.tokenizer.batch_decode(
+            input_ids[:, self.prompt_len :], skip_special_tokens=True
+        )
+        done = [first_object_end(answer) is not None for answer in answers]
+        return torch.tensor(done, device=input_ids.device)
 
 
 def _extend(

@@ -55,6 +55,9 @@ class LocalOptions(ProviderConfig):
     )
     expected_score: bool = Field(default=False, description="the same as score: expected")
     revision: str | None = Field(default=None, description="checkpoint revision (hub)")
+    stop_after_json: bool = Field(
+        default=False, description="end the answer where its first JSON object closes"
+    )
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,7 @@ class LocalSettings:
     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
     expected_score: bool = False
     revision: str | None = None
+    stop_after_json: bool = False
 
     @classmethod
     def from_options(cls, options: LocalOptions, checkpoint: str) -> LocalSettings:
@@ -83,6 +87,7 @@ class LocalSettings:
             max_new_tokens=options.max_tokens or DEFAULT_MAX_NEW_TOKENS,
             expected_score=options.expected_score or options.score == "expected",
             revision=options.revision,
+            stop_after_json=options.stop_after_json,
         )
 
     def resolved_device(self) -> str:

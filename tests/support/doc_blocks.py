@@ -165,6 +165,22 @@ def table7_fake_api() -> str:
     return fenced("\n".join(rows))
 
 
+# The real model's answers to experiments/real_judges.yaml, exported from a full run
+# (`harness cache export ... --run results/real_judges`): the docs check replays them rather
+# than spend hours of CPU; a request they do not answer goes to the real model.
+REAL_JUDGE_ANSWERS = Path("experiments/answers/real_judges.jsonl.gz")
+
+
+@block("real-judges")
+def real_judges() -> str:
+    """`harness run experiments/real_judges.yaml`: the comparison table of the real judges."""
+    with workspace() as (results, cache):
+        seed = ["--seed-cache", str(REAL_JUDGE_ANSWERS)]
+        run_harness(["run", "experiments/real_judges.yaml", *_fresh(results, cache), *seed])
+        comparison = (results / "real_judges" / "comparison.md").read_text(encoding="utf-8")
+    return "\n".join(line for line in comparison.splitlines() if line.startswith("|"))
+
+
 def stale(names: set[str] | None = None) -> list[tuple[Block, str]]:
     """Every block (of `names`, or all) whose page text differs from a fresh generation,
     with the fresh text. Each generator runs once however many pages use it."""

