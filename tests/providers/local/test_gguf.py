@@ -132,6 +132,7 @@ def real() -> GgufJudge:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # a few full prefills on a shared 2-core CPU
 @needs_smollm2
 def test_the_chat_template_is_the_files_own_chatml(real: GgufJudge) -> None:
     loaded = real.load()
@@ -146,6 +147,7 @@ def test_the_chat_template_is_the_files_own_chatml(real: GgufJudge) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # a few full prefills on a shared 2-core CPU
 @needs_smollm2
 def test_real_answers_copy_the_example_and_trail_text_without_the_stop(real: GgufJudge) -> None:
     """On the sample's first item, SmolLM2 answers the format example's own number and goes on
@@ -167,6 +169,7 @@ def test_real_answers_copy_the_example_and_trail_text_without_the_stop(real: Ggu
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # a few full prefills on a shared 2-core CPU
 @needs_smollm2
 def test_the_expected_score_sits_on_the_format_examples_number(real: GgufJudge) -> None:
     """The probability-weighted score over every admissible number follows the example the
