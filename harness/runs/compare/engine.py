@@ -60,7 +60,9 @@ def sequential_compare(
     sequence covers the mean over the compared items (sampling without replacement);
     otherwise the mean over items drawn like them (i.i.d.)."""
     _, width = metric_spec(metric)
-    coverage = Coverage.of(source.item_ids, source.answered, missing, source.labels)
+    coverage = Coverage.of(
+        source.item_ids, source.answered, missing, source.labels, source.unshared
+    )
     order = _visiting_order(coverage, seed, max_items)
     total = len(coverage.compared)
     cs = DifferenceCS(width, alpha, population=total if finite else None, grid=grid)
@@ -134,7 +136,9 @@ def fixed_compare(
     """Compare B with A on every compared item (or the first `max_items` of the seeded
     order) at once, with a paired test (see the module docstring)."""
     metric_spec(metric)
-    coverage = Coverage.of(source.item_ids, source.answered, missing, source.labels)
+    coverage = Coverage.of(
+        source.item_ids, source.answered, missing, source.labels, source.unshared
+    )
     visited = _visiting_order(coverage, seed, max_items)
     a, b = source.values(visited)
     paired = [i for i in visited if i in a and i in b]

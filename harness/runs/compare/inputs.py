@@ -25,7 +25,7 @@ def _shown(ids: Sequence[str]) -> str:
 @dataclass(frozen=True)
 class Coverage:
     """Which of the items both datasets hold each side answered, and which the comparison
-    visits (`compared`, in dataset order)."""
+    visits (`compared`, in dataset order); `unshared`: items only one dataset holds."""
 
     missing: MissingChoice
     items: list[str]
@@ -33,6 +33,7 @@ class Coverage:
     b_only: list[str]
     neither: list[str]
     compared: list[str]
+    unshared: int = 0
 
     @classmethod
     def of(
@@ -41,7 +42,13 @@ class Coverage:
         answered: tuple[set[str], set[str]],
         missing: MissingChoice,
         labels: tuple[str, str],
+        unshared: int = 0,
     ) -> Coverage:
+        if missing == "refuse" and unshared:
+            raise HarnessError(
+                f"{unshared} item(s) are in only one of the two datasets ({labels[0]}'s and "
+                f"{labels[1]}'s; a `limit:`?): --missing exclude compares the items both hold"
+            )
         a, b = answered
         both = [i for i in items if i in a and i in b]
         coverage = cls(
@@ -51,6 +58,7 @@ class Coverage:
             [i for i in items if i in b and i not in a],
             [i for i in items if i not in a and i not in b],
             list(items) if missing == "worst" else both,
+            unshared,
         )
         if missing == "refuse" and len(both) < len(items):
             gaps = [
@@ -78,6 +86,7 @@ class Coverage:
             "answered_by_a_only": len(self.a_only),
             "answered_by_b_only": len(self.b_only),
             "answered_by_neither": len(self.neither),
+            "in_one_dataset_only": self.unshared,
             "compared": len(self.compared),
         }
 
@@ -85,8 +94,9 @@ class Coverage:
         """What to know before reading the result, as `harness evaluate` warns; None when
         both sides answered every item."""
         n = len(self.items)
+        unshared = f"; {self.unshared} item(s) only one of the datasets holds are left out"
         if self.both == n:
-            return None
+            return unshared[2:] if self.unshared else None
         counts = (self.both + len(self.a_only), self.both + len(self.b_only))
         said = [
             f"{label} answered all {n}"
@@ -98,7 +108,7 @@ class Coverage:
             how = "an item one side did not answer is counted at chance level for it"
         else:
             how = f"compared on the {self.both} items both answered"
-        return f"{'; '.join(said)}: {how}"
+        return f"{'; '.join(said)}: {how}" + (unshared if self.unshared else "")
 
 
 def _audio_digest(dataset: Dataset, relative: str) -> str:

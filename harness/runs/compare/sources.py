@@ -63,6 +63,7 @@ class PairSource(Protocol):
     labels: tuple[str, str]
     item_ids: list[str]
     answered: tuple[set[str], set[str]]
+    unshared: int  # items only one of the datasets holds
 
     def values(self, asked: Sequence[str]) -> tuple[dict[str, float], dict[str, float]]: ...
 
@@ -76,14 +77,15 @@ class PairSource(Protocol):
         ...
 
 
-def _shared_items(a: Dataset, b: Dataset) -> list[str]:
-    """The ids of the items both datasets hold, checked to be the same items."""
+def _shared_items(a: Dataset, b: Dataset) -> tuple[list[str], int]:
+    """The ids of the items both datasets hold, checked to be the same items, and how many
+    items only one of them holds."""
     other = {item.id for item in b.items}
     shared = [item.id for item in a.items if item.id in other]
     if not shared:
         raise HarnessError("A and B share no item: they must be runs of the same dataset")
     check_same_items((a, b), shared)
-    return shared
+    return shared, len(a.items) + len(b.items) - 2 * len(shared)
 
 
 def _answered(run: RunData, values: dict[str, float]) -> set[str]:
@@ -116,6 +118,7 @@ class ValuesSource:
     labels: tuple[str, str] = ("A", "B")
     item_ids: list[str] = field(default_factory=list)
     answered: tuple[set[str], set[str]] = (set(), set())
+    unshared: int = 0
 
     def __post_init__(self) -> None:
         self.item_ids = list(self.a_values | self.b_values)
@@ -143,6 +146,7 @@ class FinishedSource:
     labels: tuple[str, str] = ("A", "B")
     item_ids: list[str] = field(default_factory=list)
     answered: tuple[set[str], set[str]] = (set(), set())
+    unshared: int = 0
     _values: tuple[dict[str, float], dict[str, float]] = field(default=({}, {}), repr=False)
     _asked: list[str] = field(default_factory=list, repr=False)
 
@@ -160,7 +164,7 @@ class FinishedSource:
                 )
             )
         self._values = (values[0], values[1])
-        self.item_ids = _shared_items(self.a.dataset, self.b.dataset)
+        self.item_ids, self.unshared = _shared_items(self.a.dataset, self.b.dataset)
         self.answered = (_answered(self.a, values[0]), _answered(self.b, values[1]))
 
     def values(self, asked: Sequence[str]) -> tuple[dict[str, float], dict[str, float]]:
@@ -196,6 +200,7 @@ class RunSource:
     labels: tuple[str, str] = ("A", "B")
     item_ids: list[str] = field(default_factory=list)
     answered: tuple[set[str], set[str]] = (set(), set())
+    unshared: int = 0
     _model_calls: int = 0
     _usd: float | None = None
     _calls_per_item: float = 0.0
@@ -209,7 +214,7 @@ class RunSource:
             Runner(config, cache=self.cache, results_dir=self.results_dir).dataset()
             for config in self.configs
         )
-        self.item_ids = _shared_items(a, b)
+        self.item_ids, self.unshared = _shared_items(a, b)
         # every item asked is answered, or the run stops (see `values`)
         self.answered = ({item.id for item in a.items}, {item.id for item in b.items})
 

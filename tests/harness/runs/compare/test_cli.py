@@ -206,6 +206,7 @@ def test_items_one_side_did_not_answer_are_left_out_and_counted(
         "answered_by_a_only": 480,
         "answered_by_b_only": 0,
         "answered_by_neither": 0,
+        "in_one_dataset_only": 0,
         "compared": 120,
     }
     # the old reading, asked for by name: every unanswered item at chance level
@@ -362,3 +363,27 @@ def test_plan_says_which_design_is_the_better_buy(tmp_path: Path) -> None:
     large = _plan(tmp_path / "large", "0.4", 0.7)
     assert "a fixed-size comparison of 21 items" in large and "expects 2.6x as many" in large
     assert "the sequential comparison (about 80 items" in _better_buy(100, 80.0, 0.9, 4000)
+
+
+def test_items_only_one_dataset_holds_are_counted_or_refused(
+    pair: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """Failing first: items of A's dataset that B's did not hold (B's a subset of it) were
+    dropped without a word."""
+    from tests.harness.reports._runs import write_run
+
+    data, a, b = pair
+    half = tmp_path / "half"
+    shutil.copytree(data, half)
+    lines = (half / "items.jsonl").read_text().splitlines()[: N // 2]
+    (half / "items.jsonl").write_text("\n".join(lines) + "\n")
+    run_a = write_run(tmp_path / "run_a", data, _records(a))
+    run_b = write_run(tmp_path / "run_b", half, _records(_subset(b, tmp_path / "b.half", N // 2)))
+    out = tmp_path / "out"
+    code, output = _invoke("compare", str(run_a), str(run_b), "--out", str(out))
+    assert code == 0, output
+    assert "300 item(s) only one of the datasets holds are left out" in output
+    report = json.loads((out / "compare.json").read_text())
+    assert report["coverage"]["in_one_dataset_only"] == 300 and report["n_items"] == 300
+    code, output = _invoke("compare", str(run_a), str(run_b), "--missing", "refuse")
+    assert code == 2 and "300 item(s) are in only one of the two datasets" in output
