@@ -6,6 +6,11 @@ from `harness.runs.compare.engine.sequential_compare` with its defaults (alpha 0
 50, items as i.i.d. draws). Goal: with the 0.15 difference, "B better" in >= 95% of seeds
 using <= 30% of the items (median); with none, a decision in <= 5% of seeds.
 
+The power table (`python -m bench.sequential --power`, written to bench/sequential_power.json):
+both designs of `harness compare`, the sequential one and the fixed-size paired test on all
+2,000 items, at B - A = +0.15, +0.10, +0.05 and 0, and the sequential one with `--finite` at 0;
+per-item Hit@1 drawn directly (a judge without ties puts the gold first or not).
+
 Seeded, so the figures do not depend on the machine; docs/sequential.md shows them and
 tests/bench/test_sequential.py checks them."""
 
@@ -20,7 +25,7 @@ import numpy as np
 from bench.common import BenchResult, Size
 from harness.core.dataset import Item, Turn
 from harness.core.records import Record
-from harness.runs.compare.engine import sequential_compare
+from harness.runs.compare.engine import fixed_compare, sequential_compare
 from harness.runs.compare.result import Comparison
 from harness.runs.compare.sources import ValuesSource, per_item_metric
 
@@ -131,6 +136,65 @@ def run(size: Size, work: Path) -> BenchResult:
     )
 
 
+POWER_EFFECTS = (0.15, 0.10, 0.05, 0.0)
+POWER_SEEDS = 200
+POWER_FILE = Path(__file__).with_name("sequential_power.json")
+LETTER = {"B better": "B", "A better": "A", "equivalent": "E", "undecided": "U"}
+
+
+def hit_values(rate: float, rng: np.random.Generator) -> dict[str, float]:
+    """Per-item Hit@1 of a judge putting the one gold first with probability `rate`."""
+    return {f"i{i:05d}": float(hit) for i, hit in enumerate(rng.random(N_ITEMS) < rate)}
+
+
+def power_row(effect: float, seeds: range, *, finite: bool = False) -> dict[str, Any]:
+    """Per seed, the sequential comparison's decision (a letter of LETTER) and items visited,
+    and (not `finite`) the fixed-size test's decision."""
+    sequential, visited, fixed = "", [], ""
+    for seed in seeds:
+        rng = np.random.default_rng([seed, round(effect * 1000)])
+        source = ValuesSource(hit_values(BASE_HIT, rng), hit_values(BASE_HIT + effect, rng))
+        found = sequential_compare(source, seed=seed, finite=finite)
+        sequential += LETTER[found.decision]
+        visited.append(found.n_items)
+        if not finite:
+            fixed += LETTER[fixed_compare(source, seed=seed).decision]
+    return {"effect": effect, "finite": finite, "sequential": sequential, "visited": visited} | (
+        {} if finite else {"fixed": fixed}
+    )
+
+
+def power(seeds: range = range(POWER_SEEDS)) -> list[dict[str, Any]]:
+    rows = [power_row(effect, seeds) for effect in POWER_EFFECTS]
+    return [*rows, power_row(0.0, seeds, finite=True)]
+
+
+def power_table(rows: list[dict[str, Any]]) -> str:
+    """docs/sequential.md's table of `power()`'s rows: the share of seeds declaring a winner
+    (where B is better, "B better"; where they are equal, either), and the median share of
+    the items the sequential comparison visited."""
+
+    def won(letters: str, effect: float) -> str:
+        wins = letters.count("B") + (letters.count("A") if effect == 0 else 0)
+        return f"{wins / len(letters):.1%}"
+
+    lines = [
+        f"| B - A (Hit@1; A at {BASE_HIT:.2f}) | seeds | sequential: a winner declared "
+        f"| sequential: median share of the {N_ITEMS:,} items | fixed-size test on all "
+        f"{N_ITEMS:,}: a winner declared |",
+        "|---|---|---|---|---|",
+    ]
+    for row in rows:
+        effect, letters = row["effect"], row["sequential"]
+        label = f"{effect:+.2f}" if effect else "0" + (", `--finite`" if row["finite"] else "")
+        fixed = won(row["fixed"], effect) if "fixed" in row else "n/a"
+        share = float(np.median(row["visited"])) / N_ITEMS
+        lines.append(
+            f"| {label} | {len(letters)} | {won(letters, effect)} | {share:.1%} | {fixed} |"
+        )
+    return "\n".join(lines)
+
+
 def example_figure(path: Path, seed: int = 0) -> Path:
     """docs/sequential.png: one seed of the +0.15 simulation, as compare.png draws it."""
     from harness.runs.compare.figure import plot_sequence
@@ -138,7 +202,12 @@ def example_figure(path: Path, seed: int = 0) -> Path:
     return plot_sequence(one_comparison(seed, EFFECT), path)
 
 
-if __name__ == "__main__":  # python -m bench.sequential docs/sequential.png
+if __name__ == "__main__":  # python -m bench.sequential [docs/sequential.png | --power]
+    import json
     import sys
 
-    print(example_figure(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/sequential.png")))
+    if sys.argv[1:] == ["--power"]:
+        POWER_FILE.write_text(json.dumps(power(), indent=1) + "\n")
+        print(power_table(json.loads(POWER_FILE.read_text())))
+    else:
+        print(example_figure(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/sequential.png")))

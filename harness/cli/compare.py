@@ -46,10 +46,13 @@ def compare(
         ),
     ] = False,
     metric: Annotated[str, typer.Option(help=METRIC_HELP)] = "hit@1",
-    alpha: Annotated[float, typer.Option(help="Error probability of the sequence.")] = 0.05,
+    alpha: Annotated[float, typer.Option(help="Error probability of the decision.")] = 0.05,
     margin: Annotated[
         float | None,
-        typer.Option(help="Stop as equivalent when the whole sequence lies inside ±margin."),
+        typer.Option(
+            help="Decide equivalent when the sequence (fixed: the 1 - 2 alpha CI) lies "
+            "inside ±margin."
+        ),
     ] = None,
     max_items: Annotated[
         int | None,
@@ -64,17 +67,19 @@ def compare(
     ] = "exclude",
     budget_usd: Annotated[
         float | None,
-        typer.Option(help="Stop before a batch that would take the spend past this (USD)."),
+        typer.Option(
+            help="Stop before a batch that would take the spend past this (USD; --sequential)."
+        ),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the order the items are visited in.")] = 0,
     batch_size: Annotated[
-        int, typer.Option(help="Items asked (of both A and B) between two looks.")
+        int, typer.Option(help="Items asked (of both A and B) between two looks (--sequential).")
     ] = 50,
     finite: Annotated[
         bool,
         typer.Option(
-            help="Target the mean difference over these items (what two full runs would "
-            "measure; sampling without replacement) instead of over items like them."
+            help="(--sequential) Target the mean difference over these items (what two full "
+            "runs would measure; sampling without replacement) instead of over items like them."
         ),
     ] = False,
     out: Annotated[

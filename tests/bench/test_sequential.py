@@ -3,19 +3,25 @@ run; the 100 seeds whose figures docs/sequential.md shows, recomputed and compar
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bench.sequential import (
     EFFECT,
+    POWER_EFFECTS,
+    POWER_FILE,
     docs_rows,
     one_comparison,
+    power_row,
     simulate,
     synthetic_items,
     synthetic_records,
 )
 from harness.runs.compare.sources import per_item_metric
+from tests.support.doc_blocks import stale
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "sequential.md"
 
@@ -49,3 +55,36 @@ def test_the_docs_figures_are_the_100_seed_simulation() -> None:
     for row in docs_rows(better, equal):
         assert row in page, row
     assert better.b_better >= 0.95 and better.median_fraction <= 0.30 and equal.decided <= 0.05
+
+
+def _committed() -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = json.loads(POWER_FILE.read_text())
+    return rows
+
+
+def _first_seeds(row: dict[str, Any], n: int) -> dict[str, Any]:
+    return {
+        key: value[:n] if isinstance(value, str | list) else value for key, value in row.items()
+    }
+
+
+def test_the_power_table_in_the_docs_is_the_committed_bench_output() -> None:
+    """Failing first (issue 49): docs/sequential.md had no figure of the power given up at
+    small effects; now its table is rendered from bench/sequential_power.json."""
+    assert stale({"sequential-power"}) == []
+    rows = _committed()
+    assert [(r["effect"], r["finite"]) for r in rows] == [
+        *((e, False) for e in POWER_EFFECTS),
+        (0.0, True),
+    ]
+    assert "sequential-power" in DOCS.read_text()
+
+
+@pytest.mark.parametrize(
+    "seeds",
+    [pytest.param(1, id="seed 0"), pytest.param(20, marks=pytest.mark.slow, id="seeds 0-19")],
+)
+def test_the_committed_power_output_is_what_the_bench_computes(seeds: int) -> None:
+    for row in _committed():
+        fresh = power_row(row["effect"], range(seeds), finite=row["finite"])
+        assert fresh == _first_seeds(row, seeds)

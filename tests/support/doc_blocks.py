@@ -181,6 +181,17 @@ def real_judges() -> str:
     return "\n".join(line for line in comparison.splitlines() if line.startswith("|"))
 
 
+@block("sequential-power")
+def sequential_power() -> str:
+    """bench/sequential.py's power table, from its committed output bench/sequential_power.json
+    (`python -m bench.sequential --power`; tests/bench/test_sequential.py recomputes seeds of it)."""
+    import json
+
+    from bench.sequential import POWER_FILE, power_table
+
+    return power_table(json.loads(POWER_FILE.read_text(encoding="utf-8")))
+
+
 def stale(names: set[str] | None = None) -> list[tuple[Block, str]]:
     """Every block (of `names`, or all) whose page text differs from a fresh generation,
     with the fresh text. Each generator runs once however many pages use it."""
