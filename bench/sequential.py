@@ -207,7 +207,8 @@ if __name__ == "__main__":  # python -m bench.sequential [docs/sequential.png | 
     import sys
 
     if sys.argv[1:] == ["--power"]:
-        POWER_FILE.write_text(json.dumps(power(), indent=1) + "\n")
+        rows = power()  # one row a line
+        POWER_FILE.write_text("[\n" + ",\n".join(json.dumps(row) for row in rows) + "\n]\n")
         print(power_table(json.loads(POWER_FILE.read_text())))
     else:
         print(example_figure(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/sequential.png")))
