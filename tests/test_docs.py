@@ -20,9 +20,9 @@ from pydantic import BaseModel
 
 from harness.calls.prompting.variants import VARIANTS
 from harness.config.experiment import ExperimentConfig, SweepConfig
+from harness.config.protocols import PROTOCOLS
 from harness.core.dataset import Item
 from harness.core.types import ProviderConfig
-from harness.runs.runner import PROTOCOL_BLOCKS
 from harness.scoring import registry
 from harness.scoring.evaluation import Evaluation, evaluate_predictions
 from providers import REGISTRY
@@ -226,7 +226,8 @@ def test_every_judge_variant_is_in_one_mode_row_of_rank_md() -> None:
         n for n, v in VARIANTS.items() if v.mode == "pointwise"
     )
     assert [n for n, v in VARIANTS.items() if v.mode == "describe"] == ["describe"]
-    assert "[`prompt: describe`](describe.md)" in text
+    assert "[`protocol: describe`](describe.md)" in text
+    assert [name for name in PROTOCOLS if f"`protocol: {name}`" not in text] == []
 
 
 def _models(model: type[BaseModel]) -> Iterator[type[BaseModel]]:
@@ -275,7 +276,7 @@ def test_every_metrics_json_key_is_in_metrics_md() -> None:
         turns=[(1, first.aggregate)],
         turn_gain={},
     )
-    keys = set(evaluation.to_json()) | set(PROTOCOL_BLOCKS)
+    keys = set(evaluation.to_json()) | {b for p in PROTOCOLS.values() for b in p.blocks}
     assert {"n_items", "coverage", "tie_rate", "groups", "turns", "description"} <= keys
     assert _mentioned("metrics.md", keys) == []
 

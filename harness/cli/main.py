@@ -6,6 +6,7 @@ import gc
 import json
 import signal
 import sys
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -30,7 +31,7 @@ from harness.cli.construct import app as construct_app
 from harness.cli.exports import app as export_app
 from harness.cli.imports import app as import_app
 from harness.cli.results import report, runs, view
-from harness.core.errors import HarnessError
+from harness.core.errors import DeprecatedSetting, HarnessError
 from harness.core.locking import make_folder
 from harness.core.sanitize import dumps_json, terminal_text
 
@@ -444,8 +445,25 @@ def providers() -> None:
     console.print(table)
 
 
+def _warning_text(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    line: str | None = None,
+) -> str:
+    """A deprecated setting as one line; other warnings as Python shows them."""
+    if issubclass(category, DeprecatedSetting):
+        return f"warning: {message}\n"
+    return _python_warning_text(message, category, filename, lineno, line)
+
+
+_python_warning_text = warnings.formatwarning
+
+
 def main() -> None:
     """The `harness` script: `app`, with only the command the arguments name."""
+    warnings.formatwarning = _warning_text
     try:
         sys.exit(only_the_named_command(app, sys.argv[1:])())
     finally:

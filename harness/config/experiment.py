@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import warnings
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,9 +29,10 @@ from pydantic import (
 from harness.calls.prompting.context_audio import ContextAudioBudget
 from harness.config.blocks import MetricsOptions, RefineOptions, RerankOptions, TrackingOptions
 from harness.config.overrides import apply_overrides
+from harness.config.protocols import get_protocol, legacy_protocol, protocol_prompts
 from harness.config.sources import HFSource, folder_for, is_hf_source, parse_hub_id
 from harness.config.validation import located, raise_all, unknown_keys, validation_errors
-from harness.core.errors import ConfigError, HarnessError
+from harness.core.errors import ConfigError, DeprecatedSetting, HarnessError
 from harness.core.types import BASE_FIELDS, ProviderConfig
 from harness.core.yaml_files import key_lines, parse_yaml, yaml_text
 from harness.scoring.metrics import MAX_BOOTSTRAP, MissingPolicy
@@ -100,7 +102,7 @@ class _Common(BaseModel):
     metrics: MetricsOptions = MetricsOptions()
     context_audio_budget: ContextAudioBudget = ContextAudioBudget()
     rerank: RerankOptions | None = None
-    protocol: Literal["rank", "refine"] = "rank"
+    protocol: str = Field(default="rank", description="harness.config.protocols")
     refine: RefineOptions = RefineOptions()
     user_simulator: ProviderBlock | None = Field(
         default=None, description="judge that plays the user (refine feedback: simulator)"
@@ -132,6 +134,14 @@ class _Common(BaseModel):
             )
         return data
 
+    @field_validator("protocol")
+    @classmethod
+    def _registered(cls, name: str) -> str:
+        try:
+            return get_protocol(name).name
+        except HarnessError as exc:
+            raise ValueError(str(exc)) from None
+
     @field_validator("rerank")
     @classmethod
     def _retriever_is_a_scorer(cls, rerank: RerankOptions | None) -> RerankOptions | None:
@@ -157,8 +167,6 @@ class _Common(BaseModel):
     def _protocol_settings(self) -> Self:
         if self.refine.feedback == "simulator" and self.user_simulator is None:
             raise ValueError("refine feedback: simulator needs a user_simulator: block")
-        if self.protocol == "refine" and self.rerank is not None:
-            raise ValueError("protocol: refine does not combine with rerank:")
         return self
 
 
@@ -179,12 +187,34 @@ class ExperimentConfig(_Common):
     def kind(self) -> Literal["judge", "scorer"]:
         return REGISTRY[self.provider.name].kind
 
+    @model_validator(mode="before")
+    @classmethod
+    def _selected_protocol(cls, data: Any) -> Any:
+        """Settings written before `protocol:` was the only selector name their protocol
+        (`legacy_protocol`); a protocol with a prompt of its own asks judges with it."""
+        if not isinstance(data, dict):
+            return data
+        data = {**data, "protocol": legacy_protocol(data) or data.get("protocol", "rank")}
+        prompt = protocol_prompts().get(str(data["protocol"]))
+        return data if prompt is None or "prompt" in data else {**data, "prompt": prompt}
+
     @model_validator(mode="after")
-    def _rerank_needs_a_judge(self) -> ExperimentConfig:
-        if self.rerank is not None and self.kind != "judge":
-            raise ValueError("rerank: the run's provider must be a judge (it reorders the top)")
-        if self.retriever is not None and self.prompt != "describe":
-            raise ValueError("retriever: ranks by a judge's description (prompt: describe)")
+    def _protocol_fits(self) -> ExperimentConfig:
+        protocol = get_protocol(self.protocol)
+        if self.kind not in protocol.kinds:
+            raise ValueError(
+                f"protocol: {self.protocol} runs a {' or a '.join(protocol.kinds)}, and "
+                f"{self.provider.name} is a {self.kind}"
+            )
+        owner = next((p for p, own in protocol_prompts().items() if own == self.prompt), None)
+        if self.kind == "judge" and owner not in (None, self.protocol):
+            raise ValueError(f"prompt: {self.prompt} goes with protocol: {owner}")
+        if self.kind == "judge" and protocol.prompt not in (None, self.prompt):
+            raise ValueError(f"protocol: {self.protocol} asks with prompt: {protocol.prompt}")
+        if (self.rerank is not None) != (self.protocol == "rerank"):
+            raise ValueError("protocol: rerank and its rerank: {retriever, top} go together")
+        if self.retriever is not None and self.protocol != "describe":
+            raise ValueError("retriever: ranks by a judge's description (protocol: describe)")
         return self
 
 
@@ -204,6 +234,13 @@ class SweepConfig(_Common):
     # scorer) and prompts (`prompts: [joint]`: only those of the sweep's variants).
     _pins: list[Pin] = PrivateAttr(default_factory=list)
 
+    def _protocol(self, provider: ProviderBlock, prompt: str) -> str:
+        """A run's protocol: the sweep's (or what its settings meant before `protocol:`), or
+        `rank` for a provider of a kind the protocol does not run (a scorer in a rerank sweep)."""
+        settings = {"protocol": self.protocol, "prompt": prompt, "provider": provider}
+        name = legacy_protocol(settings | {"rerank": self.rerank}) or self.protocol
+        return name if REGISTRY[provider.name].kind in get_protocol(name).kinds else "rank"
+
     def expand(self) -> list[ExperimentConfig]:
         runs = []
         common = self.model_dump(
@@ -212,6 +249,7 @@ class SweepConfig(_Common):
                 "prompts",
                 "inputs",
                 "name",
+                "protocol",
                 "summarizer",
                 "rerank",
                 "user_simulator",
@@ -231,6 +269,10 @@ class SweepConfig(_Common):
             kind = REGISTRY[provider.name].kind
             if kind == "scorer":  # reads no prompt: one run, under the sweep's first prompt
                 prompt = self.prompts[0]
+            protocol = self._protocol(provider, prompt)
+            own_prompt = get_protocol(protocol).prompt
+            if kind == "judge" and own_prompt and "prompts" not in self.model_fields_set:
+                prompt = own_prompt
             combination = (provider.model_dump_json(), prompt, inputs)
             if combination in seen:  # pinned inputs or a scorer made two combinations the same
                 continue
@@ -250,8 +292,9 @@ class SweepConfig(_Common):
                     provider=provider,
                     summarizer=self.summarizer,
                     user_simulator=self.user_simulator,
-                    retriever=self.retriever if prompt == "describe" else None,
-                    rerank=self.rerank if kind == "judge" else None,
+                    protocol=protocol,
+                    retriever=self.retriever if protocol == "describe" else None,
+                    rerank=self.rerank if protocol == "rerank" else None,
                     prompt=prompt,
                     inputs=inputs,
                     sweep=self.name,
@@ -387,6 +430,9 @@ def experiments_from(
         error = ConfigError(source, "provider", "a sweep lists 'providers', not 'provider'")
         raise located(error, lines)
     model = SweepConfig if is_sweep else ExperimentConfig
+    note = _legacy_note(raw, is_sweep)
+    if note:
+        warnings.warn(f"{source}: {note}", DeprecatedSetting, stacklevel=2)
     known = set(model.model_fields) | {"columns"}  # columns: of a hf:// dataset
     problems = unknown_keys(raw, known, source, lines)
     raw = {k: v for k, v in raw.items() if k in known}
@@ -416,6 +462,20 @@ def experiments_from(
     except ConfigError as exc:
         raise located(exc, lines) from None
     return runs
+
+
+def _legacy_note(raw: Mapping[str, Any], is_sweep: bool) -> str | None:
+    """What to write instead of a protocol selected as before `protocol:` (`legacy_protocol`)."""
+    runs = [raw]
+    if is_sweep:
+        providers, prompts = _as_list(raw.get("providers")), _as_list(raw.get("prompts"))
+        runs = [{**raw, "provider": p, "prompt": q} for p in providers for q in prompts]
+    chosen = {name for run in runs if (name := legacy_protocol(run))}
+    if "describe" in chosen:
+        return "prompt: describe is read as protocol: describe; write protocol: describe"
+    if chosen:
+        return "a rerank: block is read as protocol: rerank; add protocol: rerank"
+    return None
 
 
 def _check_prompts(path: Path | str, runs: list[ExperimentConfig]) -> None:

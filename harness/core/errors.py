@@ -9,6 +9,10 @@ class HarnessError(Exception):
     """An error caused by user input; the CLI prints it as one line and exits with code 2."""
 
 
+class DeprecatedSetting(FutureWarning):
+    """A setting still read, under a newer spelling: the CLI prints it as one line."""
+
+
 class DatasetError(HarnessError):
     def __init__(self, path: Path | str, line: int | None, reason: str) -> None:
         self.path, self.line, self.reason = path, line, reason

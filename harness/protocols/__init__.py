@@ -1,16 +1,15 @@
 """How a run asks its provider: the plans (`plans`: what a plan is, a judge's and a scorer's
-calls; `rerank`, `refine` + `feedback`, `describe`: the other plans), and the summaries that
-`inputs.dialogue: summary` sends. `call_plan` picks the plan of a run."""
+calls; `rerank`, `refine` + `feedback`, `describe`: the other protocols' plans), and the
+summaries that `inputs.dialogue: summary` sends. `call_plan` picks the plan of a run from the
+protocol registry (`harness.config.protocols`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from harness.config.experiment import ExperimentConfig
-from harness.protocols.describe import DescribeCalls
-from harness.protocols.plans import CallPlan, JudgeCalls, ScorerCalls
-from harness.protocols.refine import RefineCalls
-from harness.protocols.rerank import RerankCalls
+from harness.config.protocols import get_protocol, resolve
+from harness.protocols.plans import CallPlan
 from providers import Provider
 
 __all__ = ["call_plan"]
@@ -19,13 +18,6 @@ __all__ = ["call_plan"]
 def call_plan(
     config: ExperimentConfig, provider: Provider, workdir: Path | None = None
 ) -> CallPlan:
-    """The two-turn `protocol: refine`; a judge's `describe` prompt (then a retriever);
-    retrieve-then-rerank (`rerank:`); else a judge's or a scorer's calls."""
-    if config.protocol == "refine":
-        return RefineCalls(config, provider, workdir)
-    if config.prompt == "describe" and provider.kind == "judge":
-        return DescribeCalls(config, provider, workdir)
-    if config.rerank is not None:
-        return RerankCalls(config, provider, workdir)
-    plans: dict[str, type[CallPlan]] = {"judge": JudgeCalls, "scorer": ScorerCalls}
-    return plans[provider.kind](config, provider, workdir)
+    """The plan that the run's protocol names for its kind of provider."""
+    plan: type[CallPlan] = resolve(get_protocol(config.protocol).plans[provider.kind])
+    return plan(config, provider, workdir)

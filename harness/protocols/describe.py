@@ -1,4 +1,4 @@
-"""`prompt: describe`: describe-then-retrieve (MetaBGM's use of a judge, and DialBGM's
+"""`protocol: describe`: describe-then-retrieve (MetaBGM's use of a judge, and DialBGM's
 generative testbed).
 
 The judge is asked once per item (and repeat) for the music that would suit the context,
@@ -66,7 +66,7 @@ class DescribeCalls(CallPlan):
     ) -> None:
         super().__init__(config, provider, workdir)
         if provider.kind != "judge":
-            raise HarnessError("prompt: describe asks a judge for a description")
+            raise HarnessError("protocol: describe asks a judge for a description")
         self.judge = JudgeCalls(config, provider, workdir)
         self.variant = self.judge.variant
         block = config.retriever or provider_config(DEFAULT_RETRIEVER)
@@ -78,13 +78,18 @@ class DescribeCalls(CallPlan):
         self._dataset: Dataset | None = None
         self._summary_of: SummaryOf = lambda _: None
 
+    @staticmethod
+    def settings(config: ExperimentConfig) -> str:
+        retriever = config.retriever or provider_config(DEFAULT_RETRIEVER)
+        return f"retriever `{retriever.name}`, model `{retriever.model or 'default'}`"
+
     async def prepare(
         self, dataset: Dataset, cache: ResponseCache, summary_of: SummaryOf = lambda _: None
     ) -> None:
         """Refuse a text retriever asked to compare audio (before any call)."""
         if self.config.inputs.music == "audio" and self.retriever.block.name == DEFAULT_RETRIEVER:
             raise HarnessError(
-                "prompt: describe with the text-embedding retriever compares the description "
+                "protocol: describe with the text-embedding retriever compares the description "
                 "with captions: set inputs.music: caption (or a musicnn retriever for audio)"
             )
 

@@ -120,6 +120,11 @@ class CallPlan(ABC):
         """What the plan counted besides the run's own calls (for run.json)."""
         return {}
 
+    @staticmethod
+    def settings(config: ExperimentConfig) -> str:
+        """The protocol's settings as the run's report.md says them (none by default)."""
+        return ""
+
     @abstractmethod
     def calls(self, dataset: Dataset, summary_of: SummaryOf) -> Iterator[Call]:
         """The run's calls one at a time, so that the first can be sent while the rest are

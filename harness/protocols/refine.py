@@ -74,6 +74,10 @@ class RefineCalls(CallPlan):
     def examples(self, dataset: Dataset) -> tuple[Example, ...]:
         return self.first.examples(dataset)
 
+    @staticmethod
+    def settings(config: ExperimentConfig) -> str:
+        return f"two turns; feedback: `{config.refine.feedback}`"
+
     async def prepare(
         self, dataset: Dataset, cache: ResponseCache, summary_of: SummaryOf = lambda _: None
     ) -> None:

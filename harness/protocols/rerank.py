@@ -1,4 +1,4 @@
-"""`rerank: {retriever, top}`: retrieve-then-rerank. A scorer ranks every candidate of an
+"""`protocol: rerank` (with `rerank: {retriever, top}`): retrieve-then-rerank. A scorer ranks every candidate of an
 item first (from the cache where it can), and the judge orders only the scorer's top K."""
 
 from __future__ import annotations
@@ -44,6 +44,15 @@ class RerankCalls(CallPlan):
 
     def examples(self, dataset: Dataset) -> tuple[Example, ...]:
         return self.judge.examples(dataset)
+
+    @staticmethod
+    def settings(config: ExperimentConfig) -> str:
+        assert config.rerank is not None
+        retriever = config.rerank.retriever
+        model = retriever.model or "default"
+        return (
+            f"the judge reorders the top {config.rerank.top} of `{retriever.name}`, model `{model}`"
+        )
 
     async def prepare(
         self, dataset: Dataset, cache: ResponseCache, summary_of: SummaryOf = lambda _: None

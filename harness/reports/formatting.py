@@ -10,6 +10,7 @@ from rich.table import Table
 
 from harness.core.sanitize import terminal_text
 from harness.scoring import registry
+from harness.scoring.metrics import MetricSummary
 
 metric_label = registry.label
 
@@ -33,6 +34,16 @@ def format_metric(summary: Mapping[str, Any] | None) -> str:
         low, high = summary["ci95"]
         text += f" [{low:.3f}, {high:.3f}]"
     return text
+
+
+def summary_columns(
+    name: str, summary: MetricSummary | None, *, std: bool = True
+) -> dict[str, float | None]:
+    """A metric's CSV columns: `NAME_mean`, `NAME_ci_low`, `NAME_ci_high` (and `NAME_std`)."""
+    summary = summary or MetricSummary(None, None)
+    low, high = summary.ci95 or (None, None)
+    out = {f"{name}_mean": summary.mean, f"{name}_ci_low": low, f"{name}_ci_high": high}
+    return out | ({f"{name}_std": summary.std} if std else {})
 
 
 def percent(value: float | None) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from harness.config.protocols import protocol_of
 from harness.core.dataset import Dataset, load_dataset
 from harness.core.errors import HarnessError
 from harness.core.predictions import read_predictions
@@ -15,7 +16,6 @@ from harness.core.provenance import drifted_packages, unofficial_endpoints
 from harness.core.records import Record, read_records
 from harness.core.run_files import read_run_config, read_run_json
 from harness.reports.labels import generated_labels
-from harness.scoring.description_metrics import description_metrics
 from harness.scoring.evaluation import evaluate_records, expected_score_records
 from harness.scoring.metrics import Aggregate, FloatArray
 from harness.scoring.stored import evaluation_options, stored_metrics, with_stored_intervals
@@ -37,7 +37,7 @@ class RunData:
     scores: dict[str, FloatArray]  # item id -> mean score over repeats, candidate order
     score: Literal["greedy", "expected"] = "greedy"  # which score the metrics are of
     groups: dict[str, Aggregate] = field(default_factory=dict)  # per item group
-    # metrics.json blocks of the protocols: `turns`, `turn_gain` (refine), `description`
+    # the metrics.json blocks of the run's protocol (`harness.config.protocols`)
     protocol: dict[str, Any] = field(default_factory=dict)
     # the intervals are metrics.json's (its fingerprint and every other figure matched:
     # `harness.scoring.stored`), not resampled again
@@ -154,16 +154,8 @@ def load_run(
     reused = evaluation is not None
     if evaluation is None:
         evaluation = evaluate_records(data.items, evaluated, **options)
-    protocol = {k: v for k, v in evaluation.to_json().items() if k in ("turns", "turn_gain")}
-    described = description_metrics(
-        data.items,
-        data.clips,
-        records,
-        n_bootstrap=options["n_bootstrap"],
-        seed=options["seed"],
-    )
-    if described is not None:
-        protocol["description"] = described
+    chosen = {"n_bootstrap": options["n_bootstrap"], "seed": options["seed"]}
+    protocol = protocol_of(config).blocks_of(data, records, evaluation.to_json(), **chosen)
     return RunData(
         path=path,
         label=str(config.get("name") or path.name),

@@ -7,10 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.reports.formatting import format_metric, markdown_table
+from harness.reports.formatting import format_metric, markdown_table, summary_columns
 from harness.reports.loading import RunData
 from harness.scoring import registry
-from harness.scoring.metrics import MetricSummary
 
 
 @dataclass(frozen=True)
@@ -90,8 +89,6 @@ def pivot_csv_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
     for (row, prompt), run in pivot.cells.items():
         line: dict[str, Any] = {"model": row, "prompt": prompt, "run": run.label}
         for name in registry.names("ranking"):
-            summary = run.aggregate.metrics.get(name) or MetricSummary(None, None)
-            low, high = summary.ci95 or (None, None)
-            line |= {f"{name}_mean": summary.mean, f"{name}_ci_low": low, f"{name}_ci_high": high}
+            line |= summary_columns(name, run.aggregate.metrics.get(name), std=False)
         out.append(line)
     return out

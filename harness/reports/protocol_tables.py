@@ -1,12 +1,15 @@
-"""Report sections of the two-turn and describe protocols, from metrics.json blocks: each
-turn's metrics beside the turn gain (turn 2 - turn 1, paired-bootstrap CI), and the
-description metrics (BLEU-1..4, ROUGE-L, embedding cosine)."""
+"""The protocols' report sections (`Section`), from metrics.json blocks: a refine run's turns
+(each turn's metrics beside the turn gain, turn 2 - turn 1 with a paired-bootstrap CI, and
+SR@K), a describe run's description metrics (BLEU-1..4, ROUGE-L, embedding cosine); and
+`protocol_sections`, every registered protocol's sections for a report."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from harness.config.protocols import PROTOCOLS, resolve
 from harness.reports.formatting import format_metric, markdown_table, metric_label, shown_metrics
 from harness.scoring import registry
 
@@ -46,8 +49,24 @@ def success_rows(label: str, metrics: Mapping[str, Any]) -> list[list[str]]:
     ]
 
 
-def turns_section(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
-    """`## Turns` for the runs with several turns (metrics.json `turns`)."""
+@dataclass(frozen=True)
+class Section:
+    """A protocol's section of a report: its tables (header, rows) and a note below them;
+    report.md and comparison.md write it as markdown, report.html as HTML."""
+
+    title: str
+    tables: list[tuple[list[str], list[list[str]]]]
+    note: str = ""
+
+    def markdown(self) -> list[str]:
+        lines = [f"## {self.title}", ""]
+        for header, rows in self.tables:
+            lines += [markdown_table(header, rows), ""]
+        return lines + ([self.note, ""] if self.note else [])
+
+
+def turns_section(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Section]:
+    """`Turns` for the runs with several turns (metrics.json `turns`)."""
     refined = [(label, m) for label, m in runs if m.get("turns")]
     if not refined:
         return []
@@ -59,14 +78,12 @@ def turns_section(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
     if len(runs) == 1:  # a run's own report: no run column
         header, rows = header[1:], [row[1:] for row in rows]
         success_header, success = success_header[1:], [row[1:] for row in success]
-    lines = ["## Turns", "", markdown_table(header, rows), ""]
-    if success:
-        lines += [markdown_table(success_header, success), ""]
-    return [*lines, TURNS_NOTE, ""]
+    tables = [(header, rows)] + ([(success_header, success)] if success else [])
+    return [Section("Turns", tables, TURNS_NOTE)]
 
 
-def description_section(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
-    """`## Descriptions` for the runs with a `description` block."""
+def description_section(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Section]:
+    """`Descriptions` for the runs with a `description` block."""
     described = [(label, m["description"]) for label, m in runs if m.get("description")]
     if not described:
         return []
@@ -81,8 +98,15 @@ def description_section(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[s
         ]
         for label, block in described
     ]
-    return ["## Descriptions", "", markdown_table(header, rows), "", DESCRIPTION_NOTE, ""]
+    return [Section("Descriptions", [(header, rows)], DESCRIPTION_NOTE)]
 
 
-def protocol_sections(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
-    return turns_section(runs) + description_section(runs)
+def protocol_sections(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Section]:
+    """The sections of every registered protocol (`harness.config.protocols`), in registry
+    order; each protocol's shows the runs that carry its blocks."""
+    report = [p.report for p in PROTOCOLS.values() if p.report is not None]
+    return [section for ref in report for section in resolve(ref)(runs)]
+
+
+def protocol_markdown(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
+    return [line for section in protocol_sections(runs) for line in section.markdown()]

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.calls.pricing import cost_line
+from harness.config.protocols import get_protocol, resolve
 from harness.core.provenance import drifted_packages, unofficial_endpoints
 from harness.core.secrets import scrub
 from harness.reports.formatting import (
@@ -16,7 +17,7 @@ from harness.reports.formatting import (
     metric_rows,
     shown_metrics,
 )
-from harness.reports.protocol_tables import protocol_sections
+from harness.reports.protocol_tables import protocol_markdown
 from harness.scoring.evaluation import no_scores_reason
 from harness.scoring.human_ceiling import HUMAN_ROW
 
@@ -50,15 +51,10 @@ def write_run_report(
             else []
         ),
     ]
-    protocol = getattr(config, "protocol", "rank")
-    if protocol == "refine":
-        refine = config.refine
-        lines.append(f"- protocol: `refine` (two turns; feedback: `{refine.feedback}`)")
-    if config.rerank is not None:
-        lines.append(
-            f"- reranks the top {config.rerank.top} of `{config.rerank.retriever.name}` "
-            f"(model `{config.rerank.retriever.model or 'default'}`)"
-        )
+    if config.protocol != "rank":
+        plan = resolve(get_protocol(config.protocol).plans[config.kind])
+        settings = plan.settings(config)
+        lines.append(f"- protocol: `{config.protocol}`" + (f" ({settings})" if settings else ""))
     lines.append("")
     failed = no_scores_reason(metrics, stats)
     if failed is not None:
@@ -76,7 +72,7 @@ def write_run_report(
             + (HUMAN_NOTE if human is not None else ""),
             "",
             *_group_section([(config.name, metrics)], "group"),
-            *protocol_sections([(config.name, metrics)]),
+            *protocol_markdown([(config.name, metrics)]),
         ]
     lines += [
         f"Calls: {stats['calls']} ({stats['cache_hits']} from cache, {stats['model_calls']} to the model, "
@@ -158,5 +154,5 @@ def write_comparison(
     if failed:
         body.append("")
     body += _group_section(runs, "run / group")
-    body += protocol_sections(runs)
+    body += protocol_markdown(runs)
     path.write_text(scrub("\n".join(body)))

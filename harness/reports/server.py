@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+from harness.config.protocols import protocol_of
 from harness.core.audio import MAX_CLIP_BYTES
 from harness.core.dataset import Clip
 from harness.core.errors import HarnessError
@@ -63,7 +64,7 @@ def comparisons(runs: Sequence[RunData]) -> list[tuple[str, list[RunData]]]:
     in the order first seen, each named by its dataset folder (and protocol)."""
     groups: dict[tuple[str, str], list[RunData]] = {}
     for run in runs:
-        protocol = str(run.config.get("protocol") or "rank")
+        protocol = protocol_of(run.config).name
         groups.setdefault((str(run.dataset.root.resolve()), protocol), []).append(run)
     return [
         (Path(root).name + ("" if protocol == "rank" else f" ({protocol})"), members)

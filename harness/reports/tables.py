@@ -19,14 +19,15 @@ from harness.reports.formatting import (
     metric_label,
     percent,
     shown_metrics,
+    summary_columns,
 )
 from harness.reports.loading import RunData
 from harness.reports.pivot import pivot_markdown
-from harness.reports.protocol_tables import protocol_sections
+from harness.reports.protocol_tables import protocol_markdown
 from harness.reports.run_report import HUMAN_NOTE
 from harness.scoring import registry
 from harness.scoring.human_ceiling import HUMAN_ROW
-from harness.scoring.metrics import Aggregate, MetricSummary
+from harness.scoring.metrics import Aggregate
 from harness.scoring.stats import CORRECTION_NAMES, PairedDifference
 
 
@@ -197,14 +198,7 @@ def comparison_csv_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
             "n_items": run.aggregate.n_items,
         }
         for name in names:
-            summary = run.aggregate.metrics.get(name) or MetricSummary(None, None)
-            low, high = summary.ci95 or (None, None)
-            row |= {
-                f"{name}_mean": summary.mean,
-                f"{name}_ci_low": low,
-                f"{name}_ci_high": high,
-                f"{name}_std": summary.std,
-            }
+            row |= summary_columns(name, run.aggregate.metrics.get(name))
         row |= {
             "coverage": round(run.aggregate.coverage, 6),
             "tie_rate": None
@@ -230,14 +224,7 @@ def human_csv_rows(human: Aggregate | None) -> list[dict[str, Any]]:
         return []
     row: dict[str, Any] = {"run": HUMAN_ROW, "provider": "human", "n_items": human.n_items}
     for name in registry.names("ranking"):
-        summary = human.metrics.get(name) or MetricSummary(None, None)
-        low, high = summary.ci95 or (None, None)
-        row |= {
-            f"{name}_mean": summary.mean,
-            f"{name}_ci_low": low,
-            f"{name}_ci_high": high,
-            f"{name}_std": summary.std,
-        }
+        row |= summary_columns(name, human.metrics.get(name))
     return [row]
 
 
@@ -415,7 +402,7 @@ def comparison_markdown(analysis: Analysis, title: str = "comparison") -> str:
             f"score strings) for {', '.join(expected)}; greedy scores for the other runs."
         )
     groups = [(run.label, run.metrics_json()) for run in analysis.runs]
-    protocols = protocol_sections(groups)
+    protocols = protocol_markdown(groups)
     if protocols:
         lines += ["", *protocols[:-1]]
     if any(run.groups for run in analysis.runs):

@@ -15,6 +15,7 @@ import yaml
 from harness.calls.pricing import RunCost
 from harness.calls.prompting.variants import get_variant
 from harness.config.experiment import ExperimentConfig
+from harness.config.protocols import get_protocol, protocol_of
 from harness.core.dataset import Dataset, Item
 from harness.core.errors import ConfigError, HarnessError
 from harness.core.predictions import Predictions, write_predictions
@@ -24,7 +25,6 @@ from harness.core.sanitize import dumps_json
 from harness.core.secrets import scrub, scrub_value
 from harness.core.types import ProviderConfig
 from harness.reports.run_report import write_run_report
-from harness.scoring.description_metrics import description_metrics
 from harness.scoring.evaluation import (
     Evaluation,
     RecordsPass,
@@ -94,7 +94,9 @@ def check_run_folder(out_dir: Path, config: ExperimentConfig, *, overwrite: bool
             f"{exc} (not a readable config.yaml): move the folder away or pass --overwrite "
             "(overwrite=True in Python)"
         ) from None
-    # config.yaml is written scrubbed (a key in a base URL): compare like with like
+    # config.yaml is written scrubbed (a key in a base URL): compare like with like; one
+    # written before `protocol:` was the only selector says its protocol as this one does
+    previous = {**previous, "protocol": protocol_of(previous).name}
     changes = config_differences(previous, scrub_value(config.model_dump(mode="json")))
     if changes:
         shown = "; ".join(changes[:4]) + (
@@ -150,7 +152,7 @@ def evaluate_items(
 class RunPass:
     """`evaluate_run`'s first pass over a run's records, a record at a time (the runner
     feeds it the records it writes, when they are what its file will read back): the
-    predictions, which blocks the records call for, a joint run's judge records, and
+    predictions, whether the records hold expected scores, a joint run's judge records, and
     the `cost` of a judge's calls."""
 
     def __init__(self, config: ExperimentConfig, cost: RunCost | None = None) -> None:
@@ -158,14 +160,12 @@ class RunPass:
         self.cost = cost
         self.predictions = RecordsPass()
         self.judged: list[Record] = []  # a joint run's judge records (not a retriever's)
-        self.carried: set[str] = set()
+        self.expected = False
 
     def add(self, record: Record) -> None:
         if self.cost is not None:
             self.cost.add(record)
-        extra = record.extra
-        if extra:
-            self.carried.update(k for k in ("expected_score", "description") if k in extra)
+        self.expected = self.expected or "expected_score" in record.extra
         if self.joint and record.raw is not None:
             self.judged.append(record)
         self.predictions.add(record)
@@ -182,7 +182,7 @@ def evaluate_run(
 ) -> tuple[Evaluation, dict[str, Any]]:
     """A run's evaluation and its metrics.json: the metrics, the failure counts, and the
     blocks of the prompt variant (`position_top1`), the judge's expected scores and the
-    descriptions where they apply. `records` is iterated once (not at all when its
+    protocol's where they apply. `records` is iterated once (not at all when its
     `first_pass` was made as they were written), and again only for a block that its
     records call for (a run's records are read from its file each time)."""
     if first_pass is None:
@@ -195,19 +195,11 @@ def evaluate_run(
     metrics["errors"] = errors
     if first_pass.joint:
         metrics["position_top1"] = position_top1_rates(first_pass.judged, dataset.items)
-    carried = first_pass.carried
-    expected = expected_score_records(list(records)) if "expected_score" in carried else None
+    expected = expected_score_records(list(records)) if first_pass.expected else None
     if expected is not None:
         metrics["expected_score"] = evaluate_items(
             config, dataset.items, expected
         ).aggregate.to_json()
-    described = (
-        description_metrics(
-            dataset.items, dataset.clips, records, n_bootstrap=config.n_bootstrap, seed=config.seed
-        )
-        if "description" in carried
-        else None
-    )
-    if described is not None:
-        metrics["description"] = described
+    options = {"n_bootstrap": config.n_bootstrap, "seed": config.seed}
+    metrics |= get_protocol(config.protocol).blocks_of(dataset, records, metrics, **options)
     return evaluation, metrics

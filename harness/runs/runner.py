@@ -19,6 +19,7 @@ from harness.calls.cache import ResponseCache
 from harness.calls.portable_cache import write_run_keys
 from harness.calls.pricing import RunCost, run_cost
 from harness.config.experiment import ExperimentConfig
+from harness.config.protocols import get_protocol
 from harness.core.console import RunProgress, terminal
 from harness.core.dataset import Dataset, Item, gc_frozen, load_dataset
 from harness.core.errors import DatasetError, StorageError
@@ -56,7 +57,6 @@ from harness.scoring.human_ceiling import human_ceiling
 from harness.scoring.metrics import Aggregate
 from providers import Judge, Provider, create_provider
 
-PROTOCOL_BLOCKS = ("turns", "turn_gain", "description")
 # Calls started ahead of their answers (`Runner.in_flight_limit`).
 IN_FLIGHT_PER_SLOT = 4
 IN_FLIGHT_MIN = 256
@@ -72,7 +72,7 @@ class RunResult:
     groups: dict[str, Aggregate] = field(default_factory=dict)  # per item group
     # API endpoints that are not the provider's official service (run.json provenance).
     unofficial: list[str] = field(default_factory=list)
-    # metrics.json blocks of the protocols: `turns`, `turn_gain` (refine), `description`
+    # the metrics.json blocks of the run's protocol (`harness.config.protocols`)
     protocol: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -358,7 +358,8 @@ class Runner:
             evaluation.groups,
             unofficial_endpoints(stats),
         )
-        result.protocol = {k: metrics[k] for k in PROTOCOL_BLOCKS if k in metrics}
+        blocks = get_protocol(self.config.protocol).blocks
+        result.protocol = {k: metrics[k] for k in blocks if k in metrics}
         return result
 
     def evaluate(

@@ -1,4 +1,4 @@
-"""How good the descriptions of a `prompt: describe` run are, against a reference: the caption
+"""How good the descriptions of a `protocol: describe` run are, against a reference: the caption
 of each item's most relevant candidate (the human's top clip; every gold item of a pool).
 
 - `bleu_1` .. `bleu_4`: corpus BLEU with n-grams up to 1..4 (sacrebleu: 13a tokenisation,
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.core.dataset import Clip, Item
+from harness.core.dataset import Clip, Dataset, Item
 from harness.core.records import Record
 from harness.scoring import registry
 from harness.scoring.metrics import FloatArray, MetricSummary, resample_blocks, summarize
@@ -135,3 +135,13 @@ def description_metrics(
         "mean_words": round(float(np.mean(words)), 3),
         "metrics": {name: metrics[name].to_json() for name in registry.names("description")},
     }
+
+
+def description_blocks(
+    dataset: Dataset, records: Iterable[Record], *, n_bootstrap: int, seed: int
+) -> dict[str, Any]:
+    """The describe protocol's metrics.json block, `description`, when a record holds one."""
+    block = description_metrics(
+        dataset.items, dataset.clips, records, n_bootstrap=n_bootstrap, seed=seed
+    )
+    return {} if block is None else {"description": block}

@@ -125,78 +125,47 @@ class BestGroup:
 
 
 class RankedBlock:
-    """One padded block of items (see the module docstring), sorted once; each metric's
-    per-item values (`harness.scoring.registry`) come from its methods, and what several
-    metrics share is computed once."""
+    """One padded block of items (see the module docstring), sorted once: what the metrics of
+    the metric table (`harness.scoring.registry`) read, and their closed forms."""
 
     def __init__(self, scores: FloatArray, gains: FloatArray, lengths: IntArray) -> None:
+        m, n = scores.shape
+        block = self.sorted = sort_block(scores, gains, lengths)
         self.gains = gains  # in candidate order
-        self.sorted = sort_block(scores, gains, lengths)
-        self.best = BestGroup.of(self.sorted)
-        self.harmonic, self.discount = _discounts(scores.shape[1])
-        self._top: dict[int, tuple[FloatArray, FloatArray, FloatArray]] = {}
-
-    @cached_property
-    def mean_discount(self) -> FloatArray:
-        """Per sorted place, the mean discount of its tie group."""
-        block = self.sorted
-        result: FloatArray = (
+        self.best = BestGroup.of(block)
+        self.harmonic, self.discount = _discounts(n)
+        # per sorted place, the mean discount of its tie group; the ideal ranking's
+        self.mean_discount: FloatArray = (
             self.discount[block.end + 1] - self.discount[block.start]
         ) / block.size
-        return result
-
-    @cached_property
-    def ideal_gains(self) -> FloatArray:
-        """The ideal ranking's discounted gains."""
-        n = self.gains.shape[1]
-        result: FloatArray = self.sorted.gains_desc / np.log2(np.arange(1, n + 1) + 1)
-        return result
-
-    @cached_property
-    def relevant(self) -> BoolArray:
-        result: BoolArray = self.sorted.valid & (self.sorted.gains > 0)
-        return result
-
-    @cached_property
-    def n_relevant(self) -> IntArray:
-        result: IntArray = self.relevant.sum(axis=1)
-        return result
+        self.ideal_gains: FloatArray = block.gains_desc / np.log2(np.arange(1, n + 1) + 1)
+        self.relevant: BoolArray = block.valid & (block.gains > 0)
+        self.n_relevant: IntArray = self.relevant.sum(axis=1)
+        best = self.best  # the expected rank of a single relevant candidate
+        self.gold_rank: FloatArray = np.where(
+            self.n_relevant == 1, best.p + (best.g - 1) / 2, np.nan
+        )
+        self.top_tied: BoolArray = block.end[:, 0] > 0 if n else np.zeros(m, dtype=bool)
+        self._top: dict[int, tuple[FloatArray, FloatArray, FloatArray]] = {}
 
     def ndcg(self) -> FloatArray:
         in_candidate_order = np.empty_like(self.mean_discount)
         np.put_along_axis(in_candidate_order, self.sorted.order, self.mean_discount, axis=1)
         dcg = (self.gains * in_candidate_order).sum(axis=1)
-        ideal = self.ideal_gains.sum(axis=1)
-        return _ratio(dcg, ideal)
+        return _ratio(dcg, self.ideal_gains.sum(axis=1))
 
     def tau_b(self) -> FloatArray:
         return tau_b_of(self.sorted)
 
     def recall(self, k: int) -> FloatArray:
-        hits, _, _ = self.top(k)
-        return _ratio(hits, self.n_relevant)
+        return _ratio(self.top(k)[0], self.n_relevant)
 
     def precision(self, k: int) -> FloatArray:
-        hits, _, _ = self.top(k)
-        result: FloatArray = hits / k
-        return result
+        return self.top(k)[0] / k
 
     def ndcg_at(self, k: int) -> FloatArray:
         _, dcg, ideal = self.top(k)
         return _ratio(dcg, ideal)
-
-    @cached_property
-    def gold_rank(self) -> FloatArray:
-        """The expected rank of the single relevant candidate; NaN for other rows."""
-        best = self.best
-        result: FloatArray = np.where(self.n_relevant == 1, best.p + (best.g - 1) / 2, np.nan)
-        return result
-
-    @cached_property
-    def top_tied(self) -> BoolArray:
-        m, n = self.gains.shape
-        result: BoolArray = self.sorted.end[:, 0] > 0 if n else np.zeros(m, dtype=bool)
-        return result
 
     @cached_property
     def mixed_tied(self) -> BoolArray:

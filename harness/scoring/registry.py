@@ -1,18 +1,17 @@
-"""The metric table: every metric the harness reports, by its name in metrics.json, with how
-tables label it, its range, which way is better, when it is reported and, for a ranking
-metric, its value per item. The evaluation, the reports and plots, `harness compare` and
-`harness runs` read this table and nothing else, so a metric is added by one entry:
+"""The metric table: each metric by its name in metrics.json, with its label in tables, its
+range, which way is better, when it is reported and, for a ranking metric, its per-item
+function. The evaluation, reports, figures, `harness compare` and `harness runs` read only
+this table, so a metric is one entry (CONTRIBUTING.md):
 
-    @register_metric("top_gain", "top gain")
-    def top_gain(block: RankedBlock, k: int) -> FloatArray:
-        return block.sorted.gains[:, 0]
+    @register_metric("top_relevant", "top rel.")
+    def top_relevant(block: RankedBlock, k: int) -> FloatArray:
+        return (block.sorted.gains[:, 0] > 0).astype(float)
 
-`block` is a padded block of items sorted by score (`harness.scoring.ranking.RankedBlock`:
-its closed forms of the tie-aware metrics, and the sorted block itself); the function
-returns one value per row, `k` being K for a family `NAME@K` (0 otherwise). Kinds:
-`ranking` (always reported), `retrieval` (families reported at each K of `metrics: {at:
-[...]}`), `single-gold` (when every item has one relevant candidate), and metrics that a
-protocol computes in its own block (`turns`, `description`; no per-item function here).
+`block` (`harness.scoring.ranking.RankedBlock`) is a padded block of items sorted by score,
+with the tie-aware closed forms; the function gives one value per row, `k` being K of a
+family `NAME@K` (0 otherwise). Kinds: `ranking` (always reported), `retrieval` (families,
+at each K of `metrics: {at: [...]}`), `single-gold` (when every item has one relevant
+candidate); `turns` and `description` are computed by their protocol, not per item here.
 """
 
 from __future__ import annotations
@@ -151,11 +150,6 @@ def comparable(name: str) -> tuple[tuple[int, ...], float] | None:
         return None
     low, high = metric.bound
     return ((k,) if k else ()), high - low
-
-
-def comparable_names() -> str:
-    """The names `comparable` accepts, for a message."""
-    return ", ".join(m.name for m in metrics() if m.per_item is not None and m.bound is not None)
 
 
 # The built-in table. Per-item values come from the block's tie-aware closed forms

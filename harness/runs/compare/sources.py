@@ -31,9 +31,10 @@ def metric_spec(metric: str) -> tuple[tuple[int, ...], float]:
     metric of the metric table with a bound (`harness.scoring.registry`)."""
     spec = registry.comparable(metric)
     if spec is None:
+        names = [m.name for m in registry.metrics() if registry.comparable(m.at(1))]
         raise HarnessError(
             f"--metric {metric!r} is not a bounded per-item metric: use one of "
-            f"{registry.comparable_names()} (K a cut-off, e.g. ndcg@10)"
+            f"{', '.join(names)} (K a cut-off, e.g. ndcg@10)"
         )
     return spec
 

@@ -272,6 +272,7 @@ def test_the_musicrs_experiment_file_loads_with_its_audio_lines_uncommented(
     ]
     assert all(r.metrics.at == (1, 5, 10, 20) for r in runs)
     opened = source.replace("  # - {dialogue", "  - {dialogue").replace("# rerank:", "rerank:")
+    opened = opened.replace("# protocol: rerank", "protocol: rerank")
     opened = opened.replace("# context_audio_budget:", "context_audio_budget:")
     assert opened != source
     path = tmp_path / "musicrs.yaml"
@@ -279,6 +280,10 @@ def test_the_musicrs_experiment_file_loads_with_its_audio_lines_uncommented(
     full = load_experiments(path)
     judges = [r for r in full if r.kind == "judge"]
     assert len(judges) == 6 and all(r.rerank is not None for r in judges)
+    assert {r.protocol for r in judges} == {"rerank"} and {r.protocol for r in full} == {
+        "rerank",
+        "rank",
+    }
     assert {r.inputs.label for r in judges} == {
         "query_caption",
         "none_caption_context-audio",

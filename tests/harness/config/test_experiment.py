@@ -148,6 +148,7 @@ def test_a_musicrs_sweep(tmp_path: Path) -> None:
         "  - {dialogue: query, music: caption}\n"
         "  - {dialogue: none, music: caption, context_audio: true}\n"
         "metrics: {at: [20, 1, 5, 5]}\n"
+        "protocol: rerank\n"
         "rerank: {retriever: {name: random, seed: 1}, top: 10}\n"
         "context_audio_budget: {max_clips: 4}\n"
     )
@@ -181,7 +182,7 @@ def test_context_audio_is_refused_for_a_scorer(tmp_path: Path) -> None:
 def test_a_retriever_block_is_checked_like_a_provider(tmp_path: Path) -> None:
     path = tmp_path / "e.yaml"
     path.write_text(
-        "name: x\ndataset: d\nprovider: {name: mock}\nprompt: listwise\n"
+        "name: x\ndataset: d\nprovider: {name: mock}\nprompt: listwise\nprotocol: rerank\n"
         "rerank: {retriever: {name: popularity, tie_brake: order}}\n"
     )
     with pytest.raises(

@@ -44,7 +44,7 @@ def config(dataset: Path, provider: dict[str, Any], **settings: Any) -> Experime
             "name": "describe",
             "dataset": str(dataset),
             "provider": provider,
-            "prompt": "describe",
+            "protocol": "describe",
             "inputs": {"dialogue": "full", "music": "caption"},
             "n_bootstrap": 50,
             **settings,
@@ -106,11 +106,13 @@ def test_describe_settings_are_checked(tmp_path: Path, tiny_dataset: Path) -> No
         load_experiments(path)
 
     with pytest.raises(ConfigError, match="retriever must be a scorer"):
-        load("provider: {name: gemini}\nprompt: describe\nretriever: {name: gemini}\n")
-    with pytest.raises(ConfigError, match=r"ranks by a judge's description \(prompt: describe\)"):
+        load("provider: {name: gemini}\nprotocol: describe\nretriever: {name: gemini}\n")
+    with pytest.raises(ConfigError, match=r"by a judge's description \(protocol: describe\)"):
         load("provider: {name: gemini}\nprompt: listwise\nretriever: {name: random}\n")
-    with pytest.raises(ConfigError, match="has no second turn"):
+    with pytest.raises(ConfigError, match="prompt: describe goes with protocol: describe"):
         load("provider: {name: gemini}\nprompt: describe\nprotocol: refine\n")
+    with pytest.raises(ConfigError, match="protocol: describe runs a judge, and random is a"):
+        load("provider: {name: random}\nprotocol: describe\n")
     with pytest.raises(HarnessError, match=r"set inputs\.music: caption"):
         run_config(config(tiny_dataset, {"name": "gemini"}, inputs={"music": "audio"}), tmp_path)
 

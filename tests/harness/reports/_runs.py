@@ -21,6 +21,7 @@ def write_run(
     name: str | None = None,
     provider: Mapping[str, Any] | None = None,
     prompt: str = "zero_shot",
+    protocol: str = "rank",
     repeats: int = 1,
     stats: Mapping[str, Any] | None = None,
 ) -> Path:
@@ -31,6 +32,7 @@ def write_run(
         "dataset": str(dataset),
         "provider": dict(provider or {"name": "mock", "model": folder.name}),
         "prompt": prompt,
+        "protocol": protocol,
         "inputs": {"dialogue": "full", "music": "audio"},
         "repeats": repeats,
         "missing": "worst",

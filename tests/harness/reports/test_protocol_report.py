@@ -53,7 +53,8 @@ def describe_records() -> list[Record]:
 def report(tmp_path: Path) -> Path:
     dataset = write_tiny_dataset(tmp_path / "data", n_items=N_ITEMS)
     sweep = tmp_path / "results"
-    write_run(sweep / "refined", dataset, refine_records())
+    write_run(sweep / "refined", dataset, refine_records(), protocol="refine")
+    # written before `protocol:` selected describe: read as protocol: describe
     write_run(sweep / "described", dataset, describe_records(), prompt="describe")
     runs = load_runs([sweep / "refined", sweep / "described"])
     write_report(analyse(runs), tmp_path / "report", title="protocols")

@@ -1,0 +1,145 @@
+"""The protocol registry: what `protocol:` in an experiment file selects. An entry names its
+call plan for each kind of provider it runs (a `harness.protocols.plans.CallPlan` subclass),
+the prompt variant its judges are asked with (if one of its own), the metrics.json blocks
+it adds, the function computing those from its records (`(dataset, records, *, n_bootstrap,
+seed) -> {block: value}`), and its report section (`(runs) -> [Section]`, runs being
+(label, metrics.json) pairs; `harness.reports.protocol_tables`). A protocol is one module
+plus one `register_protocol` entry (CONTRIBUTING.md). References are the object itself or
+`"module:attribute"`, imported when first used: so this module names the layers above it
+without importing them, and `import harness` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from harness.core.errors import HarnessError
+from providers import REGISTRY
+
+if TYPE_CHECKING:
+    from harness.core.dataset import Dataset
+    from harness.core.records import Record
+
+Ref = Any  # the object, or "module:attribute"
+
+
+@dataclass(frozen=True)
+class Protocol:
+    name: str
+    summary: str
+    plans: Mapping[str, Ref]  # provider kind ("judge", "scorer") -> its CallPlan class
+    prompt: str | None = None  # the prompt variant its judges are asked with
+    blocks: tuple[str, ...] = ()  # the metrics.json blocks it adds
+    metrics: Ref | None = None  # computes the blocks its records carry
+    report: Ref | None = None  # its report sections
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(self.plans)
+
+    def blocks_of(
+        self,
+        dataset: Dataset,
+        records: Iterable[Record],
+        evaluated: Mapping[str, Any],
+        *,
+        n_bootstrap: int,
+        seed: int,
+    ) -> dict[str, Any]:
+        """Its metrics.json blocks: those of the run's evaluation (`evaluated`, the turns
+        of a refine run), and those it computes from the records."""
+        blocks = {key: value for key, value in evaluated.items() if key in self.blocks}
+        if self.metrics is not None:
+            blocks |= resolve(self.metrics)(dataset, records, n_bootstrap=n_bootstrap, seed=seed)
+        return blocks
+
+
+PROTOCOLS: dict[str, Protocol] = {}
+
+
+def register_protocol(protocol: Protocol) -> Protocol:
+    """Add a protocol (a name registered again replaces its entry)."""
+    PROTOCOLS[protocol.name] = protocol
+    return protocol
+
+
+def get_protocol(name: str) -> Protocol:
+    if name not in PROTOCOLS:
+        known = ", ".join(PROTOCOLS)
+        raise HarnessError(f"unknown protocol {name!r} (known: {known})")
+    return PROTOCOLS[name]
+
+
+def protocol_prompts() -> dict[str, str]:
+    """protocol -> the prompt variant it asks judges with, for those that have one."""
+    return {p.name: p.prompt for p in PROTOCOLS.values() if p.prompt is not None}
+
+
+def resolve(ref: Ref) -> Any:
+    """The object a reference names."""
+    if not isinstance(ref, str):
+        return ref
+    module, _, attribute = ref.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def legacy_protocol(settings: Mapping[str, Any]) -> str | None:
+    """The protocol that settings of before `protocol:` selected everything meant: a judge's
+    `prompt: describe`, or a `rerank:` block; None when `protocol:` says it (or neither
+    applies). Old experiment files and run folders read on through this."""
+    if settings.get("protocol", "rank") != "rank":
+        return None
+    provider = settings.get("provider")
+    name = provider.get("name") if isinstance(provider, Mapping) else getattr(provider, "name", "")
+    judge = getattr(REGISTRY.get(str(name)), "kind", "judge") == "judge"
+    if settings.get("prompt") == "describe" and judge:
+        return "describe"
+    if settings.get("rerank") is not None and judge:
+        return "rerank"
+    return None
+
+
+def protocol_of(config: Mapping[str, Any]) -> Protocol:
+    """The protocol of a run folder's config.yaml, older ones included."""
+    return get_protocol(legacy_protocol(config) or str(config.get("protocol") or "rank"))
+
+
+_PLANS = "harness.protocols.plans"
+_TABLES = "harness.reports.protocol_tables"
+register_protocol(
+    Protocol(
+        "rank",
+        "rank each item's candidates: a judge's prompts, or a scorer's similarities",
+        plans={"judge": f"{_PLANS}:JudgeCalls", "scorer": f"{_PLANS}:ScorerCalls"},
+    )
+)
+register_protocol(
+    Protocol(
+        "refine",
+        "two turns (MuseChat): rank, the user replies to the top pick, rank again",
+        plans=dict.fromkeys(("judge", "scorer"), "harness.protocols.refine:RefineCalls"),
+        blocks=("turns", "turn_gain"),
+        report=f"{_TABLES}:turns_section",
+    )
+)
+register_protocol(
+    Protocol(
+        "describe",
+        "a judge describes the music, a retriever ranks the candidates by it (MetaBGM)",
+        plans={"judge": "harness.protocols.describe:DescribeCalls"},
+        prompt="describe",
+        blocks=("description",),
+        metrics="harness.scoring.description_metrics:description_blocks",
+        report=f"{_TABLES}:description_section",
+    )
+)
+register_protocol(
+    Protocol(
+        "rerank",
+        "a scorer ranks every candidate, the judge reorders its top K (`rerank:`)",
+        plans={"judge": "harness.protocols.rerank:RerankCalls"},
+    )
+)
