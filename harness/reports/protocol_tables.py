@@ -45,7 +45,7 @@ def success_rows(label: str, metrics: Mapping[str, Any]) -> list[list[str]]:
     return [
         [label, metric_label(name), format_metric(summary)]
         for name, summary in (metrics.get("metrics") or {}).items()
-        if name.startswith("success@")
+        if getattr(registry.find(name), "kind", None) == "turns"
     ]
 
 

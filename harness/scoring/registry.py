@@ -79,9 +79,10 @@ def register_metric(
 
 
 def metrics() -> list[Metric]:
-    """The table in the order metrics.json lists the metrics: by kind (as KINDS), then in
-    the order of registration."""
-    return sorted(METRICS.values(), key=lambda m: KINDS.index(m.kind))
+    """The table in the order metrics.json lists the metrics: by kind (as KINDS, a kind of
+    a plugin's own last), then in the order of registration."""
+    order = {kind: i for i, kind in enumerate(KINDS)}
+    return sorted(METRICS.values(), key=lambda m: order.get(m.kind, len(KINDS)))
 
 
 _MEMBER = re.compile(r"(.+)@([1-9][0-9]*)")

@@ -97,3 +97,10 @@ def test_a_lower_is_better_median_metric_is_aggregated_by_its_median() -> None:
     assert metrics["first_place"].mean == 1.5  # median of 1, 2, 1, 2
     with pytest.raises(Exception, match="not a bounded per-item metric"):
         metric_spec("first_place")
+
+
+@pytest.mark.usefixtures("table")
+def test_a_kind_of_a_plugins_own_sorts_after_the_built_in_ones() -> None:
+    registry.register_metric("agreement_alpha", "alpha", kind="reliability")(None)  # type: ignore[arg-type]
+    assert registry.metrics()[-1].name == "agreement_alpha"
+    assert registry.shown({"agreement_alpha"})[-1] == "agreement_alpha"  # a column where present
