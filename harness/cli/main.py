@@ -157,57 +157,26 @@ def run(
 ) -> None:
     """Run an experiment: call the model (or the cache) for every item, then write
     records.jsonl, metrics.json, report.md and the resolved config to results/NAME/."""
-    from harness.calls.cache import ResponseCache
-    from harness.calls.portable_cache import open_seed
-    from harness.config.checks import check_datasets, select_runs
-    from harness.config.experiment import load_experiments
-    from harness.core.sharding import Shard
-    from harness.runs.dry_run import unset_keys
-    from harness.runs.experiment import run_all
+    from harness.runs import api
 
-    part = Shard.parse(shard) if shard is not None else None
-    configs = select_runs(load_experiments(experiment, overrides=set_ or ()), only or ())
-    check_datasets(experiment, configs)
     if limit is not None:
         check_range("--limit", limit, 1)
-        configs = [c.model_copy(update={"limit": limit}) for c in configs]
-    if results_dir.exists() and not results_dir.is_dir():
-        raise HarnessError(f"--results-dir {results_dir} is a file, not a folder")
-    seed = seed_cache if seed_cache is not None else configs[0].cache.seed
-    cache = ResponseCache(cache_dir, seed=open_seed(seed) if seed is not None else None)
-    if dry_run:
-        from harness.runs.dry_run import dry_run as estimate
-
-        try:
-            estimate(
-                configs,
-                cache=cache,
-                results_dir=results_dir,
-                console=console,
-                output_tokens=output_tokens,
-                shard=part,
-            )
-        finally:
-            cache.close()
-        return
-    try:
-        unset = unset_keys(configs, cache=cache, results_dir=results_dir)
-    except BaseException:
-        cache.close()
-        raise
-    if unset:  # before the first call of the first run, not after the offline ones
-        cache.close()
-        hint = "set it, or leave those runs out with --only PATTERN (see --dry-run)"
-        raise HarnessError("\n".join(f"{line}; {hint}" for line in unset))
+    overrides = {"limit": limit} if limit is not None else {}
     try:
         with termination_as_interrupt():
-            results = run_all(
-                configs,
-                cache=cache,
+            results = api.run(
+                experiment,
                 results_dir=results_dir,
+                cache_dir=cache_dir,
+                seed_cache=seed_cache,
                 show_progress=progress,
                 overwrite=overwrite,
-                shard=part,
+                only=only or (),
+                shard=shard,
+                set=set_ or (),
+                dry_run=dry_run,
+                output_tokens=output_tokens,
+                **overrides,
             )
     except KeyboardInterrupt:
         received = interrupted_by()  # Ctrl-C, or SIGTERM/SIGHUP handled the same way
@@ -217,8 +186,6 @@ def run(
             "(every answer received so far is in the cache)"
         )
         raise typer.Exit(128 + received) from None  # 130 for Ctrl-C, 143 SIGTERM, 129 SIGHUP
-    finally:
-        cache.close()
     if not all(r.complete for r in results):
         for line in failure_summary(results):
             err_console.print(line, highlight=False, soft_wrap=True)
@@ -325,11 +292,11 @@ def evaluate(
     """Compute Hit@1, MRR, nDCG and Kendall's tau-b (tie-aware, with bootstrap CIs), and the
     @K metrics with --at, from a predictions file (scores or rankings per item) against the
     dataset's relevance; per item group too when the items carry groups."""
-    from harness.core.dataset import gc_paused, load_dataset
-    from harness.interop.inputs import dataset_folder, qrels_items
+    import warnings
+
     from harness.reports.formatting import rich_table
-    from harness.runs.predictions_ahead import PredictionsReadAhead
-    from harness.scoring.evaluation import coverage_warnings, evaluate_predictions
+    from harness.runs import api
+    from harness.scoring.evaluation import CoverageWarning
     from harness.scoring.metrics import MAX_BOOTSTRAP
 
     if missing not in ("worst", "exclude"):
@@ -341,30 +308,30 @@ def evaluate(
         raise HarnessError(f"--out {out} is a folder: give the path of the metrics file")
     if out is not None:
         make_folder(out.parent, "--out")  # refused before the work, not after it
-    if (dataset is None) == (qrels is None):
-        raise HarnessError("give --dataset DIR or --qrels FILE (with a TREC run file)")
-    if qrels is not None:
-        items = qrels_items(qrels, predictions)
-    else:
-        assert dataset is not None
-        folder = dataset_folder(dataset, columns)
-    # the items and predictions, held to the end; the predictions parsed while the dataset loads
-    with gc_paused(freeze=True), PredictionsReadAhead(predictions) as ahead:
-        if qrels is None:
-            items = list(load_dataset(folder, check_audio=check_audio).items)
-        preds = ahead.read(items)
-    evaluation = evaluate_predictions(
-        items,
-        preds,
-        missing=missing,  # type: ignore[arg-type]
-        n_bootstrap=n_bootstrap,
-        seed=seed,
-        at=cutoffs,
-    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CoverageWarning)
+        evaluation = api.evaluation(
+            dataset,
+            predictions,
+            qrels=qrels,
+            columns=columns,
+            check_audio=check_audio,
+            missing=missing,  # type: ignore[arg-type]
+            n_bootstrap=n_bootstrap,
+            seed=seed,
+            at=cutoffs,
+        )
     metrics = evaluation.to_json()
     console.print(rich_table(str(predictions), [(predictions.stem, metrics)]))
-    for line in coverage_warnings(items, preds, evaluation.aggregate):
-        err_console.print(f"[bold yellow]warning:[/] {terminal_text(line)}", highlight=False)
+    for warning in caught:  # a coverage warning as a line of the command's output
+        if not issubclass(warning.category, CoverageWarning):
+            warnings.showwarning(
+                warning.message, warning.category, warning.filename, warning.lineno
+            )
+            continue
+        err_console.print(
+            f"[bold yellow]warning:[/] {terminal_text(str(warning.message))}", highlight=False
+        )
     if out:
         out.write_text(dumps_json(metrics, indent=2) + "\n")
 

@@ -18,7 +18,7 @@ from harness.core.trec import is_trec_run
 from harness.reports.loading import RunData, assign_labels, load_predictions, load_run
 from harness.scoring.evaluation import no_scores_reason
 
-SWEEP_FILE = "sweep.json"  # written by harness.runs.experiment: the sweep's runs in order
+SWEEP_FILE = "sweep.json"  # written by harness.run: the sweep's runs in order
 PREDICTIONS = "predictions.jsonl"
 
 

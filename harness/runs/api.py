@@ -1,45 +1,37 @@
-"""The Python API behind `harness.run`, `harness.evaluate` and `harness.load_run` (see
-`harness/__init__.py`, which imports this module only when one of them is called)."""
+"""The Python API (`harness.run`, `harness.evaluate`, `harness.load_run`) and the one pipeline
+behind the command line: `harness run` calls `run`, `harness evaluate` calls `evaluation`.
+What only a run needs is imported by `run`, so `harness evaluate` starts without it."""
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from harness.calls.cache import ResponseCache
-from harness.config.checks import check_datasets, select_runs
-from harness.config.experiment import ExperimentConfig, experiments_from, load_experiments
-from harness.core.dataset import Dataset, load_dataset
+from harness.core.dataset import Dataset, Item, load_dataset
 from harness.core.errors import HarnessError
 from harness.core.predictions import Predictions, read_predictions, scores_from_ranking
 from harness.core.records import read_records
-from harness.runs.dry_run import unset_keys
-from harness.runs.experiment import run_all
-from harness.runs.runner import RunResult
-from harness.scoring.evaluation import CoverageWarning, coverage_warnings, evaluate_predictions
+from harness.scoring.evaluation import (
+    CoverageWarning,
+    Evaluation,
+    coverage_warnings,
+    evaluate_predictions,
+)
 from harness.scoring.metrics import Aggregate, MissingPolicy
 
 if TYPE_CHECKING:
     import pandas as pd
 
-Experiment = str | Path | ExperimentConfig | Mapping[str, Any]
-Scores = Mapping[str, float | None]
+    from harness.config.experiment import ExperimentConfig
+    from harness.core.sharding import Shard
+    from harness.runs.runner import RunResult
 
-
-def _configs(experiment: Experiment, overrides: Mapping[str, Any]) -> list[ExperimentConfig]:
-    """The runs, with `overrides` applied to the experiment's settings as `--set` applies
-    them (so on a sweep, `name=` names the sweep and its runs keep their own names)."""
-    if isinstance(experiment, ExperimentConfig):
-        if not overrides:
-            return [experiment]
-        return [ExperimentConfig.model_validate({**experiment.model_dump(), **overrides})]
-    if isinstance(experiment, Mapping):
-        return experiments_from(experiment, "experiment", replace=overrides)
-    configs = load_experiments(experiment, replace=overrides)
-    check_datasets(experiment, configs)
-    return configs
+    Experiment: TypeAlias = str | Path | ExperimentConfig | Mapping[str, Any]
+Scores: TypeAlias = Mapping[str, float | None]
+PredictionsGiven: TypeAlias = str | Path | Mapping[str, Scores] | Iterable[Mapping[str, Any]]
 
 
 def run(
@@ -47,77 +39,273 @@ def run(
     *,
     results_dir: str | Path = "results",
     cache_dir: str | Path | None = None,
+    seed_cache: str | Path | None = None,
     show_progress: bool = True,
     overwrite: bool = False,
     only: Sequence[str] = (),
+    shard: str | None = None,
+    set: Sequence[str] = (),
+    dry_run: bool = False,
+    output_tokens: int | None = None,
     **overrides: Any,
 ) -> list[RunResult]:
-    """Run an experiment file (or sweep), an `ExperimentConfig`, or a mapping of its fields;
-    `overrides` replace fields of every run (`limit=5`, `dataset="data/other"`). Returns one
-    result per run (`.aggregate.to_json()` holds the metrics; `.out_dir` the run folder).
-    `only` keeps the runs whose name matches one of its shell patterns (`["popularity*"]`).
-    A finished run of another configuration under the same name is refused unless
-    `overwrite=True`; an API key that uncached calls need and that is not set stops it
-    before the first call. Works from inside a running event loop (a Jupyter cell) as well."""
-    configs = select_runs(_configs(experiment, overrides), only)
-    cache = ResponseCache(cache_dir)
+    """Run an experiment (a file, an `ExperimentConfig` or a mapping of its fields) as
+    `harness run` does: each run's calls, answered by the cache where it can, then its folder
+    under `results_dir`, and a sweep's comparison. Returns one result per run (`.aggregate`,
+    `.stats`, `.out_dir`); works inside a running event loop (Jupyter) too.
+
+    `set`: `--set KEY=VALUE` overrides; keyword `overrides` replace top-level settings
+    (`limit=5`; on a sweep `name=` names the sweep). `only`: shell patterns of the runs to
+    make; `shard`: "I/N"; `seed_cache`: a second, read-only cache [default: the file's
+    `cache.seed`]; `overwrite`: replace a finished run of another configuration (refused
+    otherwise); `dry_run`: print what the runs would call and cost, call nothing, return no
+    result. A key that uncached calls need and that is not set stops it before any call."""
+    from harness.calls.cache import ResponseCache
+    from harness.calls.portable_cache import open_seed
+    from harness.config.checks import check_datasets, select_runs
+    from harness.core.console import terminal
+    from harness.core.sharding import Shard
+    from harness.runs.dry_run import dry_run as estimate
+    from harness.runs.dry_run import unset_keys
+    from harness.runs.run_folder import check_run_folder
+    from harness.runs.runner import run_folder
+
+    results = Path(results_dir)
+    part = Shard.parse(shard) if shard is not None else None
+    configs = select_runs(_configs(experiment, set, overrides), only)
+    if isinstance(experiment, str | Path):
+        check_datasets(experiment, configs)
+    if results.exists() and not results.is_dir():
+        raise HarnessError(f"--results-dir {results} is a file, not a folder")
+    seed = seed_cache if seed_cache is not None else configs[0].cache.seed
+    cache = ResponseCache(cache_dir, seed=open_seed(Path(seed)) if seed is not None else None)
     try:
-        unset = unset_keys(configs, cache=cache, results_dir=Path(results_dir))
-        if unset:  # before the first call, not after the runs that need no key
-            raise HarnessError("\n".join(unset))
-        return run_all(
-            configs,
-            cache=cache,
-            results_dir=Path(results_dir),
-            show_progress=show_progress,
-            overwrite=overwrite,
-        )
+        if dry_run:
+            estimate(
+                configs,
+                cache=cache,
+                results_dir=results,
+                console=terminal(),
+                output_tokens=output_tokens,
+                shard=part,
+            )
+            return []
+        unset = unset_keys(configs, cache=cache, results_dir=results)
+        if unset:  # before the first call of the first run, not after the offline ones
+            hint = "set it, or leave those runs out with --only PATTERN (see --dry-run)"
+            raise HarnessError("\n".join(f"{line}; {hint}" for line in unset))
+        for config in configs:  # before anything runs, not halfway through a sweep
+            check_run_folder(run_folder(results, config, part), config, overwrite=overwrite)
+        options = {"cache": cache, "results_dir": results, "shard": part}
+        options |= {"show_progress": show_progress, "overwrite": overwrite}
+        made = [_tracked(config, options) for config in configs]
     finally:
         cache.close()
+    _print_summary(made, results, part)
+    return made
 
 
-def _as_predictions(predictions: Any, dataset: Dataset) -> Predictions:
+def _print_summary(results: list[RunResult], results_dir: Path, shard: Shard | None) -> None:
+    """The runs' metrics as one table, what failed or needs a mark, each run's calls; and a
+    sweep's comparison.md and the order of its runs (not for a shard: its merge does that)."""
+    from harness.core.console import terminal
+    from harness.core.provenance import drifted_packages, environment
+    from harness.core.sanitize import terminal_text
+    from harness.reports.formatting import rich_table
+    from harness.reports.run_report import human_rows, write_comparison
+    from harness.reports.sources import SWEEP_FILE
+
+    console = terminal()
+    rows: list[tuple[str, Any]] = [
+        (r.config.name + (" †" if r.unofficial else ""), r.metrics_json())
+        for r in results
+        if r.no_scores is None
+    ]
+    failed = [(r.config.name, r.no_scores or "") for r in results if r.no_scores is not None]
+    human = next((r.human.to_json() for r in results if r.human is not None), None)
+    sweep = results[0].config.sweep
+    title = sweep or results[0].config.name
+    if rows:
+        console.print(rich_table(title, [*rows, *human_rows(human)]))
+    lines = [
+        f"[yellow]†[/] {terminal_text(r.config.name)}: endpoint {terminal_text(mark)} is not "
+        "the provider's official service"
+        for r in results
+        for mark in r.unofficial
+    ]
+    drift = drifted_packages({"provenance": {"environment": environment()}})
+    if drift:
+        lines.append(
+            f"[yellow]‡[/] this environment differs from the lock "
+            f"({terminal_text('; '.join(drift))}): `make install` restores it"
+        )
+    lines += [
+        f"[bold red]no metrics:[/] {terminal_text(name)}: {terminal_text(reason)}; "
+        "chance-level numbers are not reported"
+        for name, reason in failed
+    ]
+    for line in lines:
+        console.print(line, highlight=False)
+    if sweep and shard is None:  # a shard's metrics are a part's: its merge makes the run's
+        folder = results_dir / sweep
+        write_comparison(folder / "comparison.md", sweep, rows, human, failed=failed)
+        order = {"sweep": sweep, "runs": [r.config.name for r in results]}
+        (folder / SWEEP_FILE).write_text(json.dumps(order, indent=2) + "\n")
+    for result in results:
+        stats = result.stats
+        repaired = stats.cache_repaired
+        earlier = (stats.batch or {}).get("answered_attached", 0)
+        console.print(
+            f"[dim]{terminal_text(result.config.name)}: {stats.calls} calls "
+            f"({stats.model_calls} to the model, {stats.cache_hits} cached"
+            + (f", {earlier} from batch jobs sent earlier" if earlier else "")
+            + (f", {stats.seeded} of them from the seed cache" if stats.seeded else "")
+            + f"), {stats.errors} failed, {stats.parse_failures} "
+            f"unparsable, {stats.wall_s:.1f} s"
+            + (f"; {repaired} damaged cache entries were asked again" if repaired else "")
+            + "[/]"
+        )
+    where = results_dir / sweep if sweep else results[0].out_dir
+    console.print(
+        f"[dim]results in {terminal_text(where)}/ (records.jsonl, metrics.json, report.md per "
+        "run)[/]"
+    )
+
+
+def _tracked(config: ExperimentConfig, options: dict[str, Any]) -> RunResult:
+    """One run (the `Runner` of `config` with `options`), logged to the trackers of its
+    `tracking:` block (a failed or interrupted run is marked so before the exception goes on)."""
+    from harness.core.event_loop import run_coroutine
+    from harness.core.secrets import scrub_value
+    from harness.interop.tracking import open_trackers
+    from harness.runs.runner import Runner
+
+    trackers = open_trackers(config.tracking, scrub_value(config.model_dump(mode="json")))
+    try:
+        result = run_coroutine(Runner(config, **options).run())
+    except BaseException as exc:
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        reason = None if interrupted else f"{type(exc).__name__}: {exc}"
+        for tracker in trackers:
+            tracker.finish("interrupted" if interrupted else "failed", reason)
+        raise
+    complete = result.complete and result.no_scores is None
+    for tracker in trackers:
+        tracker.log(result.out_dir)
+        tracker.finish("finished" if complete else "incomplete")
+    return result
+
+
+def _configs(
+    experiment: Experiment, settings: Sequence[str], overrides: Mapping[str, Any]
+) -> list[ExperimentConfig]:
+    from harness.config.experiment import ExperimentConfig, experiments_from, load_experiments
+
+    if isinstance(experiment, ExperimentConfig) and not (settings or overrides):
+        return [experiment]
+    if isinstance(experiment, ExperimentConfig | Mapping):
+        raw = experiment.model_dump() if isinstance(experiment, ExperimentConfig) else experiment
+        return experiments_from(raw, "experiment", overrides=settings, replace=overrides)
+    return load_experiments(experiment, overrides=settings, replace=overrides)
+
+
+def evaluate(
+    dataset: str | Path | Dataset | None,
+    predictions: PredictionsGiven,
+    *,
+    qrels: str | Path | None = None,
+    columns: str | None = None,
+    check_audio: bool = False,
+    missing: MissingPolicy = "worst",
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    at: Sequence[int] = (),
+) -> Aggregate:
+    """Metrics of your own predictions as `harness evaluate` computes them (and a run): Hit@1,
+    MRR, nDCG and Kendall's tau-b with bootstrap CIs, and the @K metrics of each K of `at`.
+
+    `dataset`: a dataset folder, a Hugging Face dataset (`columns`: its column mapping, in
+    YAML) or a `Dataset`; or None with TREC `qrels` (the items are its queries, their
+    candidates the documents the run file ranks). `predictions`: a predictions JSONL or TREC
+    run file, `{item_id: {candidate_id: score}}`, or a list of `{"item_id", "scores" or
+    "ranking", "repeat"}` lines. Predictions that leave items or candidates without a score
+    warn (`CoverageWarning`), saying how they were counted. Returns the aggregate
+    (`.to_json()`: the metrics.json form; `.per_item`: the per-item values)."""
+    return evaluation(
+        dataset,
+        predictions,
+        qrels=qrels,
+        columns=columns,
+        check_audio=check_audio,
+        missing=missing,
+        n_bootstrap=n_bootstrap,
+        seed=seed,
+        at=at,
+    ).aggregate
+
+
+def evaluation(
+    dataset: str | Path | Dataset | None,
+    predictions: PredictionsGiven,
+    *,
+    qrels: str | Path | None = None,
+    columns: str | None = None,
+    check_audio: bool = False,
+    missing: MissingPolicy = "worst",
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    at: Sequence[int] = (),
+) -> Evaluation:
+    """`evaluate`'s whole evaluation: the aggregate with each item group's (metrics.json)."""
+    items = _items(dataset, predictions, qrels, columns, check_audio)
+    given = _as_predictions(predictions, items)
+    result = evaluate_predictions(
+        items, given, missing=missing, n_bootstrap=n_bootstrap, seed=seed, at=at
+    )
+    for line in coverage_warnings(items, given, result.aggregate):
+        warnings.warn(line, CoverageWarning, stacklevel=3)  # the caller of harness.evaluate
+    return result
+
+
+def _items(
+    dataset: str | Path | Dataset | None,
+    predictions: PredictionsGiven,
+    qrels: str | Path | None,
+    columns: str | None,
+    check_audio: bool,
+) -> Sequence[Item]:
+    from harness.interop.inputs import dataset_folder, qrels_items
+
+    if (dataset is None) == (qrels is None):
+        raise HarnessError("give --dataset DIR or --qrels FILE (with a TREC run file)")
+    if qrels is not None:
+        if not isinstance(predictions, str | Path):
+            raise HarnessError("qrels go with a TREC run file, not predictions in memory")
+        return qrels_items(Path(qrels), Path(predictions))
+    if isinstance(dataset, Dataset):
+        return dataset.items
+    return load_dataset(dataset_folder(str(dataset), columns), check_audio=check_audio).items
+
+
+def _as_predictions(predictions: PredictionsGiven, items: Sequence[Item]) -> Predictions:
     if isinstance(predictions, str | Path):
-        return read_predictions(Path(predictions), list(dataset.items))
+        return read_predictions(Path(predictions), items)
     if isinstance(predictions, Mapping):
         return {0: {str(k): dict(v) for k, v in predictions.items()}}
     if isinstance(predictions, Iterable):
+        candidates = {item.id: item.candidates for item in items}
         out: dict[int, dict[str, Mapping[str, float | None]]] = {}
         for line in predictions:
             if not isinstance(line, Mapping) or "item_id" not in line:
                 raise HarnessError("each prediction must be a mapping with item_id and scores")
             scores = line.get("scores")
             if scores is None and "ranking" in line:
-                candidates = dataset.item(line["item_id"]).candidates
-                scores = scores_from_ranking(line["ranking"], candidates)
+                if line["item_id"] not in candidates:
+                    raise HarnessError(f"prediction for unknown item {line['item_id']!r}")
+                scores = scores_from_ranking(line["ranking"], candidates[line["item_id"]])
             out.setdefault(int(line.get("repeat", 0)), {})[line["item_id"]] = dict(scores or {})
         return out
     raise HarnessError(f"predictions must be a file, a mapping or a list, not {predictions!r}")
-
-
-def evaluate(
-    dataset: str | Path | Dataset,
-    predictions: str | Path | Mapping[str, Scores] | Iterable[Mapping[str, Any]],
-    *,
-    missing: MissingPolicy = "worst",
-    n_bootstrap: int = 1000,
-    seed: int = 0,
-    at: Sequence[int] = (),
-) -> Aggregate:
-    """Metrics of your own predictions against a dataset, through the same code as a run:
-    `predictions` is a predictions JSONL file, `{item_id: {candidate_id: score}}`, or a list
-    of `{"item_id": ..., "scores": {...}, "repeat": 0}` (or `"ranking": [...]`) lines; `at`
-    adds hit@K, recall@K, precision@K and ndcg@K. `.to_json()` gives the metrics.json form;
-    `.per_item` the per-item values. Predictions that leave items or candidates without a
-    score warn (`CoverageWarning`), saying how they were counted."""
-    data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset, check_audio=False)
-    given = _as_predictions(predictions, data)
-    result = evaluate_predictions(
-        data.items, given, missing=missing, n_bootstrap=n_bootstrap, seed=seed, at=at
-    ).aggregate
-    for line in coverage_warnings(data.items, given, result):
-        warnings.warn(line, CoverageWarning, stacklevel=3)  # the caller of harness.evaluate
-    return result
 
 
 def load_run(folder: str | Path) -> pd.DataFrame:

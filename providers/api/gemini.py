@@ -77,8 +77,8 @@ class GeminiJudge(ApiJudge[Client]):
 
         return GeminiBatchApi(self, self._batch_settings)
 
-    def identity_settings(self) -> dict[str, Any]:
-        return {"sample_rate": self.sample_rate, "json_mode": self.json_mode}
+    def identity(self) -> dict[str, Any]:
+        return super().identity() | {"json_mode": self.json_mode}
 
     def make_client(self, base_url: str | None, key: str) -> Client:
         http = None

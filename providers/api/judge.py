@@ -94,9 +94,9 @@ class ApiJudge(Judge, Generic[C]):
         return names[0] + (f" (or {' or '.join(names[1:])})" if len(names) > 1 else "")
 
     def identity(self) -> dict[str, Any]:
-        """The settings' identity with the endpoint as the key knows it: the user's
-        `endpoint_id` for a group of equivalent servers, else the effective base URL(s), and
-        the defaults this judge applies (`identity_settings`)."""
+        """The settings' identity with the endpoint as the key knows it (the user's
+        `endpoint_id` for a group of equivalent servers, else the effective base URLs), and
+        the sample rate even at its default; a subclass adds the defaults it applies."""
         identity = super().identity()
         identity.pop("base_url", None)
         endpoint = identity.pop("endpoint_id", None)
@@ -104,11 +104,7 @@ class ApiJudge(Judge, Generic[C]):
             identity["endpoint"] = str(endpoint)
         elif self.urls:
             identity["base_url"] = self.urls[0] if len(self.urls) == 1 else sorted(self.urls)
-        return identity | self.identity_settings()
-
-    def identity_settings(self) -> dict[str, Any]:
-        """The defaults this judge applies that change an answer (part of the cache key)."""
-        return {"sample_rate": self.sample_rate}
+        return identity | {"sample_rate": self.sample_rate}
 
     # ------------------------------------------------------------ the SDK client
     def _pooled(self, url: str | None) -> tuple[C, str | None]:

@@ -113,12 +113,8 @@ class ChatCompletionsJudge(ApiJudge["openai.AsyncOpenAI"]):
 
         return OpenAIBatchApi(self, self._batch_settings)
 
-    def identity_settings(self) -> dict[str, Any]:
-        return {
-            "sample_rate": self.sample_rate,
-            "json_mode": self.json_mode,
-            "audio_format": self.audio_format,
-        }
+    def identity(self) -> dict[str, Any]:
+        return super().identity() | {"json_mode": self.json_mode, "audio_format": self.audio_format}
 
     def make_client(self, base_url: str | None, key: str) -> openai.AsyncOpenAI:
         # httpx with the SDK, when a client is made: a re-run the cache answers makes none

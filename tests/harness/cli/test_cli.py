@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -13,11 +12,6 @@ import soundfile
 from typer.testing import CliRunner
 
 from harness.cli.main import app
-from harness.core.items import Item
-from harness.core.predictions import Predictions
-from harness.core.workers import fork_context
-from harness.runs import predictions_ahead
-from harness.runs.predictions_ahead import PredictionsReadAhead
 
 runner = CliRunner()
 
@@ -62,26 +56,6 @@ def independent_metrics(scores: dict[str, float | None], ranking: list[str]) -> 
     return {"hit@1": hit, "mrr": mrr, "ndcg": dcg / ideal, "kendall_tau_b": tau}
 
 
-@pytest.fixture(params=["read ahead", "in this process"])
-def read_ahead(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """`harness evaluate` with its predictions read by a forked worker (the threshold down
-    to 0 bytes), or by itself (the threshold past any file), as a small file is."""
-    ahead = request.param == "read ahead"
-    monkeypatch.setattr(predictions_ahead, "AHEAD_MIN_BYTES", 0 if ahead else 1 << 62)
-    ahead = ahead and fork_context() is not None  # a worker only where one may fork
-    started: list[bool] = []
-    read = PredictionsReadAhead.read
-
-    def spied(self: PredictionsReadAhead, items: Sequence[Item]) -> Predictions:
-        started.append(self.started)
-        return read(self, items)
-
-    monkeypatch.setattr(PredictionsReadAhead, "read", spied)
-    yield
-    assert started and set(started) == {ahead}
-
-
-@pytest.mark.usefixtures("read_ahead")
 def test_evaluate_matches_the_definitions(tiny_dataset: Path, tmp_path: Path) -> None:
     items = [json.loads(line) for line in (tiny_dataset / "items.jsonl").read_text().splitlines()]
     predictions = [
@@ -135,7 +109,6 @@ def test_evaluate_matches_the_definitions(tiny_dataset: Path, tmp_path: Path) ->
     assert json.loads(out.read_text())["n_items"] == 0
 
 
-@pytest.mark.usefixtures("read_ahead")
 def test_evaluate_reports_a_bad_line(tiny_dataset: Path, tmp_path: Path) -> None:
     pred_file = tmp_path / "preds.jsonl"
     pred_file.write_text(
@@ -290,25 +263,6 @@ def test_tag_prints_one_json_line_per_file_and_one_error_line_per_bad_file(
     assert f"{broken}: not an audio file" in result.stderr
     bad_model = CliRunner().invoke(app, ["tag", "--model", "xyz", str(good[0])])
     assert bad_model.exit_code == 2 and "--model must be mtt, msd" in bad_model.stderr
-
-
-def test_evaluate_keeps_what_it_loaded_out_of_later_collections(
-    tiny_dataset: Path, tmp_path: Path
-) -> None:
-    """A one-shot command holds its dataset and predictions to its end: they are frozen
-    (gc.freeze) once loaded, so the metrics step's collections do not walk them again."""
-    import gc
-
-    pred_file = tmp_path / "preds.jsonl"
-    pred_file.write_text('{"item_id": "d0", "scores": {"c0_0": 1}}\n')
-    gc.unfreeze()
-    try:
-        args = ["evaluate", "--dataset", str(tiny_dataset), "--predictions", str(pred_file)]
-        result = runner.invoke(app, args)
-        assert result.exit_code == 0, result.output
-        assert gc.get_freeze_count() > 0 and gc.isenabled()
-    finally:
-        gc.unfreeze()
 
 
 def test_evaluate_imports_no_run_machinery(tiny_dataset: Path, tmp_path: Path) -> None:

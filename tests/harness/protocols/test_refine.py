@@ -378,7 +378,7 @@ def test_the_musiccaps_experiment_file_loads_with_its_judges_uncommented(tmp_pat
 
 
 def test_a_sweeps_comparison_has_the_turns(tmp_path: Path, pool: Path) -> None:
-    from harness.runs.experiment import run_all
+    import harness
 
     path = tmp_path / "sweep.yaml"
     path.write_text(
@@ -386,11 +386,7 @@ def test_a_sweeps_comparison_has_the_turns(tmp_path: Path, pool: Path) -> None:
         "providers: [{name: text-embedding}, {name: random, seed: 3}]\n"
         "inputs: [{dialogue: query, music: caption}]\nmetrics: {at: [5]}\n"
     )
-    cache = ResponseCache(tmp_path / "cache")
-    try:
-        run_all(load_experiments(path), cache=cache, results_dir=tmp_path, show_progress=False)
-    finally:
-        cache.close()
+    harness.run(path, results_dir=tmp_path, cache_dir=tmp_path / "cache", show_progress=False)
     text = (tmp_path / "sweep" / "comparison.md").read_text()
     assert "SR@5" in text.splitlines()[2]  # the table's header
     turns = text[text.index("## Turns") :]

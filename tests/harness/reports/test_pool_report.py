@@ -10,10 +10,8 @@ from pathlib import Path
 import yaml
 from typer.testing import CliRunner
 
-from harness.calls.cache import ResponseCache
+import harness
 from harness.cli.main import app
-from harness.config.experiment import load_experiments
-from harness.runs.experiment import run_all
 from tests.conftest import write_pool_dataset
 from tests.harness.reports.test_html import report_data
 
@@ -30,16 +28,9 @@ def test_at_k_columns_and_groups_in_every_report(tmp_path: Path) -> None:
     }
     path = tmp_path / "pools.yaml"
     path.write_text(yaml.safe_dump(experiment))
-    cache = ResponseCache(tmp_path / "cache")
-    try:
-        run_all(
-            load_experiments(path),
-            cache=cache,
-            results_dir=tmp_path / "results",
-            show_progress=False,
-        )
-    finally:
-        cache.close()
+    harness.run(
+        path, results_dir=tmp_path / "results", cache_dir=tmp_path / "cache", show_progress=False
+    )
     sweep = tmp_path / "results" / "pools"
     own = (sweep / "popularity_default_query_caption" / "report.md").read_text()
     assert "| R@5 | R@20 | nDCG@5 | nDCG@20 |" in own and "## Per group" in own
@@ -72,13 +63,7 @@ def test_the_dialogue_browser_shows_the_gold_items_first_in_compact_cells(tmp_pa
     }
     path = tmp_path / "pools.yaml"
     path.write_text(yaml.safe_dump(experiment))
-    cache = ResponseCache(tmp_path / "cache")
-    try:
-        run_all(
-            load_experiments(path), cache=cache, results_dir=tmp_path / "r", show_progress=False
-        )
-    finally:
-        cache.close()
+    harness.run(path, results_dir=tmp_path / "r", cache_dir=tmp_path / "cache", show_progress=False)
     out = tmp_path / "rep"
     done = CliRunner().invoke(app, ["report", str(tmp_path / "r" / "pools"), "--out", str(out)])
     assert done.exit_code == 0, done.output

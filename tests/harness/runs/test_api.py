@@ -171,3 +171,138 @@ def test_evaluate_of_full_predictions_does_not_warn(tiny_dataset: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert harness.evaluate(tiny_dataset, full, n_bootstrap=50).coverage == 1.0
+
+
+def test_import_harness_is_cheap_and_the_api_loads_on_first_use() -> None:
+    """PEP 562: `import harness` imports none of the API's modules; `harness.run` is the API's
+    very function (its signature and docstring), loaded when first asked for."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, harness\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('harness.', 'pydantic', 'numpy'))))\n"
+        "from harness.runs import api\n"
+        "print(harness.run is api.run, harness.evaluate is api.evaluate, "
+        "harness.load_run is api.load_run)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["['harness._version']", "True True True"]
+    assert {"run", "evaluate", "load_run", "__version__"} <= set(dir(harness))
+    assert harness.run.__doc__ and "see harness" not in harness.run.__doc__
+    with pytest.raises(AttributeError, match="no attribute 'runn'"):
+        harness.runn  # noqa: B018
+
+
+def test_run_takes_a_shard_set_overrides_and_the_files_seed_cache(
+    tmp_path: Path, tiny_dataset: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `harness run` takes, in Python: `--shard`, `--set`, and a seed cache (the file's
+    `cache.seed` was ignored by `harness.run`)."""
+    path = experiment(tmp_path, tiny_dataset)
+    common = {"results_dir": tmp_path / "results", "show_progress": False}
+    (first,) = harness.run(path, cache_dir=tmp_path / "seed", **common)
+    (shard,) = harness.run(
+        path, cache_dir=tmp_path / "c2", shard="1/2", set=["repeats=1"], **common
+    )
+    assert shard.out_dir.name == "api.shard-1-of-2" and shard.config.repeats == 1
+    seeded = tmp_path / "seeded.yaml"
+    seeded.write_text(path.read_text().replace("name: api", "name: s") + "cache: {seed: seed}\n")
+    monkeypatch.chdir(tmp_path)  # a relative cache.seed is read from the current folder
+    (again,) = harness.run(seeded, cache_dir=tmp_path / "c3", **common)
+    assert again.stats.model_calls == 0 and again.stats.seeded == first.stats.calls
+
+
+def test_evaluate_takes_trec_qrels_in_python_as_on_the_command_line(tmp_path: Path) -> None:
+    from tests.harness.core.test_trec import write_trec
+
+    run, qrels = write_trec(tmp_path)
+    aggregate = harness.evaluate(None, run, qrels=qrels, at=[1], n_bootstrap=10)
+    assert aggregate.metrics["mrr"].mean == pytest.approx((1 / 2 + 1) / 2)
+    with pytest.raises(HarnessError, match="give --dataset DIR or --qrels FILE"):
+        harness.evaluate(None, run)
+
+
+def test_the_command_line_runs_through_the_python_api(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One pipeline: `harness run` (and `--dry-run`) hands its options to `harness.run`."""
+    from typer.testing import CliRunner
+
+    from harness.cli.main import app
+    from harness.runs import api
+
+    calls: list[dict[str, object]] = []
+
+    def record(*args: object, **kwargs: object) -> list[object]:
+        calls.append({"args": args, **kwargs})
+        return []
+
+    monkeypatch.setattr(api, "run", record)
+    exp = tmp_path / "exp.yaml"
+    args = ["run", str(exp), "--limit", "2", "--only", "r*", "--shard", "1/4", "--no-progress"]
+    args += ["--set", "repeats=3", "--seed-cache", "seed", "--overwrite", "--cache-dir", "c"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    assert CliRunner().invoke(app, [*args, "--dry-run", "--output-tokens", "9"]).exit_code == 0
+    given = {
+        "args": (exp,),
+        "results_dir": Path("results"),
+        "cache_dir": Path("c"),
+        "seed_cache": Path("seed"),
+        "show_progress": False,
+        "overwrite": True,
+        "only": ["r*"],
+        "shard": "1/4",
+        "set": ["repeats=3"],
+        "limit": 2,
+    }
+    assert calls == [
+        {**given, "dry_run": False, "output_tokens": None},
+        {**given, "dry_run": True, "output_tokens": 9},
+    ]
+
+
+def test_harness_evaluate_runs_through_the_python_api(
+    tmp_path: Path, tiny_dataset: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from harness.cli.main import app
+    from harness.runs import api
+
+    given: list[dict[str, object]] = []
+    evaluation = api.evaluation
+
+    def record(*args: object, **kwargs: object) -> object:
+        given.append({"args": args, **kwargs})
+        return evaluation(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(api, "evaluation", record)
+    preds = tmp_path / "p.jsonl"
+    preds.write_text('{"item_id": "d0", "scores": {"c0_0": 1}}\n')
+    args = ["evaluate", "--dataset", str(tiny_dataset), "--predictions", str(preds)]
+    done = CliRunner().invoke(app, [*args, "--at", "1,2", "--n-bootstrap", "10"])
+    assert done.exit_code == 0, done.output
+    assert "warning: no prediction for 2 of 3 items" in " ".join(done.output.split())
+    assert given == [
+        {
+            "args": (str(tiny_dataset), preds),
+            "qrels": None,
+            "columns": None,
+            "check_audio": False,
+            "missing": "worst",
+            "n_bootstrap": 10,
+            "seed": 0,
+            "at": (1, 2),
+        }
+    ]
+
+
+def test_a_dry_run_in_python_calls_nothing_and_makes_no_run(
+    tmp_path: Path, tiny_dataset: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = tmp_path / "results"
+    path = experiment(tmp_path, tiny_dataset)
+    assert harness.run(path, results_dir=results, cache_dir=tmp_path / "c", dry_run=True) == []
+    assert "api" in capsys.readouterr().out  # the estimate's table names the run
+    assert not (results / "api").exists()  # no run folder: nothing was called

@@ -123,13 +123,13 @@ def test_failed_and_interrupted_runs_are_marked(
     assert ml.info.status == "FAILED" and ml.data.tags["harness.status"] == "failed"
 
     write_pool_dataset(tmp_path / "pool", 3, 10)
-    import harness.runs.experiment
+    import harness.core.event_loop
 
     def interrupted(coroutine: Any) -> Any:
         coroutine.close()
         raise KeyboardInterrupt  # what Ctrl-C (or SIGTERM) raises inside a run
 
-    monkeypatch.setattr(harness.runs.experiment, "run_coroutine", interrupted)
+    monkeypatch.setattr(harness.core.event_loop, "run_coroutine", interrupted)
     result = runner.invoke(app, [*args, "--cache-dir", str(tmp_path / "cache"), "--no-progress"])
     assert result.exit_code == 130
     # offline runs are named by the second they started: the two may share it
