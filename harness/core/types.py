@@ -63,10 +63,13 @@ class ProviderConfig(BaseModel):
 
     @classmethod
     def call_settings(cls) -> dict[str, CallSetting]:
-        """The settings of how the model is called, by name (the rest is its identity)."""
+        """The settings of how the model is called, by name (the rest is its identity); one
+        stays so where a subclass declares it again (with another default)."""
         return {
             name: mark
-            for name, info in cls.model_fields.items()
+            for base in reversed(cls.__mro__)
+            if issubclass(base, ProviderConfig)
+            for name, info in base.model_fields.items()
             for mark in info.metadata
             if isinstance(mark, CallSetting)
         }

@@ -15,6 +15,7 @@ from providers.mock import MockJudge, MockOptions
 class _Options(MockOptions):
     voice: str = "calm"  # a new option that changes the answer
     pool_size: Annotated[int, CALL] = Field(default=2, gt=0)  # a new one that does not
+    max_concurrency: int = 4  # a call setting declared again, with another default
 
 
 class _Judge(MockJudge):
@@ -26,6 +27,13 @@ def test_a_new_option_enters_the_key_where_set_and_a_marked_one_never() -> None:
     assert "voice" not in default and "pool_size" not in default  # old keys do not move
     assert _Judge(_Options(name="mock", voice="warm")).identity() == default | {"voice": "warm"}
     assert _Judge(_Options(name="mock", pool_size=9)).identity() == default
+    assert _Judge(_Options(name="mock", max_concurrency=9)).identity() == default
+
+
+def test_a_local_batch_size_is_a_call_setting_whatever_its_default() -> None:
+    from providers.local.gguf import GgufOptions
+
+    assert "batch_size" in GgufOptions.call_settings()  # re-declared with default 1
 
 
 def test_the_common_settings_split_into_identity_and_calls() -> None:
