@@ -212,11 +212,15 @@ def merge(
 ) -> None:
     """Join the shards of `harness run EXP --shard I/N` into one run folder: records.jsonl,
     metrics.json and report.md as the unsharded run writes them, run.json with the shards'
-    counts added up. Refused, naming the folders, for shards of different configurations,
-    overlapping or missing shards, or a dataset changed since they ran."""
+    counts added up. Refused, naming the file, for shards of different configurations,
+    overlapping or missing shards, records that are not the ones a shard's run.json counts, a
+    dataset whose items changed since they ran, or templates edited between them; a shard of
+    another harness version is a warning."""
     from harness.runs.merge import merge_shards
 
     merged = merge_shards(shards, out, overwrite=overwrite)
+    for warning in merged.warnings:
+        err_console.print(f"[bold yellow]warning:[/] {terminal_text(warning)}", highlight=False)
     console.print(
         f"merged {merged.shards} shard(s): {merged.records} records of {merged.items} items "
         f"in {merged.out}/ (records.jsonl, metrics.json, report.md)",

@@ -187,6 +187,11 @@ class ExperimentConfig(_Common):
     def kind(self) -> Literal["judge", "scorer"]:
         return REGISTRY[self.provider.name].kind
 
+    @property
+    def sends_audio(self) -> bool:
+        """Whether the run's answers hear audio (so its bytes can change them)."""
+        return self.inputs.music == "audio" or self.inputs.context_audio
+
     @model_validator(mode="before")
     @classmethod
     def _selected_protocol(cls, data: Any) -> Any:

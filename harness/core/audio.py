@@ -56,9 +56,15 @@ class _ReadAhead:
 _READ_AHEAD = _ReadAhead(READ_AHEAD_BYTES)
 
 
-@cache
 def file_sha256(path: Path) -> str:
-    """Content hash of a clip, computed once per path per process."""
+    """Content hash of a clip, computed once per path and version of the file (its size and
+    modification time) per process: an edit since is seen."""
+    info = path.stat()
+    return _file_sha256(path, info.st_size, info.st_mtime_ns)
+
+
+@cache
+def _file_sha256(path: Path, size: int, modified_ns: int) -> str:
     with open_file(path) as handle:
         if os.fstat(handle.fileno()).st_size > READ_WHOLE_BYTES:
             return hashlib.file_digest(handle, "sha256").hexdigest()

@@ -24,7 +24,9 @@ Every validation failure raises `DatasetError` naming the file, the line and the
 from __future__ import annotations
 
 import gc
+import hashlib
 import io
+import json
 import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from harness.core.errors import DatasetError, HarnessError
 from harness.core.files import open_file, read_jsonl
-from harness.core.items import InFolder, Item, RelevanceForm, Schema, Turn, from_schema
+from harness.core.items import FIELDS, InFolder, Item, RelevanceForm, Schema, Turn, from_schema
 from harness.core.paths import contained
 
 __all__ = ["Clip", "Dataset", "InFolder", "Item", "RelevanceForm", "Turn", "load_dataset"]
@@ -104,6 +106,30 @@ class Dataset(BaseModel):
         return Dataset(
             root=self.root, items=tuple(self.item(i) for i in item_ids), clips=self.clips
         )
+
+    def content_sha256(self, *, audio: bool) -> str:
+        """A digest of what a judge is shown of these items: every field of each item in
+        order, then each of their candidates' clips once, with the SHA-256 of every audio
+        file they name when `audio` (the run sends audio). Equal digests, equal answers."""
+        from harness.core.audio import file_sha256
+
+        digest = hashlib.sha256()
+        clips: dict[str, None] = {}
+        for item in self.items:
+            fields = {name: getattr(item, name) for name in FIELDS} | item.model_extra
+            fields["dialogue"] = [[turn.speaker, turn.text] for turn in item.dialogue]
+            if audio:
+                named = item.context_audio or ()
+                fields["audio"] = [file_sha256(contained(self.root, a)) for a in named]
+            digest.update(json.dumps(fields, sort_keys=True, default=repr).encode() + b"\n")
+            clips.update(dict.fromkeys(item.candidates))
+        for cid in clips:
+            clip = self.clips[cid]
+            shown = clip.model_dump(mode="json")
+            if audio and clip.audio is not None:
+                shown["sha256"] = file_sha256(clip.path)
+            digest.update(json.dumps(shown, sort_keys=True, default=repr).encode() + b"\n")
+        return digest.hexdigest()
 
 
 @contextmanager

@@ -4,9 +4,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
+MAX_LINE = 1_000  # characters of an error line: what it quotes of data is cut in the middle
+
 
 class HarnessError(Exception):
-    """An error caused by user input; the CLI prints it as one line and exits with code 2."""
+    """An error caused by user input; the CLI prints it as one line and exits with code 2.
+    A line longer than MAX_LINE (it quotes a huge id, say) keeps its start and its end."""
+
+    def __init__(self, *args: object) -> None:
+        if len(args) == 1 and isinstance(args[0], str) and len(args[0]) > MAX_LINE:
+            args = ("\n".join(map(_shortened, args[0].split("\n"))),)
+        super().__init__(*args)
+
+
+def _shortened(line: str) -> str:
+    if len(line) <= MAX_LINE:
+        return line
+    cut = len(line) - MAX_LINE
+    return f"{line[: MAX_LINE // 2]}...[{cut:,} characters]...{line[-MAX_LINE // 2 :]}"
 
 
 class DeprecatedSetting(FutureWarning):

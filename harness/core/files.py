@@ -111,16 +111,10 @@ def read_bytes(
 ) -> bytes:
     """The bytes of a regular file of at most `limit` bytes."""
     with open_file(path, missing=missing, limit=limit) as handle:
-        try:
-            size = os.fstat(handle.fileno()).st_size  # (a read of `limit` would allocate it)
-            data = handle.read(size + 1)
-            if len(data) > size:  # it grew since
-                data += handle.read(limit + 1 - len(data))
+        try:  # (a read of `limit` bytes would allocate them)
+            return handle.read(os.fstat(handle.fileno()).st_size)
         except OSError as exc:
             raise DatasetError(path, None, f"cannot be read ({exc.strerror or exc})") from None
-    if len(data) > limit:  # it grew since it was opened
-        raise DatasetError(path, None, f"larger than {_size(limit)}; not read")
-    return data
 
 
 def decoded(data: bytes, path: Path | str) -> str:
@@ -169,13 +163,10 @@ def parse_json(
     except ValueError:  # Python refuses integers of more than 4,300 digits
         reason = "not valid JSON (a number of more than 4,300 digits)"
         raise DatasetError(path, line, reason) from None
-    # Text that holds at most one value per character and nests no deeper than the bound
-    # (JSON shares nothing) cannot exceed it: only longer text is walked.
-    if isinstance(data, str):
-        brackets = data.count("[") + data.count("{")
-    else:
-        brackets = data.count(b"[") + data.count(b"{")
-    if len(data) > max_values or brackets > MAX_VALUE_DEPTH:
+    # Text of at most one value per character that opens no more brackets than the depth
+    # bound (JSON shares nothing) is within the bounds: only other text is walked.
+    text = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    if len(text) > max_values or text.count(b"[") + text.count(b"{") > MAX_VALUE_DEPTH:
         try:
             bounded(value, max_values)
         except TooLarge as exc:
@@ -183,18 +174,14 @@ def parse_json(
     return value
 
 
-def read_json(
-    path: Path, *, missing: str = "file not found", max_values: int = MAX_VALUE_NODES
-) -> Any:
+def read_json(path: Path, *, max_values: int = MAX_VALUE_NODES) -> Any:
     """The JSON document of a file (at most MAX_DOCUMENT_BYTES)."""
-    return parse_json(decoded(read_bytes(path, missing=missing), path), path, max_values=max_values)
+    return parse_json(decoded(read_bytes(path), path), path, max_values=max_values)
 
 
-def read_json_object(
-    path: Path, *, missing: str = "file not found", max_values: int = MAX_VALUE_NODES
-) -> dict[str, Any]:
+def read_json_object(path: Path, *, max_values: int = MAX_VALUE_NODES) -> dict[str, Any]:
     """A file holding one JSON object."""
-    value = read_json(path, missing=missing, max_values=max_values)
+    value = read_json(path, max_values=max_values)
     if not isinstance(value, dict):
         raise DatasetError(path, None, f"expected a JSON object, not {type(value).__name__}")
     return value

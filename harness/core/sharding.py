@@ -83,8 +83,8 @@ class Shard:
         population = dataset.population if dataset.population is not None else dataset.items
         return dataset.subset(ids).model_copy(update={"population": population})
 
-    def marker(self, dataset: Dataset, shard_items: Dataset) -> dict[str, Any]:
-        """The content of shard.json."""
+    def marker(self, dataset: Dataset, shard_items: Dataset, content: str) -> dict[str, Any]:
+        """The content of shard.json (`content`: the shard items' `content_sha256`)."""
         return {
             "format": SHARD_FORMAT,
             "shard": str(self),
@@ -92,10 +92,13 @@ class Shard:
             "count": self.count,
             "dataset_items": len(dataset.items),
             "items": [item.id for item in shard_items.items],
+            "dataset_sha256": content,
         }
 
-    def write_marker(self, folder: Path, dataset: Dataset, shard_items: Dataset) -> None:
-        body = json.dumps(self.marker(dataset, shard_items), indent=2) + "\n"
+    def write_marker(
+        self, folder: Path, dataset: Dataset, shard_items: Dataset, content: str
+    ) -> None:
+        body = json.dumps(self.marker(dataset, shard_items, content), indent=2) + "\n"
         write_atomic(folder / SHARD_FILE, body)
 
 
@@ -107,6 +110,7 @@ class Marker(BaseModel):
     count: int = Field(ge=1, le=MAX_SHARDS)
     dataset_items: int = Field(ge=1)
     items: list[str]
+    dataset_sha256: str | None = None  # (a shard of harness 0.2 has none)
 
     @model_validator(mode="after")
     def _consistent(self) -> Marker:

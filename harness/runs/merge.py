@@ -29,9 +29,16 @@ from harness.core.errors import DatasetError, HarnessError
 from harness.core.files import read_jsonl, write_jsonl
 from harness.core.locking import RunFolderLock
 from harness.core.provenance import now
-from harness.core.records import Record, RecordWriter, read_records, sort_records
+from harness.core.records import Record, RecordWriter, sort_records
 from harness.core.run_files import read_run_config, read_run_json
-from harness.core.sharding import SHARD_FILE, Shard, read_marker
+from harness.core.sharding import SHARD_FILE, Marker, Shard, read_marker
+from harness.runs.merge_checks import (
+    ShardStats,
+    check_alike,
+    check_content,
+    shard_records,
+    shard_stats,
+)
 from harness.runs.run_folder import (
     check_run_folder,
     config_differences,
@@ -47,11 +54,18 @@ SUMMARIES = "summaries.jsonl"
 @dataclass(frozen=True)
 class ShardRun:
     folder: Path
-    shard: Shard
-    items: list[str]
-    dataset_items: int
+    marker: Marker  # its shard.json
     config: dict[str, Any]  # its config.yaml
     stats: dict[str, Any]  # its run.json
+    checked: ShardStats  # what of its run.json its records must match
+
+    @property
+    def shard(self) -> Shard:
+        return self.marker.shard
+
+    @property
+    def items(self) -> list[str]:
+        return self.marker.items
 
 
 @dataclass(frozen=True)
@@ -61,6 +75,7 @@ class Merged:
     items: int
     records: int
     metrics: dict[str, Any]
+    warnings: list[str]
 
 
 def read_shard(folder: Path) -> ShardRun:
@@ -78,10 +93,11 @@ def read_shard(folder: Path) -> ShardRun:
                 f"{folder}: an unfinished shard (no {name}): run its `harness run --shard` "
                 "command again to finish it"
             )
-    marker = read_marker(folder)
-    config = read_run_config(folder / "config.yaml")
     stats = read_run_json(folder / "run.json")
-    return ShardRun(folder, marker.shard, marker.items, marker.dataset_items, config, stats)
+    checked = shard_stats(folder, stats)
+    return ShardRun(
+        folder, read_marker(folder), read_run_config(folder / "config.yaml"), stats, checked
+    )
 
 
 def check_shards(shards: Sequence[ShardRun]) -> None:
@@ -122,24 +138,12 @@ def check_shards(shards: Sequence[ShardRun]) -> None:
 def _check_items(shards: Sequence[ShardRun], dataset: Dataset) -> None:
     for run in shards:
         now_assigned = [item.id for item in dataset.items if run.shard.holds(item.id)]
-        if run.dataset_items != len(dataset.items) or run.items != now_assigned:
+        if run.marker.dataset_items != len(dataset.items) or run.items != now_assigned:
             raise HarnessError(
-                f"{run.folder}: shard {run.shard} ran {len(run.items)} of {run.dataset_items} "
+                f"{run.folder}: shard {run.shard} ran {len(run.items)} of {run.marker.dataset_items} "
                 f"items; the dataset now gives it {len(now_assigned)} of {len(dataset.items)} "
                 "(the dataset changed since): run the shards again"
             )
-
-
-def _records(run: ShardRun) -> list[Record]:
-    allowed = set(run.items)
-    records = list(read_records(run.folder / "records.jsonl"))
-    stray = sorted({r.item_id for r in records} - allowed)
-    if stray:
-        raise HarnessError(
-            f"{run.folder / 'records.jsonl'}: records of item(s) {', '.join(stray[:3])} that "
-            f"shard {run.shard} does not hold"
-        )
-    return records
 
 
 def sum_counts(blocks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -160,13 +164,14 @@ def sum_counts(blocks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def _stats(
-    shards: Sequence[ShardRun], config: ExperimentConfig, records: list[Record]
+    shards: Sequence[ShardRun], config: ExperimentConfig, records: list[Record], dataset: Dataset
 ) -> dict[str, Any]:
     blocks = [{k: v for k, v in run.stats.items() if k != "provenance"} for run in shards]
     stats = sum_counts(blocks)
     cost = shards[0].stats.get("cost")
     if isinstance(cost, Mapping) and isinstance(cost.get("model"), str):
         stats["cost"] = run_cost(config.provider, cost["model"], records)
+    stats["dataset_sha256"] = dataset.content_sha256(audio=config.sends_audio)
     first = shards[0].stats.get("provenance") or {}
     stats["provenance"] = {**first, "merged_at": now()}
     stats["merged_from"] = [
@@ -221,7 +226,15 @@ def merge_shards(folders: Sequence[Path], out: Path, *, overwrite: bool = False)
         ) from None
     dataset = run_dataset(config)
     _check_items(shards, dataset)
-    records = [record for run in shards for record in _records(run)]
+    folders = [run.folder for run in shards]
+    checked = [run.checked for run in shards]
+    warnings = check_alike(folders, [run.stats for run in shards], checked, config)
+    check_content(folders, [run.marker for run in shards], dataset, config)
+    records = [
+        record
+        for run in shards
+        for record in shard_records(run.folder, run.marker, run.checked, dataset, config.repeats)
+    ]
     summaries = _summaries(shards)
     keys = [k for run in shards if (run.folder / KEYS_FILE).is_file() for k in run_keys(run.folder)]
     if out.exists() and not out.is_dir():
@@ -237,7 +250,7 @@ def merge_shards(folders: Sequence[Path], out: Path, *, overwrite: bool = False)
             writer.write(record)
         writer.close()
         sort_records(partial, out / "records.jsonl", [item.id for item in dataset.items])
-        stats = _stats(shards, config, records)
+        stats = _stats(shards, config, records, dataset)
         evaluation, metrics = evaluate_run(
             config,
             dataset,
@@ -260,4 +273,4 @@ def merge_shards(folders: Sequence[Path], out: Path, *, overwrite: bool = False)
         failed = False
     finally:
         lock.release(failed=failed)
-    return Merged(out, len(shards), len(dataset.items), len(records), metrics)
+    return Merged(out, len(shards), len(dataset.items), len(records), metrics, warnings)

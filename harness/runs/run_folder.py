@@ -18,6 +18,7 @@ from harness.config.experiment import ExperimentConfig
 from harness.config.protocols import get_protocol, protocol_of
 from harness.core.dataset import Dataset, Item
 from harness.core.errors import ConfigError, HarnessError
+from harness.core.files import sha256_of
 from harness.core.predictions import Predictions, write_predictions
 from harness.core.records import Record
 from harness.core.run_files import read_run_config
@@ -124,6 +125,8 @@ def write_run_folder(
     run.json (counts, cost, provenance), config.yaml and report.md. run.json and
     config.yaml are scrubbed (a key in a base URL). `subset`: the items of a run on part of
     its dataset (a sequential comparison's), listed in config.yaml as `items`."""
+    if (out_dir / "records.jsonl").is_file():  # so that a merge can tell it is the same file
+        stats = {**stats, "records_sha256": sha256_of(out_dir / "records.jsonl")}
     stats = scrub_value(dict(stats))  # for run.json and report.md alike (D4)
     write_predictions(out_dir / "predictions.jsonl", predictions, items)
     (out_dir / "metrics.json").write_text(dumps_json(metrics, indent=2) + "\n")

@@ -183,12 +183,13 @@ class Runner:
         dataset = whole if self.shard is None else self.shard.select(whole)
         check_inputs(self.config, dataset, self.provider.kind)
         self.check_metrics_step(dataset)
+        self.dataset_sha256 = dataset.content_sha256(audio=self.config.sends_audio)
         # One process per run folder: a second one is refused (naming the first).
         lock = RunFolderLock(self.out_dir).acquire()
         finished = False
         try:
             if self.shard is not None:
-                self.shard.write_marker(self.out_dir, whole, dataset)
+                self.shard.write_marker(self.out_dir, whole, dataset, self.dataset_sha256)
             result = await self._run_locked(dataset, started)
             finished = True
             return result
@@ -379,6 +380,10 @@ class Runner:
         """run.json: the run's counts, the plan's, the cost (`cost`, when it was added up
         already, as the records were evaluated) and the provenance."""
         stats = self.stats.to_json() | self.plan.extra_stats()
+        stats["dataset_sha256"] = self.dataset_sha256
+        templates = self.plan.template_hash.used | self.answerer.template_hash.used
+        if templates:
+            stats["templates"] = templates
         if self.provider.kind == "judge":
             stats["cost"] = (
                 cost.summary()

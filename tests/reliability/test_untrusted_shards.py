@@ -134,3 +134,143 @@ def test_a_shard_json_asking_for_a_billion_shards_costs_nothing(
     with pytest.raises(HarnessError, match=r"shard\.json"):
         merge_shards(shards, tmp_path / "merged")
     assert time.monotonic() - started < 10
+
+
+# ------------------------------------------ a merge refuses anything that changes an answer
+@pytest.fixture
+def own(tmp_path: Path) -> tuple[ExperimentConfig, list[Path]]:
+    """Three shards of a run on a dataset of this test's own (it may change it)."""
+    dataset = write_tiny_dataset(tmp_path / "data", n_items=12)
+    config = ExperimentConfig.model_validate(
+        {"name": "t", "dataset": str(dataset), "provider": {"name": "mock"}, "n_bootstrap": 20}
+    )
+    cache = tmp_path / "cache"
+    return config, [_run(config, tmp_path / "results", cache, Shard(i, 3)) for i in range(3)]
+
+
+def _lines(folder: Path) -> list[str]:
+    return (folder / "records.jsonl").read_text().splitlines(keepends=True)
+
+
+def _edit_record(folder: Path, change: Any) -> None:
+    import json
+
+    lines = _lines(folder)
+    first = json.loads(lines[0])
+    change(first)
+    (folder / "records.jsonl").write_text(json.dumps(first) + "\n" + "".join(lines[1:]))
+
+
+RECORD_DAMAGE = {
+    "empty": lambda f: (f / "records.jsonl").write_text(""),
+    "torn_last_line": lambda f: (f / "records.jsonl").write_text("".join(_lines(f))[:-20]),
+    "last_line_dropped": lambda f: (f / "records.jsonl").write_text("".join(_lines(f)[:-1])),
+    "duplicated_line": lambda f: (f / "records.jsonl").write_text(
+        "".join(_lines(f) + _lines(f)[:1])
+    ),
+    "repeat_7": lambda f: _edit_record(f, lambda r: r.update(repeat=7)),
+    "unknown_candidate": lambda f: _edit_record(
+        f, lambda r: r.update(candidates=["zz"], scores={"zz": 1.0})
+    ),
+    "unknown_scored_candidate": lambda f: _edit_record(
+        f, lambda r: r.update(scores={**r["scores"], "zz": 1.0})
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", RECORD_DAMAGE)
+def test_records_that_do_not_match_their_shard_are_refused(
+    own: tuple[ExperimentConfig, list[Path]], tmp_path: Path, damage: str
+) -> None:
+    _, folders = own
+    RECORD_DAMAGE[damage](folders[1])
+    with pytest.raises(HarnessError) as refused:
+        merge_shards(folders, tmp_path / "merged")
+    assert str(folders[1] / "records.jsonl") in str(refused.value), refused.value
+    assert not (tmp_path / "merged" / "records.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (lambda s: s.update(calls="32"), "calls"),
+        (lambda s: s["cost"].update(model="another-model"), "another-model"),
+        (lambda s: s.update(errors=3), "errors"),
+    ],
+)
+def test_a_run_json_that_does_not_match_the_shard_is_refused(
+    own: tuple[ExperimentConfig, list[Path]], tmp_path: Path, change: Any, words: str
+) -> None:
+    import json
+
+    _, folders = own
+    stats = json.loads((folders[2] / "run.json").read_text())
+    change(stats)
+    (folders[2] / "run.json").write_text(json.dumps(stats))
+    with pytest.raises(HarnessError, match=words):
+        merge_shards(folders, tmp_path / "merged")
+
+
+def _rewrite_items(dataset: Path, change: Any) -> None:
+    import json
+
+    path = dataset / "items.jsonl"
+    items = [json.loads(line) for line in path.read_text().splitlines()]
+    for item in items:
+        change(item)
+    path.write_text("".join(json.dumps(item) + "\n" for item in items))
+
+
+@pytest.mark.parametrize("what", ["dialogue", "candidate_order", "audio", "caption"])
+def test_a_dataset_whose_content_changed_since_the_shards_ran_is_refused(
+    own: tuple[ExperimentConfig, list[Path]], tmp_path: Path, what: str
+) -> None:
+    import json
+
+    import numpy as np
+    import soundfile
+
+    config, folders = own
+    dataset = Path(config.dataset)
+    if what == "dialogue":
+        _rewrite_items(dataset, lambda i: i["dialogue"][0].update(text="something else"))
+    elif what == "candidate_order":
+        _rewrite_items(dataset, lambda i: i.update(candidates=i["candidates"][::-1]))
+    elif what == "audio":
+        soundfile.write(dataset / "audio" / "c5_1.wav", np.zeros(800, dtype=np.float32), 16000)
+    else:
+        clips = [json.loads(line) for line in (dataset / "clips.jsonl").read_text().splitlines()]
+        clips[7]["caption"] = "another caption"
+        (dataset / "clips.jsonl").write_text("".join(json.dumps(c) + "\n" for c in clips))
+    with pytest.raises(HarnessError, match="changed since"):
+        merge_shards(folders, tmp_path / "merged")
+
+
+def test_shards_whose_templates_differ_are_refused(
+    own: tuple[ExperimentConfig, list[Path]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.calls.prompting.templates import DEFAULT_PROMPTS_DIR
+
+    config, folders = own
+    prompts = tmp_path / "prompts"
+    shutil.copytree(DEFAULT_PROMPTS_DIR, prompts)
+    for template in prompts.glob("*.jinja"):
+        template.write_text(template.read_text() + "\n{# edited between the shards #}\n")
+    monkeypatch.setenv("BGM_JUDGE_PROMPTS", str(prompts))
+    edited = _run(config, tmp_path / "edited", tmp_path / "cache", Shard(2, 3))
+    with pytest.raises(HarnessError, match="template"):
+        merge_shards([*folders[:2], edited], tmp_path / "merged")
+
+
+def test_shards_of_another_harness_version_merge_with_a_loud_warning(
+    own: tuple[ExperimentConfig, list[Path]], tmp_path: Path
+) -> None:
+    import json
+
+    _, folders = own
+    stats = json.loads((folders[0] / "run.json").read_text())
+    stats["provenance"]["harness_version"] = "0.0.1"
+    (folders[0] / "run.json").write_text(json.dumps(stats))
+    result = CliRunner().invoke(app, ["merge", *map(str, folders), "--out", str(tmp_path / "m")])
+    assert result.exit_code == 0, result.output
+    assert "warning" in result.output and "0.0.1" in result.output

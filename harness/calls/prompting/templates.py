@@ -140,6 +140,11 @@ class TemplateHashes:
         self._hashes: dict[str, str] = {}
         reload_templates()  # a new run renders the templates as they are now
 
+    @property
+    def used(self) -> dict[str, str]:
+        """The templates hashed so far, by name (run.json's `templates`)."""
+        return dict(self._hashes)
+
     def __call__(self, name: str) -> str:
         hashed = self._hashes.get(name)
         if hashed is None:

@@ -96,15 +96,18 @@ def test_a_shard_runs_its_items_into_its_own_folder(tmp_path: Path) -> None:
         assert result.out_dir == tmp_path / "results" / f"t.shard-{index}-of-2"
         marker = json.loads((result.out_dir / SHARD_FILE).read_text())
         wanted = [f"d{i}" for i in range(6) if shard_of(f"d{i}", 2) == index]
-        assert marker | {"items": None} == {
+        assert marker | {"items": None, "dataset_sha256": None} == {
             "format": 1,
             "shard": f"{index}/2",
             "index": index,
             "count": 2,
             "dataset_items": 6,
             "items": None,
+            "dataset_sha256": None,
         }
         assert marker["items"] == wanted
+        shard = load_dataset(config.dataset).subset(wanted)
+        assert marker["dataset_sha256"] == shard.content_sha256(audio=config.sends_audio)
         records = list(read_records(result.out_dir / "records.jsonl"))
         assert sorted({r.item_id for r in records}) == wanted
         assert json.loads((result.out_dir / "metrics.json").read_text())["n_items"] == len(wanted)

@@ -142,6 +142,30 @@ def test_a_refine_run_with_an_llm_user(tmp_path: Path, server: FakeServer) -> No
     assert "## Turns" in (merged / "report.md").read_text()
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("api_keys")
+@pytest.mark.parametrize("prompt", ["joint", "describe"])
+def test_joint_and_describe_runs(tmp_path: Path, server: FakeServer, prompt: str) -> None:
+    """The checks of a merge refuse nothing a joint run (several records of one item, in
+    permuted orders) or a describe run (a retriever's records) writes."""
+    dataset = write_tiny_dataset(tmp_path / "data", n_items=12)
+    judge = {"name": "openai-compatible", "model": "Qwen/Qwen2.5-Omni-7B"}
+    options = {"order": "permuted"} if prompt == "joint" else {}
+    config = ExperimentConfig.model_validate(
+        {
+            "name": prompt,
+            "dataset": str(dataset),
+            "provider": {**judge, "base_url": server.openai_base_url, "max_concurrency": 4},
+            "prompt": prompt,
+            "prompt_options": options,
+            "inputs": {"dialogue": "full", "music": "caption"},
+            "repeats": 2 if prompt == "joint" else 1,
+            "n_bootstrap": 50,
+        }
+    )
+    sharded_equals_unsharded(config, tmp_path, 3)
+
+
 # ------------------------------------------------------------------ refusals
 @pytest.fixture
 def shards(tmp_path: Path) -> tuple[ExperimentConfig, list[Path]]:
