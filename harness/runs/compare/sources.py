@@ -6,6 +6,7 @@ repeats averaged per item."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,13 +103,6 @@ def _run_data(path: Path, dataset: Path | None) -> RunData:
     return load_predictions(path, dataset)
 
 
-def _calls_by_item(run: RunData) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for record in run.records:
-        counts[record.item_id] = counts.get(record.item_id, 0) + 1
-    return counts
-
-
 @dataclass
 class ValuesSource:
     """Per-item values known up front (synthetic data, or values computed elsewhere through
@@ -136,48 +130,36 @@ class ValuesSource:
         return None, None
 
 
-@dataclass
-class FinishedSource:
+class FinishedSource(ValuesSource):
     """Two finished runs (run folders) or predictions files: every value is known, and a
     visited item "costs" the calls its runs made for it (none for predictions)."""
 
-    a: RunData
-    b: RunData
-    metric: str
-    labels: tuple[str, str] = ("A", "B")
-    item_ids: list[str] = field(default_factory=list)
-    answered: tuple[set[str], set[str]] = (set(), set())
-    unshared: int = 0
-    _values: tuple[dict[str, float], dict[str, float]] = field(default=({}, {}), repr=False)
-    _asked: list[str] = field(default_factory=list, repr=False)
-
-    def __post_init__(self) -> None:
-        self.labels = (self.a.label, self.b.label)
-        values = []
-        for run in (self.a, self.b):
-            values.append(
-                per_item_metric(
-                    run.dataset.items,
-                    run.records,
-                    self.metric,
-                    repeats=int(run.config.get("repeats") or 1),
-                    missing=run.config.get("missing", "worst"),
-                )
+    def __init__(self, a: RunData, b: RunData, metric: str) -> None:
+        values = [
+            per_item_metric(
+                run.dataset.items,
+                run.records,
+                metric,
+                repeats=int(run.config.get("repeats") or 1),
+                missing=run.config.get("missing", "worst"),
             )
-        self._values = (values[0], values[1])
-        self.item_ids, self.unshared = _shared_items(self.a.dataset, self.b.dataset)
-        self.answered = (_answered(self.a, values[0]), _answered(self.b, values[1]))
+            for run in (a, b)
+        ]
+        super().__init__(values[0], values[1], (a.label, b.label))
+        self.a, self.b = a, b
+        self.item_ids, self.unshared = _shared_items(a.dataset, b.dataset)
+        self.answered = (_answered(a, values[0]), _answered(b, values[1]))
+        self._asked: list[str] = []
 
     def values(self, asked: Sequence[str]) -> tuple[dict[str, float], dict[str, float]]:
         self._asked = list(asked)
-        a, b = self._values
-        return {i: a[i] for i in asked if i in a}, {i: b[i] for i in asked if i in b}
+        return super().values(asked)
 
     def _calls(self, ids: Sequence[str]) -> int | None:
         if self.a.kind == "predictions" or self.b.kind == "predictions":
             return None
-        a, b = _calls_by_item(self.a), _calls_by_item(self.b)
-        return sum(a.get(i, 0) + b.get(i, 0) for i in ids)
+        calls = Counter(r.item_id for run in (self.a, self.b) for r in run.records)
+        return sum(calls[i] for i in ids)
 
     def spent(self) -> tuple[int | None, float | None]:
         return self._calls(self._asked), None
