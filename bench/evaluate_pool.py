@@ -3,9 +3,8 @@
 predictions file lists each item's candidates in their order, as `harness run` writes it)
 against pytrec_eval (trec_eval's measures recip_rank, ndcg and success, tie-unaware, no CIs)
 on the same two files, each a whole process reading the JSONL itself, alternated round by
-round: wall time, CPU time (user + system, a worker's included) and peak memory (the larger of
-the kernel's peak RSS and the sampled peak PSS of the process tree: `harness evaluate` forks a
-worker to read the predictions), min and median over the rounds."""
+round: wall time, CPU time (user + system) and peak memory (the larger of the kernel's peak
+RSS and the sampled peak PSS of the process tree), min and median over the rounds."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ def run(size: Size, work: Path) -> BenchResult:
         cold, cold_stats = harness_run(experiment, work)
         for _ in range(rounds):
             reset_server(base)
-            warm, warm_stats = harness_run(experiment, work, tree=True)  # it forks a renderer
+            warm, warm_stats = harness_run(experiment, work, tree=True)
             if server_stats(base)["requests"] or warm_stats["cache_hits"] != workload.calls:
                 raise RuntimeError(f"the replay was not all from the cache: {warm_stats}")
             warm_walls.append(round(warm.wall_s, 2))

@@ -33,8 +33,7 @@ QUERIES = {"rank": "coffee", "refine": "piano"}
 
 def report(runs: list[Path], out: Path) -> tuple[float, float, float]:
     """`harness report` as a whole process: wall s, CPU s, peak memory MiB (the larger of
-    the kernel's peak RSS and the sampled peak PSS of the process tree: the report forks a
-    worker that draws the figures)."""
+    the kernel's peak RSS and the sampled peak PSS of the process tree)."""
     command = [*harness_command(), "report", *map(str, runs), "--out", str(out)]
     timed = checked(run_timed([*command, "--n-permutations", "1000"], tree=True), "harness report")
     return timed.wall_s, timed.cpu_s, timed.peak_memory_bytes / 2**20
@@ -51,8 +50,8 @@ def many_runs(
     scale: Scale, work: Path, data: Path, rounds: int
 ) -> tuple[dict[str, Any], list[bool], str]:
     """`harness report` over `scale.many_runs` runs of `scale.many_items` x 4 (made by this
-    harness's `harness run`, so each carries its metrics_inputs.json), `rounds` times: its
-    figures, whether the goals are met, and a summary line."""
+    harness's `harness run`), `rounds` times: its figures, whether the goals are met, and a
+    summary line."""
     figures: dict[str, Any] = {}
     dataset = rank_dataset(
         Scale(scale.many_items, 4, scale.many_items * 4, scale.many_runs, 0), data

@@ -23,7 +23,6 @@ from tenacity.wait import wait_exponential_jitter
 from harness.calls.batch_jobs import BatchCollector
 from harness.calls.batch_ledger import BatchLedger
 from harness.calls.cache import CLAIM_LEASE_S, ResponseCache, cache_key
-from harness.calls.group_commit import GroupCommit
 from harness.calls.prompting.templates import TemplateHashes, render
 from harness.core.errors import StorageError
 from harness.core.sanitize import clean_value
@@ -114,8 +113,8 @@ class Answerer:
         self._held: set[str] = set()  # keys whose claims this run holds
         self._renewer: asyncio.Future[None] | None = None
         self._failure_streak = 0  # calls in a row that failed, after their retries
+        self._store_failure: StorageError | None = None  # nothing is paid for that is not kept
         self.batch: BatchCollector | None = None
-        self.commits = GroupCommit(cache)  # fresh answers, stored a turn of the loop at a time
         self.template_hash = TemplateHashes()  # once per template and run
         # The environment's secrets, scanned once per run rather than for every answer
         # (values registered later, e.g. a key a provider reads on its first call, still count).
@@ -138,7 +137,6 @@ class Answerer:
         self.stats.model_calls += requests
 
     def close(self) -> None:
-        self.commits.flush()  # answers whose callers were cancelled (Ctrl-C) are kept
         if self._renewer is not None:
             self._renewer.cancel()
         if self.batch is not None:
@@ -218,9 +216,8 @@ class Answerer:
             await self._limiter.acquire()
         await self.provider.ready()  # e.g. loading local weights: not timed
         async with self._semaphore:
-            await self.commits.settled()  # the answers in hand are stored before more is paid
-            if self.commits.failure is not None:  # nothing more is paid for that is not kept
-                raise StorageError(str(self.commits.failure))
+            if self._store_failure is not None:
+                raise StorageError(str(self._store_failure))
             if self._halt_reason is not None:
                 raise ProviderError(
                     f"the run stopped calling the model {self._halt_reason}",
@@ -283,7 +280,6 @@ class Answerer:
                 self.stats.shared_answers += 1
                 return answer, True
         self._hold(key)
-        committing = False  # once the answer is handed over, the commit releases the claim
         try:
             cached = self._cached(key, request)  # stored between our cache miss and our claim
             if cached is not None:
@@ -294,13 +290,15 @@ class Answerer:
                 answer = await self._invoke(request)
                 answer = scrub_value(answer, self._env_secrets)  # answers may quote a key
             answer = clean_value(answer)  # a lone surrogate ("\ud800" in JSON) is no UTF-8
-            committing = True
-            await self.commits.store(key, answer)  # a full disk: the run stops sending
+            try:
+                self.cache.set(key, answer)  # before its record is written
+            except StorageError as exc:  # a full disk: no later call is sent
+                self._store_failure = self._store_failure or exc
+                raise
             return answer, False
         finally:
             self._held.discard(key)
-            if not committing:
-                self.cache.release(key)
+            self.cache.release(key)
 
     async def _answer_from_elsewhere(self, key: str, request: Request) -> dict[str, Any] | None:
         """Wait while another live process holds the claim on `key`; its answer, or None

@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import itertools
 import json
 import os
-import re
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
@@ -42,11 +40,6 @@ CACHE_SCHEMA_VERSION = 1
 DEFAULT_CACHE_DIR = Path(".cache/responses")
 CLAIM_LEASE_S = 60.0
 MAX_VALUE_FILE_BYTES = 64 << 20  # an answer stored in a file of its own (over 32 KB)
-READ_AHEAD = 4096  # values `prefetch` keeps for their `get` (~300 bytes each)
-# By the (key, raw) index: a condition on expire_time makes SQLite scan its index instead.
-PREFETCH_QUERY = (
-    "SELECT key, expire_time, mode, filename, value FROM Cache WHERE raw = 1 AND key IN ({marks})"
-)
 
 
 def default_cache_dir() -> Path:
@@ -72,22 +65,7 @@ def request_key(
     return cache_key({"provider": provider, **fields, **context})
 
 
-# key -> how diskcache stored its value: mode, file name (a large value), value
-StoredRows = dict[str, tuple[int, str | None, Any]]
-
-
-def stored_rows(connection: sqlite3.Connection, keys: Sequence[str]) -> StoredRows:
-    """The rows of the cached `keys` that `ResponseCache.get` may read as they are, in one
-    query (a value that may expire is left to diskcache's `get`)."""
-    marks = ",".join("?" * len(keys))
-    rows = connection.execute(PREFETCH_QUERY.format(marks=marks), list(keys))
-    return {key: (mode, name, value) for key, expires, mode, name, value in rows if expires is None}
-
-
 _ABSENT = object()  # no value under a key (a stored JSON `null` is a damaged value)
-
-
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 class JsonDisk(diskcache.Disk):  # type: ignore[misc]
@@ -105,9 +83,7 @@ class JsonDisk(diskcache.Disk):  # type: ignore[misc]
             if mode == MODE_PICKLE:
                 return clean_value(plain_pickle(bytes(value)))
             if mode == MODE_TEXT or (mode == MODE_RAW and isinstance(value, str)):
-                decoded = parse_json(value, "a cached value")
-                # A lone surrogate (no UTF-8) can only come from an escape such as \ud800.
-                return clean_value(decoded) if _SURROGATE_ESCAPE.search(value) else decoded
+                return clean_value(parse_json(value, "a cached value"))
         except Exception as exc:  # a truncated or missing file, text that is not JSON
             raise DamagedEntry(f"{type(exc).__name__}: {exc}") from None
         raise DamagedEntry(f"a value stored in mode {mode}")
@@ -143,8 +119,6 @@ class ResponseCache:
         # Keys answered from or stored in this cache since `used` was last reset: the
         # answers a run used (`harness cache export --run`).
         self.used: set[str] = set()
-        self._ahead: dict[str, tuple[int, str | None, Any]] = {}  # `prefetch`: mode, file, value
-        self._reading: sqlite3.Connection | None = None
         if self.directory.exists() and not self.directory.is_dir():
             raise StorageError(f"cache folder {self.directory} is a file, not a folder")
         with self._guard():
@@ -156,8 +130,8 @@ class ResponseCache:
                 timeout=60,
                 disk=JsonDisk,
                 # diskcache maps up to 64 MiB of the database into the process and caches
-                # 32 MiB of pages: a long run's peak memory grew with its cache. Reads in bulk
-                # go through `prefetch`; the system's file cache serves the rest.
+                # 32 MiB of pages: a long run's peak memory grew with its cache. The system's
+                # file cache serves the reads.
                 sqlite_mmap_size=0,
                 sqlite_cache_size=1024,  # pages of 4 KiB
             )
@@ -202,12 +176,8 @@ class ResponseCache:
         any stored shape when None) with `length` scores when given; None for a miss. A
         value that cannot be read, or is of another shape, is counted in `damaged`. Its text
         has no lone surrogate (an older harness may have stored one; `clean_value`)."""
-        ahead = self._ahead.pop(key, None)
-        try:  # (not `_guard`: a context manager cost a tenth of a cached call's read)
-            if ahead is None:
-                value = self._store.get(key, default=_ABSENT)
-            else:
-                value = self._store.disk.fetch(*ahead, False)
+        try:
+            value = self._store.get(key, default=_ABSENT)
         except DamagedEntry:
             value = False
         except (sqlite3.Error, OSError) as exc:
@@ -219,45 +189,6 @@ class ResponseCache:
             return self._from_seed(key, shape, length)
         self.used.add(key)
         return value  # type: ignore[no-any-return]
-
-    def prefetch(self, keys: Sequence[str]) -> int:
-        """Read the stored values of `keys` in one query, for the `get`s that follow (a warm
-        re-run then asks the database once per block of calls, not once per call). At most
-        READ_AHEAD values wait for their `get`, the oldest dropped first (a call that failed
-        before asking); a key stored meanwhile is read by `get` as usual. Returns how many
-        values it read."""
-        if not keys:
-            return 0
-        with self._guard():
-            found = stored_rows(self._reader(), keys)
-        self.hold(found)
-        return len(found)
-
-    def hold(self, rows: StoredRows) -> None:
-        """Keep `rows` (read by `stored_rows`, here or by a process sharing the cache) for
-        the `get`s that follow, as `prefetch` keeps those it reads."""
-        self._ahead.update(rows)
-        for key in list(itertools.islice(self._ahead, max(0, len(self._ahead) - READ_AHEAD))):
-            del self._ahead[key]
-
-    @property
-    def database(self) -> Path:
-        """The SQLite file that holds the answers (`stored_rows` reads it in bulk)."""
-        return self.directory / "cache.db"
-
-    @property
-    def read_ahead(self) -> int:
-        """How many values `prefetch` read that no `get` has taken yet."""
-        return len(self._ahead)
-
-    def _reader(self) -> sqlite3.Connection:
-        """A connection for reading blocks of keys (diskcache reads one key at a time)."""
-        if self._reading is None:
-            with self._guard():
-                # Closed by whichever thread closes the cache (a run inside a notebook's
-                # event loop runs in a thread of its own); it is never used by two at once.
-                self._reading = sqlite3.connect(self.database, check_same_thread=False)
-        return self._reading
 
     def _from_seed(
         self, key: str, shape: Shape | None, length: int | None
@@ -278,13 +209,6 @@ class ResponseCache:
         with self._guard():
             self._store.set(key, value)
         self.used.add(key)
-
-    def set_many(self, entries: Sequence[tuple[str, dict[str, Any]]]) -> None:
-        """Store every (key, value) in one transaction: all of them, or (an error) none."""
-        with self._guard(), self._store.transact():
-            for key, value in entries:
-                self._store.set(key, value)
-        self.used.update(key for key, _ in entries)
 
     def add(self, key: str, value: dict[str, Any]) -> bool:
         """Store `value` unless `key` holds an answer already; whether it was stored."""
@@ -324,18 +248,12 @@ class ResponseCache:
         with self._guard(claims=True):
             self._claims.release(key)
 
-    def release_many(self, keys: Sequence[str]) -> None:
-        with self._guard(claims=True):
-            self._claims.release_many(keys)
-
     def claimed_elsewhere(self, key: str) -> bool:
         """Whether another live process holds the claim on `key` (a dead one's is dropped)."""
         with self._guard(claims=True):
             return self._claims.held_elsewhere(key)
 
     def close(self) -> None:
-        if self._reading is not None:
-            self._reading.close()
         self._store.close()
         self._claims.close()
         if self.seed is not None:

@@ -16,7 +16,6 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -103,20 +102,6 @@ class Claims:
 
     def release(self, key: str) -> None:
         self._drop(key, owner().token)
-
-    def release_many(self, keys: Sequence[str]) -> None:
-        """Release this process's claims on `keys` in one transaction."""
-        token = owner().token
-        connection = self._connection()
-        connection.execute("BEGIN IMMEDIATE")
-        try:
-            connection.executemany(
-                "DELETE FROM claims WHERE key = ? AND token = ?", [(key, token) for key in keys]
-            )
-        except BaseException:
-            connection.execute("ROLLBACK")
-            raise
-        connection.execute("COMMIT")
 
     def _drop(self, key: str, token: str) -> None:
         """Remove `key`'s claim if the holder with `token` still holds it."""

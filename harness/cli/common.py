@@ -1,22 +1,16 @@
 """What every `harness` subcommand shares: the consoles, the exit codes, the wrapper that
-turns an input error into one line and exit code 2, the version line, help that shows
-no value hint on flags that take none, termination signals handled like Ctrl-C, and the
-group class and lean app that let a command start without building the others."""
+turns an input error into one line and exit code 2, the version line, and termination
+signals handled like Ctrl-C."""
 
 from __future__ import annotations
 
-import copy
-import inspect
 import signal
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import wraps
 from typing import Any, TypeVar
 
 import typer
-from typer.core import TyperGroup, TyperOption
-from typer.main import get_command_name
-from typer.models import CommandInfo, TyperInfo
 
 from harness._version import __version__
 from harness.core.console import terminal
@@ -58,78 +52,6 @@ def version_text() -> str:
         return f"bgm-judge {__version__}"
     dirty = ", with local changes" if git["dirty"] else ""
     return f"bgm-judge {__version__} (git {git['commit'][:12]}{dirty})"
-
-
-_display_type = TyperOption.display_type_rich
-
-
-def _no_hint_on_flags(self: TyperOption, ctx: Any) -> str | None:
-    # Typer's help prints "<bool>" beside --dry-run, --help and --x/--no-x, as if they took
-    # a value; a flag takes none, so it gets no hint.
-    return None if self.is_flag else _display_type(self, ctx)
-
-
-TyperOption.display_type_rich = _no_hint_on_flags  # type: ignore[method-assign]
-
-
-class HarnessGroup(TyperGroup):
-    """A command group whose own --help flag defaults to False, not None: typer (0.29)
-    coerces a flag whose value is None through a pydantic adapter, and the group's flag is
-    None whenever a subcommand is named, so `harness run --help` imported pydantic for it
-    (a sixth of its start-up)."""
-
-    def get_help_option(self, ctx: Any) -> TyperOption | None:
-        option = super().get_help_option(ctx)
-        if option is not None:
-            option.default = False
-        return option
-
-
-def only_the_named_command(app: typer.Typer, args: Sequence[str]) -> typer.Typer:
-    """`app` with only what the invocation `args` needs: typer builds every registered
-    command's parameters before it parses (a hundred milliseconds for `harness`'s).
-
-    - `NAME ...`: the command or group NAME alone;
-    - nothing, -h, --help or --version: every command and group, each with its help but
-      without its parameters or subcommands (the listing shows their names and help only);
-    - anything else (an unknown name, whose error suggests one): `app` itself."""
-    if not args or args[0] in ("-h", "--help", "--version"):
-        return _lean(
-            app,
-            [_without_parameters(info) for info in app.registered_commands],
-            [_without_subcommands(info) for info in app.registered_groups],
-        )
-    commands = [info for info in app.registered_commands if _name(info) == args[0]]
-    groups = [info for info in app.registered_groups if info.name == args[0]]
-    return _lean(app, commands, groups) if commands or groups else app
-
-
-def _lean(app: typer.Typer, commands: list[CommandInfo], groups: list[TyperInfo]) -> typer.Typer:
-    lean = copy.copy(app)  # the same settings, callback and group class
-    lean.registered_commands, lean.registered_groups = commands, groups
-    return lean
-
-
-def _name(info: CommandInfo) -> str | None:
-    return info.name or (info.callback and get_command_name(info.callback.__name__))
-
-
-def _without_parameters(info: CommandInfo) -> CommandInfo:
-    lean = copy.copy(info)
-    lean.name, lean.callback = _name(info), _takes_nothing
-    lean.help = info.help if info.help is not None else inspect.getdoc(info.callback)
-    return lean
-
-
-def _takes_nothing() -> None:
-    raise AssertionError("only listed, never run")  # pragma: no cover
-
-
-def _without_subcommands(info: TyperInfo) -> TyperInfo:
-    assert info.typer_instance is not None
-    lean = copy.copy(info)
-    lean.typer_instance = _lean(info.typer_instance, [], [])
-    return lean
 
 
 def check_range(option: str, value: int, low: int, high: int | None = None) -> None:

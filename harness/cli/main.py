@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import signal
 import sys
@@ -16,12 +15,10 @@ from harness.cli.annotate import annotate
 from harness.cli.cache import app as cache_app
 from harness.cli.common import (
     EXIT_INCOMPLETE,
-    HarnessGroup,
     check_range,
     console,
     err_console,
     interrupted_by,
-    only_the_named_command,
     termination_as_interrupt,
     user_errors,
     version_text,
@@ -36,7 +33,6 @@ from harness.core.locking import make_folder
 from harness.core.sanitize import dumps_json, terminal_text
 
 app = typer.Typer(
-    cls=HarnessGroup,
     help="bgm-judge: evaluate background-music recommendation for dialogues (DialBGM).",
     no_args_is_help=True,
     add_completion=False,
@@ -433,15 +429,9 @@ _python_warning_text = warnings.formatwarning
 
 
 def main() -> None:
-    """The `harness` script: `app`, with only the command the arguments name."""
+    """The `harness` script."""
     warnings.formatwarning = _warning_text
-    try:
-        sys.exit(only_the_named_command(app, sys.argv[1:])())
-    finally:
-        # What is alive now stays so until the process ends: frozen, the collection at exit
-        # does not walk it all again (0.2-0.4 s after a large run). Each command has closed
-        # what it writes by now, so no finaliser there is left to flush anything.
-        gc.freeze()
+    sys.exit(app())
 
 
 if __name__ == "__main__":

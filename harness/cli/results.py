@@ -3,11 +3,9 @@ and their own predictions."""
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Mapping, Sequence
-from functools import wraps
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 
@@ -28,33 +26,7 @@ def _warn(lines: Sequence[str]) -> None:
         )
 
 
-# Objects allocated between collections of the youngest generation while a report is built
-# (Python's default: 700). A report holds every run's records and the browser's rows to the
-# end; each full collection walks all of them (about a tenth of a 20-run report's CPU time).
-REPORT_GC_THRESHOLD = 100_000
-
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _long_lived(func: F) -> F:
-    """`func` with the cyclic garbage collector run rarely (REPORT_GC_THRESHOLD), then as
-    before, however it ends."""
-
-    @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        threshold = gc.get_threshold()
-        gc.set_threshold(max(REPORT_GC_THRESHOLD, threshold[0]), *threshold[1:])
-        try:
-            return func(*args, **kwargs)
-        finally:
-            gc.set_threshold(*threshold)
-
-    return wrapper  # type: ignore[return-value]
-
-
 @user_errors
-@_long_lived
 def report(
     runs: Annotated[list[Path], typer.Argument(help=RUNS_HELP)],
     out: Annotated[
@@ -116,7 +88,6 @@ def report(
     for many p-values); agreement between runs and the human ranking; position bias of joint
     prompts; figures (PNG and PDF); and an HTML report with a dialogue browser."""
     from harness.reports.analysis import analyse
-    from harness.reports.figure_worker import FigureWorker
     from harness.reports.pairing import parse_pair_by
     from harness.reports.sources import discover, load_sources
     from harness.reports.tables import comparison_rich_table, paired_rich_table
@@ -134,48 +105,44 @@ def report(
         if len(runs) != 1:
             raise HarnessError("give --out DIR when comparing runs from several folders")
         out = runs[0].parent if runs[0].is_file() else runs[0]
-    with FigureWorker() as drawer:  # it imports matplotlib while the runs load
-        found = discover([*runs, *([baseline] if baseline is not None else [])])
-        _warn(found.warnings)
-        if qrels is not None:
-            if dataset is not None:
-                raise HarnessError("give --dataset or --qrels, not both")
-            dataset = _qrels_dataset(qrels, [s.path for s in found.sources], out / "qrels_dataset")
-        loaded, warnings = load_sources(found.sources, dataset=dataset, score=score)  # type: ignore[arg-type]
-        _warn(warnings)
-        if not loaded:
-            raise HarnessError(
-                "no finished runs (folders with metrics.json) or predictions files to report under "
-                + ", ".join(map(str, runs))
-            )
-        base = None
-        if baseline is not None:
-            wanted = discover([baseline]).sources
-            paths = {s.path.resolve() for s in wanted}
-            base = next((r for r in loaded if r.path.resolve() in paths), None)
-            if len(wanted) != 1 or base is None:
-                raise HarnessError(
-                    f"--baseline {baseline}: not one readable run or predictions file"
-                )
-        analysis = analyse(
-            loaded,
-            base,
-            pair=pair,
-            correction=correction,  # type: ignore[arg-type]
-            n_permutations=n_permutations,
-            seed=seed,
+    found = discover([*runs, *([baseline] if baseline is not None else [])])
+    _warn(found.warnings)
+    if qrels is not None:
+        if dataset is not None:
+            raise HarnessError("give --dataset or --qrels, not both")
+        dataset = _qrels_dataset(qrels, [s.path for s in found.sources], out / "qrels_dataset")
+    loaded, warnings = load_sources(found.sources, dataset=dataset, score=score)  # type: ignore[arg-type]
+    _warn(warnings)
+    if not loaded:
+        raise HarnessError(
+            "no finished runs (folders with metrics.json) or predictions files to report under "
+            + ", ".join(map(str, runs))
         )
-        _warn([f"--pair-by {pair_by}: {note}" for note in analysis.notes])
-        title = source_title(runs)
-        written = write_report(
-            analysis,
-            out,
-            title=title,
-            html=html,
-            embed_audio=embed_audio,
-            warnings=found.warnings + warnings,
-            drawer=drawer,
-        )
+    base = None
+    if baseline is not None:
+        wanted = discover([baseline]).sources
+        paths = {s.path.resolve() for s in wanted}
+        base = next((r for r in loaded if r.path.resolve() in paths), None)
+        if len(wanted) != 1 or base is None:
+            raise HarnessError(f"--baseline {baseline}: not one readable run or predictions file")
+    analysis = analyse(
+        loaded,
+        base,
+        pair=pair,
+        correction=correction,  # type: ignore[arg-type]
+        n_permutations=n_permutations,
+        seed=seed,
+    )
+    _warn([f"--pair-by {pair_by}: {note}" for note in analysis.notes])
+    title = source_title(runs)
+    written = write_report(
+        analysis,
+        out,
+        title=title,
+        html=html,
+        embed_audio=embed_audio,
+        warnings=found.warnings + warnings,
+    )
     console.print(comparison_rich_table(title, loaded, analysis.human))
     if analysis.paired:
         console.print(paired_rich_table(analysis))

@@ -6,9 +6,7 @@ encoded once per run while memory stays bounded however many clips a dataset has
 
 from __future__ import annotations
 
-import hashlib
 import io
-import os
 import wave
 from functools import cache, lru_cache
 from math import gcd
@@ -18,42 +16,11 @@ import numpy as np
 import soundfile
 from numpy.typing import NDArray
 
-from harness.core.files import open_file, read_bytes
+from harness.core.files import read_bytes, sha256_of
 from harness.core.types import AudioRef
 
 ENCODED_CACHE_SIZE = 64
-# A clip is hashed when its call is prepared and encoded when the call is sent, a few hundred
-# calls later: the bytes read for the hash wait here to be encoded, not read a second time.
-READ_AHEAD_BYTES = 8 * 2**20
-READ_WHOLE_BYTES = 2**20  # larger clips are hashed in blocks (and read again to encode)
 MAX_CLIP_BYTES = 2**31  # a WAV sent as it is (two hours of CD audio is 1.3 GB)
-
-
-class _ReadAhead:
-    """Clips' bytes read for their hash, waiting for their encoding (oldest dropped first,
-    at most `limit` bytes in all); each is taken once."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.size = 0
-        self._entries: dict[Path, bytes] = {}
-
-    def put(self, path: Path, data: bytes) -> None:
-        self.take(path)
-        self._entries[path] = data
-        self.size += len(data)
-        while self.size > self.limit:
-            oldest = next(iter(self._entries))
-            self.size -= len(self._entries.pop(oldest))
-
-    def take(self, path: Path) -> bytes | None:
-        data = self._entries.pop(path, None)
-        if data is not None:
-            self.size -= len(data)
-        return data
-
-
-_READ_AHEAD = _ReadAhead(READ_AHEAD_BYTES)
 
 
 def file_sha256(path: Path) -> str:
@@ -65,13 +32,7 @@ def file_sha256(path: Path) -> str:
 
 @cache
 def _file_sha256(path: Path, size: int, modified_ns: int) -> str:
-    with open_file(path) as handle:
-        if os.fstat(handle.fileno()).st_size > READ_WHOLE_BYTES:
-            return hashlib.file_digest(handle, "sha256").hexdigest()
-        data = handle.read()
-    if path.suffix.lower() == ".wav":  # what `encode_wav` may send as it is
-        _READ_AHEAD.put(path, data)
-    return hashlib.sha256(data).hexdigest()
+    return sha256_of(path)
 
 
 @cache
@@ -115,7 +76,7 @@ def _is_pcm16_mono(data: bytes, sample_rate: int | None) -> bool:
 def encode_wav(path: Path, sample_rate: int | None = None) -> bytes:
     """16-bit PCM WAV bytes of the clip, mono, at `sample_rate` (native rate when None)."""
     if path.suffix.lower() == ".wav":
-        data = _READ_AHEAD.take(path) or read_bytes(path, limit=MAX_CLIP_BYTES)
+        data = read_bytes(path, limit=MAX_CLIP_BYTES)
         if _is_pcm16_mono(data, sample_rate):
             return data  # already what is asked for: no decode and re-encode
     rate = sample_rate or soundfile.info(str(path)).samplerate

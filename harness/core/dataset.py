@@ -133,36 +133,17 @@ class Dataset(BaseModel):
 
 
 @contextmanager
-def gc_paused(*, freeze: bool = False) -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """Cyclic garbage collection paused while a file's lines become objects: they make no
-    reference cycles, and every collection walks all the objects alive (a tenth of reading a
-    10,000 x 500 pool); reference counting still frees what is dropped at once.
-
-    `freeze`, for a one-shot command that keeps what it loads to its end: the objects alive
-    at the end join the permanent generation (gc.freeze), so that the first collection after
-    the pause, and every full one, need not walk them all again."""
+    reference cycles, and every collection walks all the objects alive; reference counting
+    still frees what is dropped at once."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        if freeze:
-            gc.freeze()
         if enabled:
             gc.enable()
-
-
-@contextmanager
-def gc_frozen() -> Iterator[None]:
-    """The objects alive now join the permanent generation (gc.freeze) until the block
-    ends: a run's dataset, modules and clients live through all its calls, and each full
-    collection (one every few thousand calls' worth of allocations) would walk them all again.
-    Unfrozen at the end, so a process running many runs does not keep their cycles forever."""
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
 
 
 def pydantic_reason(exc: ValidationError) -> str:

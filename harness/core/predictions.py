@@ -207,9 +207,7 @@ def _read_predictions(path: Path, items: Sequence[Item]) -> Predictions:
 
 
 class PredictionsCollector:
-    """The checks and the merge of `read_predictions`, a line at a time in file order: each
-    line parsed here (`add`), or as a row already checked against its item (`add_row`,
-    from `harness.runs.predictions_ahead`)."""
+    """The checks and the merge of `read_predictions`, a line at a time in file order."""
 
     def __init__(self, path: Path, items: Sequence[Item]) -> None:
         self.path = path
@@ -239,11 +237,6 @@ class PredictionsCollector:
         else:
             assert row is not None
             self._predictions[pred.repeat][pred.item_id] = row
-
-    def add_row(self, line_no: int, item_id: str, repeat: int, row: ScoreRow) -> None:
-        """A line of scores for every candidate of a known item, in the item's order."""
-        self._check_new(line_no, item_id, repeat)
-        self._predictions[repeat][item_id] = row
 
     def _check_new(self, line_no: int, item_id: str, repeat: int) -> None:
         self._n_lines += 1

@@ -4,10 +4,9 @@ predictions every metric reads)."""
 
 from __future__ import annotations
 
-import math
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -42,23 +41,15 @@ class RecordWriter:
     """Appends one JSON line per record, flushed at least every FLUSH_EVERY_S and when
     closed: a kill loses at most the last tenth of a second's lines, whose answers the cache
     holds already (a record is written once its answer is stored), so the re-run pays
-    nothing for them. Flushing each line was a system call per record (a fifth of a warm
-    re-run's writing). `in_order` says whether the lines so far are in `order_key`'s order."""
+    nothing for them."""
 
-    def __init__(self, path: Path, item_order: Sequence[str] = ()) -> None:
+    def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._handle: IO[str] = path.open("w", encoding="utf-8")
         self._flushed = time.monotonic()
-        self._position = {item_id: i for i, item_id in enumerate(item_order)}
-        self._last: tuple[int, int, list[str]] | None = None
-        self.in_order = True
 
     def write(self, record: Record) -> None:
-        if self.in_order:
-            place = order_key(self._position, record.item_id, record.repeat, record.candidates)
-            self.in_order = self._last is None or self._last <= place
-            self._last = place
         try:
             self._handle.write(record.model_dump_json(exclude_defaults=True) + "\n")
             if (now := time.monotonic()) - self._flushed >= FLUSH_EVERY_S:
@@ -69,19 +60,6 @@ class RecordWriter:
 
     def close(self) -> None:
         self._handle.close()
-
-
-def reads_back_as_written(record: Record) -> bool:
-    """Whether `record`'s line in records.jsonl reads back as the record for what a first
-    pass over a run's records reads (its scores, the plain values of `extra`): JSON has no
-    NaN or infinity, which pydantic writes as null."""
-    for score in record.scores.values():
-        if score is not None and not math.isfinite(score):
-            return False
-    for value in record.extra.values():
-        if isinstance(value, float) and not math.isfinite(value):
-            return False
-    return True
 
 
 def read_records(path: Path) -> Iterator[Record]:
@@ -131,51 +109,11 @@ def order_key(
     return position.get(item_id, 1 << 30), repeat, candidates
 
 
-class InFileOrder:
-    """Hands the records `add`ed on to `to` in the order `sort_records` gives records.jsonl,
-    while they come a group (an item's records of one repeat) at a time, the groups in
-    dataset order, as a re-run the cache answers writes them: a group is held until the next
-    one starts, then sorted by candidates (stably, as `sort_records` sorts). `broken` once
-    a group comes out of that order (nothing more is handed on: the file must be read)."""
-
-    def __init__(self, item_order: Sequence[str], to: Callable[[Record], None]) -> None:
-        self._position = {item_id: i for i, item_id in enumerate(item_order)}
-        self._to = to
-        self._group: list[Record] = []
-        self._place: tuple[int, int] | None = None
-        self.broken = False
-
-    def add(self, record: Record) -> None:
-        if self.broken:
-            return
-        place = (self._position.get(record.item_id, -1), record.repeat)
-        if place != self._place:
-            if place[0] < 0 or (self._place is not None and place < self._place):
-                self.broken = True
-                self._group = []
-                return
-            self.close()
-            self._place = place
-        self._group.append(record)
-
-    def close(self) -> None:
-        """Hand on the last group (the records so far are then all handed on)."""
-        for record in sorted(self._group, key=lambda r: r.candidates):
-            self._to(record)
-        self._group = []
-
-
-def sort_records(
-    source: Path, path: Path, item_order: list[str], *, in_order: bool = False
-) -> None:
+def sort_records(source: Path, path: Path, item_order: list[str]) -> None:
     """Move the records of `source` to `path` (atomically) in dataset order: by item, then
     repeat, then candidates, records that tie keeping their order in `source`; so reruns
     produce identical files. Only each line's sort key and place are held in memory; a file
-    already in order (a re-run answered from the cache) is renamed as it is, unread when
-    the caller knows (`in_order`: `RecordWriter.in_order`)."""
-    if in_order:
-        os.replace(source, path)
-        return
+    already in order (a re-run answered from the cache) is renamed as it is."""
     position = {item_id: i for i, item_id in enumerate(item_order)}
     places: list[tuple[int, int, list[str], int, int]] = []
     offset = 0

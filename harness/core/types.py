@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -133,16 +132,6 @@ class AudioRef:
     path: Path
     sha256: str
 
-    def __reduce__(self) -> tuple[Any, tuple[str, str, str]]:
-        # A run's calls cross a pipe (`harness.protocols.calls_ahead`): rebuilding the Path
-        # of each was a third of reading them, and a few thousand clips serve every call.
-        return _audio_ref, (self.clip_id, str(self.path), self.sha256)
-
-
-@lru_cache(maxsize=4096)
-def _audio_ref(clip_id: str, path: str, sha256: str) -> AudioRef:
-    return AudioRef(clip_id, Path(path), sha256)
-
 
 @dataclass(frozen=True, slots=True)
 class FollowUp:
@@ -161,10 +150,6 @@ class ChatRequest:
     parts: tuple[str | AudioRef, ...]
     response_schema: dict[str, Any] | None = None
     follow_ups: tuple[FollowUp, ...] = ()
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        # by the constructor: a slotted dataclass's own pickling walks `fields()` every time
-        return ChatRequest, (self.system, self.parts, self.response_schema, self.follow_ups)
 
     def with_follow_up(self, answer: str, reply: str) -> ChatRequest:
         return replace(self, follow_ups=(*self.follow_ups, FollowUp(answer, reply)))

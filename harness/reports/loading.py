@@ -16,9 +16,12 @@ from harness.core.provenance import drifted_packages, unofficial_endpoints
 from harness.core.records import Record, read_records
 from harness.core.run_files import read_run_config, read_run_json
 from harness.reports.labels import generated_labels
-from harness.scoring.evaluation import evaluate_records, expected_score_records
+from harness.scoring.evaluation import (
+    evaluate_records,
+    evaluation_options,
+    expected_score_records,
+)
 from harness.scoring.metrics import Aggregate, FloatArray
-from harness.scoring.stored import evaluation_options, stored_metrics, with_stored_intervals
 from providers import REGISTRY
 
 
@@ -39,9 +42,6 @@ class RunData:
     groups: dict[str, Aggregate] = field(default_factory=dict)  # per item group
     # the metrics.json blocks of the run's protocol (`harness.config.protocols`)
     protocol: dict[str, Any] = field(default_factory=dict)
-    # the intervals are metrics.json's (its fingerprint and every other figure matched:
-    # `harness.scoring.stored`), not resampled again
-    metrics_reused: bool = False
 
     def metrics_json(self) -> dict[str, Any]:
         """The run's metrics as metrics.json holds them, `groups` (and the protocols' blocks)
@@ -146,14 +146,7 @@ def load_run(
         if swapped is not None:
             evaluated, used = swapped, "expected"
     options = evaluation_options(config)
-    evaluation = None
-    stored = stored_metrics(path, data.items, options) if evaluated is records else None
-    if stored is not None:  # the intervals from metrics.json, the rest recomputed
-        once = evaluate_records(data.items, records, **(options | {"n_bootstrap": 1}))
-        evaluation = with_stored_intervals(once, stored)
-    reused = evaluation is not None
-    if evaluation is None:
-        evaluation = evaluate_records(data.items, evaluated, **options)
+    evaluation = evaluate_records(data.items, evaluated, **options)
     chosen = {"n_bootstrap": options["n_bootstrap"], "seed": options["seed"]}
     protocol = protocol_of(config).blocks_of(data, records, evaluation.to_json(), **chosen)
     return RunData(
@@ -168,7 +161,6 @@ def load_run(
         score=used,
         groups=evaluation.groups,
         protocol=protocol,
-        metrics_reused=reused,
     )
 
 

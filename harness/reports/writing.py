@@ -5,11 +5,9 @@ report-candidates.js when items have more candidates than the page draws)."""
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from harness.core.sanitize import write_csv
 from harness.reports import plots
@@ -26,56 +24,19 @@ from harness.reports.tables import (
     position_bias_csv_rows,
     run_marks,
 )
-from harness.scoring.metrics import MetricSummary
-from harness.scoring.stats import Agreement, PositionBias
-
-
-@dataclass(frozen=True)
-class FigureInputs:
-    """What the report's figures are drawn from (small, and picklable for `FigureWorker`)."""
-
-    metric_rows: list[tuple[str, Mapping[str, MetricSummary]]]
-    chance: Mapping[str, float]
-    agreement: Agreement
-    position_bias: Mapping[str, PositionBias]
-
-    @property
-    def names(self) -> list[str]:
-        return ["metrics", "agreement", *(["position_bias"] if self.position_bias else [])]
-
-
-def figure_inputs(analysis: Analysis) -> FigureInputs:
-    return FigureInputs(
-        [(run.label, run.aggregate.metrics) for run in analysis.runs],
-        analysis.chance,
-        analysis.agreement,
-        analysis.position_bias,
-    )
-
-
-def draw_figures(
-    inputs: FigureInputs, *, files: bool = True, names: Sequence[str] | None = None
-) -> dict[str, plots.Figure]:
-    """The report's figures by name (metrics, agreement, position_bias for joint runs), or
-    only those of `names`; `files=False` renders only the page PNGs (for `harness view`)."""
-    draw = {
-        "metrics": lambda: plots.metric_bars(inputs.metric_rows, inputs.chance, files=files),
-        "agreement": lambda: plots.agreement_heatmap(inputs.agreement, files=files),
-        "position_bias": lambda: plots.position_bars(inputs.position_bias, files=files),
-    }
-    return {name: draw[name]() for name in (inputs.names if names is None else names)}
 
 
 def report_figures(analysis: Analysis, *, files: bool = True) -> dict[str, plots.Figure]:
-    return draw_figures(figure_inputs(analysis), files=files)
-
-
-class FigureSource(Protocol):
-    """Draws the figures while the caller writes the rest (`FigureWorker`), or not."""
-
-    def draw(self, inputs: FigureInputs) -> None: ...
-
-    def figures(self, inputs: FigureInputs) -> dict[str, plots.Figure]: ...
+    """The report's figures by name (metrics, agreement, position_bias for joint runs);
+    `files=False` renders only the page PNGs (for `harness view`)."""
+    metric_rows = [(run.label, run.aggregate.metrics) for run in analysis.runs]
+    figures = {
+        "metrics": plots.metric_bars(metric_rows, analysis.chance, files=files),
+        "agreement": plots.agreement_heatmap(analysis.agreement, files=files),
+    }
+    if analysis.position_bias:
+        figures["position_bias"] = plots.position_bars(analysis.position_bias, files=files)
+    return figures
 
 
 def write_report(
@@ -86,16 +47,11 @@ def write_report(
     html: bool = True,
     embed_audio: bool = False,
     warnings: Sequence[str] = (),
-    drawer: FigureSource | None = None,
 ) -> list[Path]:
-    """Write the report's files into `out` (see the module's docstring); returns their paths.
-    With a `drawer` (`harness.reports.figure_worker.FigureWorker`), the figures are drawn by
-    another process while this one writes the page, which takes them last."""
+    """Write the report's files into `out` (see the module's docstring); returns their paths."""
     out.mkdir(parents=True, exist_ok=True)
     runs = analysis.runs
-    inputs = figure_inputs(analysis)
-    if drawer is not None:
-        drawer.draw(inputs)
+    figures = report_figures(analysis)
     files: dict[str, str | bytes | list[dict[str, Any]]] = {
         "comparison.md": comparison_markdown(analysis, title),
         "comparison.csv": comparison_csv_rows(runs) + human_csv_rows(analysis.human),
@@ -110,28 +66,21 @@ def write_report(
         files["paired.csv"] = paired_csv_rows(analysis)
     if analysis.position_bias:
         files["position_bias.csv"] = position_bias_csv_rows(analysis)
-    page, more = None, None
+    for key, figure in figures.items():
+        files |= {f"{key}.{fmt}": data for fmt, data in figure.files.items()}
     if html:
         from harness.reports.html import SIDECAR, render_html  # jinja2 is only needed here
 
-        # the page is written before its figures are drawn; each goes where its marker is
-        token = secrets.token_hex(8)
-        markers = {name: f"bgm-judge-figure-{name}-{token}" for name in inputs.names}
+        images = {name: data_uri(f.page_png, "image/png") for name, f in figures.items()}
         page, more = render_html(
             analysis,
-            markers,
+            images,
             out,
             title=title,
             embed_audio=embed_audio,
             warnings=warnings,
             sidecar=True,
         )
-    figures = drawer.figures(inputs) if drawer is not None else draw_figures(inputs)
-    for key, figure in figures.items():
-        files |= {f"{key}.{fmt}": data for fmt, data in figure.files.items()}
-    if page is not None:
-        for name, marker in markers.items():
-            page = page.replace(marker, data_uri(figures[name].page_png, "image/png"))
         files["report.html"] = page
         if more is not None:
             files[SIDECAR] = more

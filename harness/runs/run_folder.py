@@ -30,10 +30,10 @@ from harness.scoring.evaluation import (
     Evaluation,
     RecordsPass,
     evaluate_records,
+    evaluation_options,
     expected_score_records,
 )
 from harness.scoring.stats import position_top1_rates
-from harness.scoring.stored import evaluation_options, write_inputs
 from providers import provider_class
 
 # Settings of a run that never change its records or metrics: `items`, the items a sequential
@@ -121,8 +121,7 @@ def write_run_folder(
     subset: Sequence[str] | None = None,
 ) -> None:
     """Write an evaluated run's files beside its (final) records.jsonl: predictions.jsonl,
-    metrics.json with its fingerprint (metrics_inputs.json: `harness.scoring.stored`),
-    run.json (counts, cost, provenance), config.yaml and report.md. run.json and
+    metrics.json, run.json (counts, cost, provenance), config.yaml and report.md. run.json and
     config.yaml are scrubbed (a key in a base URL). `subset`: the items of a run on part of
     its dataset (a sequential comparison's), listed in config.yaml as `items`."""
     if (out_dir / "records.jsonl").is_file():  # so that a merge can tell it is the same file
@@ -130,7 +129,6 @@ def write_run_folder(
     stats = scrub_value(dict(stats))  # for run.json and report.md alike (D4)
     write_predictions(out_dir / "predictions.jsonl", predictions, items)
     (out_dir / "metrics.json").write_text(dumps_json(metrics, indent=2) + "\n")
-    write_inputs(out_dir, items, run_options(config))
     (out_dir / "run.json").write_text(scrub(dumps_json(stats, indent=2)) + "\n")
     saved = scrub_value(config.model_dump(mode="json"))
     if subset is not None:
@@ -152,28 +150,6 @@ def evaluate_items(
     return evaluate_records(items, records, **run_options(config))
 
 
-class RunPass:
-    """`evaluate_run`'s first pass over a run's records, a record at a time (the runner
-    feeds it the records it writes, when they are what its file will read back): the
-    predictions, whether the records hold expected scores, a joint run's judge records, and
-    the `cost` of a judge's calls."""
-
-    def __init__(self, config: ExperimentConfig, cost: RunCost | None = None) -> None:
-        self.joint = config.kind == "judge" and get_variant(config.prompt).mode == "joint"
-        self.cost = cost
-        self.predictions = RecordsPass()
-        self.judged: list[Record] = []  # a joint run's judge records (not a retriever's)
-        self.expected = False
-
-    def add(self, record: Record) -> None:
-        if self.cost is not None:
-            self.cost.add(record)
-        self.expected = self.expected or "expected_score" in record.extra
-        if self.joint and record.raw is not None:
-            self.judged.append(record)
-        self.predictions.add(record)
-
-
 def evaluate_run(
     config: ExperimentConfig,
     dataset: Dataset,
@@ -181,24 +157,31 @@ def evaluate_run(
     *,
     parse_failures: int,
     errors: int,
-    first_pass: RunPass | None = None,
+    cost: RunCost | None = None,
 ) -> tuple[Evaluation, dict[str, Any]]:
     """A run's evaluation and its metrics.json: the metrics, the failure counts, and the
     blocks of the prompt variant (`position_top1`), the judge's expected scores and the
-    protocol's where they apply. `records` is iterated once (not at all when its
-    `first_pass` was made as they were written), and again only for a block that its
-    records call for (a run's records are read from its file each time)."""
-    if first_pass is None:
-        first_pass = RunPass(config)
-        for record in records:
-            first_pass.add(record)
-    evaluation = evaluate_records(dataset.items, first_pass.predictions, **run_options(config))
+    protocol's where they apply. `records` is iterated once (adding each to `cost`, when
+    given), and again only for a block that its records call for (a run's records are read
+    from its file each time)."""
+    joint = config.kind == "judge" and get_variant(config.prompt).mode == "joint"
+    predictions = RecordsPass()
+    judged: list[Record] = []  # a joint run's judge records (not a retriever's)
+    has_expected = False
+    for record in records:
+        if cost is not None:
+            cost.add(record)
+        has_expected = has_expected or "expected_score" in record.extra
+        if joint and record.raw is not None:
+            judged.append(record)
+        predictions.add(record)
+    evaluation = evaluate_records(dataset.items, predictions, **run_options(config))
     metrics = evaluation.to_json()
     metrics["parse_failures"] = parse_failures
     metrics["errors"] = errors
-    if first_pass.joint:
-        metrics["position_top1"] = position_top1_rates(first_pass.judged, dataset.items)
-    expected = expected_score_records(list(records)) if first_pass.expected else None
+    if joint:
+        metrics["position_top1"] = position_top1_rates(judged, dataset.items)
+    expected = expected_score_records(list(records)) if has_expected else None
     if expected is not None:
         metrics["expected_score"] = evaluate_items(
             config, dataset.items, expected

@@ -21,19 +21,11 @@ from harness.calls.pricing import RunCost, run_cost
 from harness.config.experiment import ExperimentConfig
 from harness.config.protocols import get_protocol
 from harness.core.console import RunProgress, terminal
-from harness.core.dataset import Dataset, Item, gc_frozen, load_dataset
+from harness.core.dataset import Dataset, Item, load_dataset
 from harness.core.errors import DatasetError, StorageError
 from harness.core.locking import RunFolderLock
 from harness.core.provenance import now, provenance, unofficial_endpoints
-from harness.core.records import (
-    InFileOrder,
-    Record,
-    RecordsFile,
-    RecordWriter,
-    reads_back_as_written,
-    scan_partial,
-    sort_records,
-)
+from harness.core.records import Record, RecordsFile, RecordWriter, scan_partial, sort_records
 from harness.core.sanitize import terminal_text
 from harness.core.secrets import scrub_value
 from harness.core.sharding import Shard
@@ -43,7 +35,6 @@ from harness.protocols.call_window import run_in_window
 from harness.protocols.plans import Call, CallPlan, check_inputs
 from harness.protocols.summaries import Summaries
 from harness.runs.run_folder import (
-    RunPass,
     check_run_folder,
     evaluate_items,
     evaluate_run,
@@ -232,37 +223,20 @@ class Runner:
         # half-written, and a partial file found here means the last run was killed.
         partial = records_path.with_name("records.partial.jsonl")
         self._report_interrupted(partial)
-        item_order = [item.id for item in dataset.items]
-        writer = RecordWriter(partial, item_order)
-        # Evaluated as they are written, in the order of the file they make, while they come
-        # an item at a time (a re-run the cache answers): the finish need not read it back.
-        fed = self._first_pass()
-        feed: InFileOrder | None = InFileOrder(item_order, fed.add)
+        writer = RecordWriter(partial)
         try:
             show = self.show_progress
-            with gc_frozen(), RunProgress(self.config.name, self.console, show=show) as progress:
+            with RunProgress(self.config.name, self.console, show=show) as progress:
                 stats = self.stats
 
                 async def one(call: Call) -> None:
-                    nonlocal feed
                     for record in await self.run_call(call):
                         writer.write(record)  # and not kept: memory stays flat
                         self._count(record)
-                        if feed is not None:
-                            feed.add(record)
-                            if feed.broken or not reads_back_as_written(record):
-                                feed = None  # the finish reads the file
                     progress.done(stats.cache_hits, stats.errors, stats.parse_failures)
 
                 everything = calls if first is None else itertools.chain([first], calls)
-                await run_in_window(
-                    everything,
-                    one,
-                    progress.total,
-                    cache=self.cache,
-                    limit=self.in_flight_limit(),
-                    concurrency=self.config.provider.max_concurrency,
-                )
+                await run_in_window(everything, one, progress.total, limit=self.in_flight_limit())
                 progress.show(stats.cache_hits, stats.errors, stats.parse_failures)
         finally:
             writer.close()
@@ -272,11 +246,8 @@ class Runner:
         self.stats.cache_repaired = len(self.cache.damaged) - damaged_before
         self.stats.seeded = self.cache.seeded - seeded_before
         try:
-            sort_records(partial, records_path, item_order, in_order=writer.in_order)
-            if feed is not None:
-                feed.close()
-            first_pass = fed if feed is not None else None
-            result = self._finish(dataset, RecordsFile(records_path), started, first_pass)
+            sort_records(partial, records_path, [item.id for item in dataset.items])
+            result = self._finish(dataset, RecordsFile(records_path), started)
             write_run_keys(self.out_dir, self.cache.used)
             return result
         except OSError as exc:  # every answer is in the cache: a re-run rewrites these files
@@ -314,29 +285,15 @@ class Runner:
         self.stats.input_tokens += record.input_tokens or 0
         self.stats.output_tokens += record.output_tokens or 0
 
-    def _first_pass(self) -> RunPass:
-        """The evaluation's first pass over the records; a judge's run is priced in it."""
-        if self.provider.kind != "judge":
-            return RunPass(self.config)
-        return RunPass(self.config, RunCost(self.config.provider, self.provider.model))
-
-    def _finish(
-        self,
-        dataset: Dataset,
-        records: Iterable[Record],
-        started: float,
-        fed: RunPass | None = None,
-    ) -> RunResult:
-        """Evaluate the run (from `fed`, its records' first pass made as they were written,
-        or from `records`), then write its folder."""
-        first_pass = fed
-        if first_pass is None:
-            first_pass = self._first_pass()
-            for record in records:
-                first_pass.add(record)
-        evaluation, metrics = self.evaluate(dataset, records, first_pass)
+    def _finish(self, dataset: Dataset, records: Iterable[Record], started: float) -> RunResult:
+        """Evaluate the run's records (and price a judge's calls in the same pass), then
+        write its folder."""
+        cost = None
+        if self.provider.kind == "judge":
+            cost = RunCost(self.config.provider, self.provider.model)
+        evaluation, metrics = self.evaluate(dataset, records, cost)
         self.stats.wall_s = round(time.perf_counter() - started, 3)
-        stats = self.run_stats(records, first_pass.cost)
+        stats = self.run_stats(records, cost)
         human = human_ceiling(
             dataset.items, n_bootstrap=self.config.n_bootstrap, seed=self.config.seed
         )
@@ -364,16 +321,17 @@ class Runner:
         return result
 
     def evaluate(
-        self, dataset: Dataset, records: Iterable[Record], first_pass: RunPass | None = None
+        self, dataset: Dataset, records: Iterable[Record], cost: RunCost | None = None
     ) -> tuple[Evaluation, dict[str, Any]]:
-        """The run's evaluation and its metrics.json (`run_folder.evaluate_run`)."""
+        """The run's evaluation and its metrics.json (`run_folder.evaluate_run`), the
+        records' calls added to `cost` when given."""
         return evaluate_run(
             self.config,
             dataset,
             records,
             parse_failures=self.stats.parse_failures,
             errors=self.stats.errors,
-            first_pass=first_pass,
+            cost=cost,
         )
 
     def run_stats(self, records: Iterable[Record], cost: RunCost | None = None) -> dict[str, Any]:

@@ -150,6 +150,20 @@ class RecordsPass:
         builder.add(record)
 
 
+def evaluation_options(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The evaluation options of a run, from its config.yaml (as a mapping): the keyword
+    arguments of `evaluate_records` that change its result, with the run defaults."""
+    metrics = config.get("metrics") or {}
+    return {
+        "repeats": int(config.get("repeats") or 1),
+        "missing": config.get("missing", "worst"),
+        "n_bootstrap": int(config.get("n_bootstrap") or 1000),
+        "seed": int(config.get("seed") or 0),
+        "at": tuple(metrics.get("at") or ()),
+        "merge_groups": dict(metrics.get("merge_groups") or {}),
+    }
+
+
 def evaluate_records(
     items: Sequence[Item],
     records: Iterable[Record] | RecordsPass,

@@ -5,7 +5,7 @@ neither reach outside its context nor exhaust memory or time.
 Bounds: no operator, method or filter makes a string or list longer than `MAX_TEXT` (nor
 takes a width or count above it), `**` makes no number above `MAX_POWER_BITS` bits, a
 rendered block is at most `MAX_OUTPUT` characters, and a render stops after `MAX_SECONDS`
-(checked at every operator, call, attribute, item, every 16th output chunk and loop step: every
+(checked at every operator, call, attribute, item, output chunk and loop step: every
 `{% for %}` iterates through `bounded_iter`, so a loop with an empty body is checked too).
 What joins, replaces, concatenates (`~`), formats or serialises (`tojson`) is measured
 before it is built, so a 10 GB string is refused, not allocated and then refused. Breaking
@@ -14,8 +14,6 @@ a bound raises jinja2's SecurityError, which the renderer reports as the templat
 
 from __future__ import annotations
 
-import dataclasses
-import itertools
 import re
 import string
 import threading
@@ -24,7 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import jinja2
 from jinja2 import nodes
@@ -37,23 +35,6 @@ MAX_POWER_BITS = 4096
 MAX_SECONDS = 5.0
 _PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\d*)(?:\.(\d*))?")
 _local = threading.local()
-# jinja2 reads `x.name` as the attribute, else the item: a dict's item unless dict has it.
-_DICT_ATTRIBUTES = frozenset(dir(dict))
-_PLAIN_VALUES = (str, int, float, bool, type(None))
-_view_fields: dict[type, frozenset[str]] = {}
-View = TypeVar("View", bound=type)
-
-
-def template_view(cls: View) -> View:
-    """Register a frozen dataclass of plain fields that templates read (a clip's view): the
-    sandbox hands out its public fields' plain values without its checks, which only ever
-    pass for them (an attribute read was a tenth of a render)."""
-    if not (dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen):  # type: ignore[attr-defined]
-        raise TypeError(f"{cls.__name__} is not a frozen dataclass")
-    _view_fields[cls] = frozenset(
-        f.name for f in dataclasses.fields(cls) if not f.name.startswith("_")
-    )
-    return cls
 
 
 class FolderLoader(jinja2.FileSystemLoader):
@@ -98,16 +79,12 @@ def check_output(chunks: Iterator[str]) -> str:
     """Join a block's output, refusing one longer than MAX_OUTPUT characters."""
     pieces: list[str] = []
     total = 0
-    # 16 chunks at a time, then the time: producing a chunk already checks it at each
-    # operator, call, attribute and loop step, and a check per chunk cost 15% of a render.
-    # (A chunk is a string made already, within the bounds: counting 16 at once holds
-    # nothing more than they are.)
-    while batch := list(itertools.islice(chunks, 16)):
+    for chunk in chunks:
         check_time()
-        total += sum(map(len, batch))
+        total += len(chunk)
         if total > MAX_OUTPUT:
             raise SecurityError(f"the rendered text is longer than {MAX_OUTPUT:,} characters")
-        pieces += batch
+        pieces.append(chunk)
     return "".join(pieces)
 
 
@@ -197,56 +174,6 @@ class _Bounding(jinja2.visitor.NodeTransformer):
         return _environment_call("bounded_concat", list(node.nodes), node.lineno)
 
 
-# What makes an included template's text depend on being rendered as a template of its own.
-_OWN_TEMPLATE_NODES = (
-    nodes.Extends,
-    nodes.Block,
-    nodes.Macro,
-    nodes.CallBlock,
-    nodes.Import,
-    nodes.FromImport,
-    nodes.ContextReference,
-    nodes.DerivedContextReference,
-)
-# (`loop` is not handed to an included template: in its own code it is undefined.)
-_OWN_TEMPLATE_NAMES = frozenset({"self", "super", "caller", "varargs", "kwargs", "loop"})
-
-
-class _Inlining(jinja2.visitor.NodeTransformer):
-    """`{% include "name" %}` compiled as the included template's body in a scope of its own
-    (what it assigns stays in it), as jinja2 renders an include with its context: the same
-    text without a new context per include, which was half of a render. Left as an include
-    (rendered as before, errors included): a name that is not a constant, `ignore missing`,
-    `without context`, a template that cannot be read or parsed now, one that includes
-    itself, or one with blocks, macros, imports, `self` or `loop`, whose meaning depends on
-    being a template of its own."""
-
-    def __init__(self, environment: BoundedSandbox, inside: frozenset[str]) -> None:
-        self.environment, self.inside = environment, inside
-
-    def visit_Include(self, node: nodes.Include) -> nodes.Node:
-        target = node.template
-        name = target.value if isinstance(target, nodes.Const) else None
-        loader = self.environment.loader
-        if not isinstance(name, str) or not node.with_context or node.ignore_missing:
-            return node
-        if name in self.inside or loader is None:
-            return node
-        try:
-            source, filename, _ = loader.get_source(self.environment, name)
-            tree = self.environment._parse(source, name, filename)
-        except jinja2.TemplateError:
-            return node
-        own = any(True for _ in tree.find_all(_OWN_TEMPLATE_NODES)) or any(
-            n.name in _OWN_TEMPLATE_NAMES for n in tree.find_all(nodes.Name)
-        )
-        if own:
-            return node
-        inlined = _Inlining(self.environment, self.inside | {name}).visit(tree)
-        assert isinstance(inlined, nodes.Template)
-        return nodes.Scope(inlined.body, lineno=node.lineno)
-
-
 def _environment_call(name: str, args: list[nodes.Expr], lineno: int) -> nodes.Call:
     # An environment attribute, not a template name: a template cannot shadow it.
     return nodes.Call(nodes.EnvironmentAttribute(name), args, [], None, None, lineno=lineno)
@@ -315,18 +242,6 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         assert isinstance(bounded, nodes.Template)
         return bounded
 
-    def _generate(
-        self,
-        source: nodes.Template,
-        name: str | None,
-        filename: str | None,
-        defer_init: bool = False,
-    ) -> str:
-        # Only the compiled code inlines: `parse` (the template hash, its includes) does not.
-        inlined = _Inlining(self, frozenset({name} if name else ())).visit(source)
-        assert isinstance(inlined, nodes.Template)
-        return super()._generate(inlined, name, filename, defer_init)
-
     def call_binop(
         self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any
     ) -> Any:
@@ -372,9 +287,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         check_time()
-        value = _plain_read(obj, attribute)
-        if value is _NOT_PLAIN:
-            value = super().getattr(obj, attribute)
+        value = super().getattr(obj, attribute)
         if obj is getattr(_local, "watched", None):
             _local.reads[attribute] = value
         return value
@@ -385,24 +298,6 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         if obj is getattr(_local, "watched", None):
             _local.reads[argument] = value
         return value
-
-
-_NOT_PLAIN = object()
-
-
-def _plain_read(obj: Any, attribute: str) -> Any:
-    """What `SandboxedEnvironment.getattr` would return, where that is a plain value read
-    from a dict's item or a registered view's field; else `_NOT_PLAIN`."""
-    kind = type(obj)
-    if kind is dict:
-        if attribute in _DICT_ATTRIBUTES:
-            return _NOT_PLAIN
-        value = obj.get(attribute, _NOT_PLAIN)
-    elif attribute in _view_fields.get(kind, ()):
-        value = getattr(obj, attribute)
-    else:
-        return _NOT_PLAIN
-    return value if type(value) in _PLAIN_VALUES else _NOT_PLAIN
 
 
 @contextmanager

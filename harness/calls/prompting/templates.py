@@ -26,7 +26,6 @@ from harness.calls.prompting.sandbox import (
     FolderLoader,
     check_output,
     reads_of,
-    template_view,
     time_limit,
 )
 from harness.core.errors import HarnessError
@@ -47,7 +46,6 @@ class TemplateError(HarnessError):
     pass
 
 
-@template_view
 @dataclass(frozen=True)
 class ClipView:
     """What a template may see of a candidate clip (never its id or path)."""
@@ -65,12 +63,7 @@ class RenderedPrompt:
 
 def prompts_dir() -> Path:
     configured = os.environ.get("BGM_JUDGE_PROMPTS")
-    return DEFAULT_PROMPTS_DIR if configured is None else _as_path(configured)
-
-
-@lru_cache(maxsize=8)
-def _as_path(folder: str) -> Path:
-    return Path(folder)  # asked at every render: a Path is not built each time
+    return DEFAULT_PROMPTS_DIR if configured is None else Path(configured)
 
 
 @lru_cache(maxsize=8)

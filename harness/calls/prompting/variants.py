@@ -24,7 +24,6 @@ from harness.calls.prompting.parsing import (
     parse_ranked_prefix,
     parse_rubric,
 )
-from harness.calls.prompting.sandbox import template_view
 from harness.calls.prompting.templates import (
     ClipView,
     RenderedPrompt,
@@ -122,7 +121,6 @@ def joint_options(options: Mapping[str, Any]) -> JointOptions:
         raise HarnessError(f"prompt_options.{where}: {first['msg']}") from None
 
 
-@template_view
 @dataclass(frozen=True)
 class ExampleClipView:
     label: str
@@ -131,7 +129,6 @@ class ExampleClipView:
     score: str
 
 
-@template_view
 @dataclass(frozen=True)
 class ExampleView:
     """What a template sees of a worked example."""

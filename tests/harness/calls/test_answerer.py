@@ -180,10 +180,10 @@ def test_once_the_cache_cannot_store_an_answer_nothing_more_is_sent(
     judge = ScriptedJudge(['{"score": 5}'], delay_s=0.01)
     path, cache = answerer(judge, tmp_path, max_concurrency=1)
 
-    def full(entries: list[tuple[str, dict[str, Any]]]) -> None:
+    def full(key: str, value: dict[str, Any]) -> None:
         raise StorageError("the disk holding the response cache is full")
 
-    monkeypatch.setattr(cache, "set_many", full)
+    monkeypatch.setattr(cache, "set", full)
 
     async def three() -> list[Any]:
         calls = (path.answer(f"k{i}", REQUEST) for i in range(3))

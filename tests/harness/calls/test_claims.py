@@ -55,17 +55,3 @@ def test_a_dead_holders_claim_is_dropped(tmp_path: Path) -> None:
     claims._connection().execute("INSERT INTO claims VALUES ('k', ?, ?, ?, ?)", (*dead, 1e12))
     assert not claims.held_elsewhere("k") and claims.holder("k") is None
     claims.close()
-
-
-def test_release_many_drops_only_this_processs_claims_in_one_transaction(tmp_path: Path) -> None:
-    claims = Claims(tmp_path / "claims")
-    other = Holder("elsewhere", 1, "t")
-    claims._connection().execute("INSERT INTO claims VALUES ('theirs', ?, ?, ?, ?)", (*other, 1e12))
-    assert claims.claim("a", 60.0) and claims.claim("b", 60.0)
-    statements: list[str] = []
-    claims._connection().set_trace_callback(statements.append)
-    claims.release_many(["a", "b", "theirs"])
-    assert [s.split()[0] for s in statements] == ["BEGIN", "DELETE", "DELETE", "DELETE", "COMMIT"]
-    assert claims.holder("a") is None and claims.holder("b") is None
-    assert claims.holder("theirs") == other
-    claims.close()

@@ -49,15 +49,6 @@ def test_version_and_short_help() -> None:
         assert shown.exit_code == 0 and "Usage:" in shown.stdout, args
 
 
-@pytest.mark.parametrize("command", ["run", "report", "annotate", "runs", "view", "evaluate"])
-def test_flags_show_no_value_hint(command: str) -> None:
-    shown = runner.invoke(app, [command, "--help"], env={"COLUMNS": "200"})
-    assert shown.exit_code == 0
-    assert "<bool>" not in shown.stdout
-    if command in ("run", "evaluate"):
-        assert "<int>" in shown.stdout or "<path>" in shown.stdout  # options that take one keep it
-
-
 def test_set_overrides_the_file_and_is_validated_like_it(
     tiny_dataset: Path, tmp_path: Path
 ) -> None:
@@ -246,88 +237,3 @@ def test_the_cli_module_imports_no_pydantic() -> None:
     code = "import sys, harness.cli.main; print('pydantic' in sys.modules, 'numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
-
-
-def _command_names() -> list[str]:
-    import typer.main
-
-    group = typer.main.get_command(app)
-    assert isinstance(group, typer.core.TyperGroup)
-    return sorted(group.commands)
-
-
-@pytest.mark.parametrize("name", _command_names())
-def test_the_script_builds_only_the_named_command_and_shows_the_same_help(name: str) -> None:
-    """Issue 26: `harness NAME ...` builds NAME alone, and its help and errors are those of
-    the whole app."""
-    from harness.cli.common import only_the_named_command
-
-    lean = only_the_named_command(app, [name, "--help"])
-    assert len(lean.registered_commands) + len(lean.registered_groups) == 1
-    assert len(app.registered_commands) + len(app.registered_groups) > 1  # not mutated
-    for args in ([name, "--help"], [name, "--no-such-option"]):
-        full = runner.invoke(app, args, env={"COLUMNS": "120"})
-        shown = runner.invoke(lean, args, env={"COLUMNS": "120"})
-        assert (shown.exit_code, shown.stdout, shown.stderr) == (
-            full.exit_code,
-            full.stdout,
-            full.stderr,
-        )
-
-
-@pytest.mark.parametrize("args", [[], ["--help"], ["-h"], ["--version"]])
-def test_the_scripts_listing_builds_no_parameters_and_shows_the_same_help(args: list[str]) -> None:
-    import typer.main
-
-    from harness.cli.common import only_the_named_command
-
-    lean = only_the_named_command(app, args)
-    group = typer.main.get_command(lean)
-    assert isinstance(group, typer.core.TyperGroup) and len(group.commands) > 10
-    assert all(not command.params for command in group.commands.values())
-    full = runner.invoke(app, args, env={"COLUMNS": "120"})
-    shown = runner.invoke(lean, args, env={"COLUMNS": "120"})
-    assert "bgm-judge" in full.stdout
-    assert (shown.exit_code, shown.stdout, shown.stderr) == (
-        full.exit_code,
-        full.stdout,
-        full.stderr,
-    )
-
-
-@pytest.mark.parametrize("args", [["no-such-command"], ["--no-such-option"]])
-def test_the_script_keeps_every_command_otherwise(args: list[str]) -> None:
-    from harness.cli.common import only_the_named_command
-
-    assert only_the_named_command(app, args) is app
-
-
-def test_run_help_imports_no_pydantic() -> None:
-    """Issue 26: the group's --help flag defaults to False, which typer does not coerce
-    through pydantic (a None flag it does)."""
-    import subprocess
-    import sys
-
-    code = (
-        "import sys\nsys.argv = ['harness', 'run', '--help']\nfrom harness.cli.main import main\n"
-        "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\n"
-        "print(code, 'pydantic' in sys.modules, file=sys.stderr)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "Usage:" in out.stdout
-    assert out.stderr.split() == ["0", "False"]
-
-
-def test_the_script_freezes_what_is_alive_before_the_process_exits() -> None:
-    """The collection at exit would walk a large run's objects again: they are frozen once
-    the command has returned (atexit handlers still run, after it)."""
-    import subprocess
-    import sys
-
-    code = (
-        "import atexit, gc, sys\nsys.argv = ['harness', '--version']\n"
-        "atexit.register(lambda: print(gc.get_freeze_count() > 0, file=sys.stderr))\n"
-        "from harness.cli.main import main\nmain()"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stderr.split() == ["True"]

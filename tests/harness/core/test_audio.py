@@ -1,14 +1,11 @@
 from __future__ import annotations
 
-import hashlib
 import io
 from pathlib import Path
 
 import numpy as np
-import pytest
 import soundfile
 
-from harness.core import audio
 from harness.core.audio import audio_ref, encode_wav, file_sha256, read_mono
 
 
@@ -52,40 +49,3 @@ def test_encode_wav_sends_a_clip_already_in_the_wire_format_as_it_is(tmp_path: P
     assert soundfile.info(io.BytesIO(stereo)).channels == 1
     soundfile.write(tmp_path / "f.wav", samples, 16000, subtype="FLOAT")
     assert soundfile.info(io.BytesIO(encode_wav(tmp_path / "f.wav", 16000))).subtype == "PCM_16"
-
-
-def test_a_clip_hashed_for_its_key_is_encoded_without_a_second_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The bytes read for a WAV clip's hash are the bytes it sends (issue 26: one read)."""
-    path = tmp_path / "small.wav"
-    soundfile.write(path, np.zeros(1600, dtype=np.float32), 16000, subtype="PCM_16")
-    digest = file_sha256(path)
-    monkeypatch.setattr(Path, "read_bytes", _no_second_read)
-    sent = encode_wav(path, 16000)
-    assert hashlib.sha256(sent).hexdigest() == digest
-    assert audio._READ_AHEAD.take(path) is None  # taken once, not kept
-
-
-def test_read_ahead_keeps_at_most_its_limit_oldest_dropped_first() -> None:
-    ahead = audio._ReadAhead(limit=10)
-    for name in "abc":
-        ahead.put(Path(name), b"1234")
-    assert ahead.size == 8
-    assert ahead.take(Path("a")) is None  # dropped to make room for c
-    assert ahead.take(Path("b")) == b"1234" and ahead.take(Path("c")) == b"1234"
-    assert ahead.size == 0
-
-
-def test_a_large_clip_is_hashed_in_blocks_and_not_held(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(audio, "READ_WHOLE_BYTES", 1000)
-    path = tmp_path / "large.wav"
-    soundfile.write(path, np.zeros(16000, dtype=np.float32), 16000, subtype="PCM_16")
-    assert file_sha256(path) == hashlib.sha256(path.read_bytes()).hexdigest()
-    assert audio._READ_AHEAD.take(path) is None
-
-
-def _no_second_read(self: Path) -> bytes:
-    raise AssertionError(f"{self} read a second time")

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import itertools
 import random
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from harness.calls.cache import ResponseCache
 from harness.config.experiment import ExperimentConfig, provider_config
@@ -100,29 +97,6 @@ def test_a_run_does_not_hold_its_records_until_the_end(
     assert len(list(read_records(result.out_dir / "records.jsonl"))) == 60
 
 
-@pytest.mark.parametrize(
-    ("scores", "extra", "same"),
-    [
-        ({"a": 1.5, "b": None, "c": -0.0}, {"turn": 1, "input_audio_tokens": 7}, True),
-        ({"a": 1e308}, {"description": [1, (2, 3)]}, True),  # nested: read from the file
-        ({"a": float("nan")}, {}, False),
-        ({"a": float("-inf")}, {}, False),
-        ({"a": 1.0}, {"cached_input_tokens": float("nan")}, False),
-    ],
-)
-def test_a_record_reads_back_as_written_unless_json_drops_a_value(
-    scores: dict[str, float | None], extra: dict[str, Any], same: bool
-) -> None:
-    from harness.core.records import reads_back_as_written
-
-    record = Record(item_id="d0", candidates=list(scores), scores=scores, extra=extra)
-    back = Record.model_validate_json(record.model_dump_json())
-    assert reads_back_as_written(record) is same
-    plain = [k for k, v in extra.items() if not isinstance(v, list | tuple)]
-    seen = (back.scores, {k: back.extra[k] for k in plain})
-    assert (seen == (record.scores, {k: extra[k] for k in plain})) is same
-
-
 def test_the_writer_flushes_a_tenth_of_a_second_at_a_time_and_at_close(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -142,87 +116,3 @@ def test_the_writer_flushes_a_tenth_of_a_second_at_a_time_and_at_close(
     writer.write(record)
     assert path.read_text().count("\n") == 1  # on disk before the writer is closed
     writer.close()
-
-
-def test_the_writer_knows_when_its_lines_need_no_sorting(tmp_path: Path) -> None:
-    from harness.core.records import RecordWriter, sort_records
-
-    def rec(item: str, cand: str, repeat: int = 0) -> Record:
-        return Record(item_id=item, candidates=[cand], repeat=repeat, scores={cand: 1.0})
-
-    order = ["q2", "q1"]
-    writer = RecordWriter(tmp_path / "a.jsonl", order)
-    for r in (rec("q2", "a"), rec("q2", "b"), rec("q2", "b"), rec("q1", "a"), rec("q1", "a", 1)):
-        writer.write(r)
-    assert writer.in_order
-    writer.write(rec("q2", "c"))  # an earlier item after a later one
-    assert not writer.in_order
-    writer.write(rec("q1", "z", 5))
-    assert not writer.in_order  # once out of order, the file is sorted at the end
-    writer.close()
-    sort_records(tmp_path / "a.jsonl", tmp_path / "sorted.jsonl", order)
-    firsts = [(r.item_id, r.candidates[0]) for r in read_records(tmp_path / "sorted.jsonl")]
-    assert firsts[:4] == [("q2", "a"), ("q2", "b"), ("q2", "b"), ("q2", "c")]
-    (tmp_path / "b.jsonl").write_text("not even read\n")
-    sort_records(tmp_path / "b.jsonl", tmp_path / "b-sorted.jsonl", order, in_order=True)
-    assert (tmp_path / "b-sorted.jsonl").read_text() == "not even read\n"
-    assert not (tmp_path / "b.jsonl").exists()
-
-
-CANDIDATE_LISTS = st.lists(
-    st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=3, unique=True),
-    min_size=1,
-    max_size=4,
-)
-
-
-@settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(
-    groups=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 1), CANDIDATE_LISTS), max_size=6),
-    data=st.data(),
-)
-def test_records_handed_on_group_by_group_come_in_the_files_order(
-    groups: list[tuple[int, int, list[list[str]]]], data: st.DataObject, tmp_path: Path
-) -> None:
-    """Groups (an item's records of one repeat) written one after another, in any order
-    inside a group: `InFileOrder` hands them on exactly in the order `sort_records` leaves
-    in records.jsonl, when the groups come in dataset order; else it is broken."""
-    from harness.core.records import InFileOrder
-
-    item_order = ["d0", "d1", "d2", "d3"]
-    written: list[Record] = []
-    for item, repeat, lists in groups:
-        for n, candidates in enumerate(data.draw(st.permutations(lists))):
-            scores = {c: float(n) for c in candidates}
-            written.append(
-                Record(item_id=f"d{item}", repeat=repeat, candidates=candidates, scores=scores)
-            )
-    handed: list[Record] = []
-    feed = InFileOrder(item_order, handed.append)
-    partial, path = tmp_path / f"p{len(written)}.jsonl", tmp_path / f"r{len(written)}.jsonl"
-    writer = RecordWriter(partial, item_order)
-    for record in written:
-        writer.write(record)
-        feed.add(record)
-    writer.close()
-    feed.close()
-    sort_records(partial, path, item_order)
-    places = [(item, repeat) for item, repeat, _ in groups]
-    runs = [p for i, p in enumerate(places) if i == 0 or p != places[i - 1]]
-    in_dataset_order = all(a < b for a, b in itertools.pairwise(runs))
-    assert feed.broken is not in_dataset_order
-    if in_dataset_order:
-        assert handed == list(read_records(path))
-
-
-def test_a_record_of_an_item_not_in_the_dataset_breaks_the_order() -> None:
-    from harness.core.records import InFileOrder
-
-    handed: list[Record] = []
-    feed = InFileOrder(["d0"], handed.append)
-    feed.add(Record(item_id="d0", candidates=["a"], scores={"a": 1.0}))
-    feed.add(Record(item_id="elsewhere", candidates=["a"], scores={"a": 1.0}))
-    feed.close()
-    assert feed.broken and handed == []

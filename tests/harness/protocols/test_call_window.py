@@ -4,11 +4,9 @@ the first failure cancels the calls still running and is raised."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import pytest
 
-from harness.calls.cache import ResponseCache
 from harness.core.types import ChatRequest
 from harness.protocols.call_window import run_in_window
 from harness.protocols.plans import Call
@@ -19,7 +17,7 @@ def calls(n: int) -> list[Call]:
     return [Call(f"d{i}", 0, ("a",), request, f"key{i}") for i in range(n)]
 
 
-def test_no_more_than_the_limit_is_unfinished_and_every_call_is_counted(tmp_path: Path) -> None:
+def test_no_more_than_the_limit_is_unfinished_and_every_call_is_counted() -> None:
     running, most, done = 0, 0, []
     counted: list[int] = []
 
@@ -31,15 +29,12 @@ def test_no_more_than_the_limit_is_unfinished_and_every_call_is_counted(tmp_path
         running -= 1
         done.append(call.item_id)
 
-    cache = ResponseCache(tmp_path / "cache")
-    window = run_in_window(calls(50), one, counted.append, cache=cache, limit=8, concurrency=4)
-    asyncio.run(window)
-    cache.close()
+    asyncio.run(run_in_window(calls(50), one, counted.append, limit=8))
     assert counted == [50] and sorted(done) == sorted(f"d{i}" for i in range(50))
-    assert 4 <= most <= 8
+    assert most == 8
 
 
-def test_the_first_failure_cancels_the_calls_still_running(tmp_path: Path) -> None:
+def test_the_first_failure_cancels_the_calls_still_running() -> None:
     cancelled: list[str] = []
 
     async def one(call: Call) -> None:
@@ -51,9 +46,7 @@ def test_the_first_failure_cancels_the_calls_still_running(tmp_path: Path) -> No
             cancelled.append(call.item_id)
             raise
 
-    cache = ResponseCache(tmp_path / "cache")
-    window = run_in_window(calls(20), one, lambda n: None, cache=cache, limit=8, concurrency=4)
+    window = run_in_window(calls(20), one, lambda n: None, limit=8)
     with pytest.raises(OSError, match="disk full"):
         asyncio.run(asyncio.wait_for(window, 5))
-    cache.close()
     assert cancelled and "d3" not in cancelled

@@ -224,32 +224,3 @@ def test_score_expected_reports_and_pairs_the_expected_scores(
     assert "expected score" in (sweep / "comparison.md").read_text()
     bad = runner.invoke(app, [*args, "--score", "mean"])
     assert bad.exit_code == 2 and "--score must be" in bad.output
-
-
-def test_report_collects_garbage_rarely_while_it_builds_and_restores_the_setting(
-    dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A report builds many long-lived objects (records, the browser's rows): the cyclic
-    garbage collector runs rarely meanwhile (each full pass walks them all), and the process'
-    own setting comes back afterwards, also when the report fails."""
-    import gc
-
-    from harness.reports import sources
-
-    seen = []
-    load = sources.load_sources
-
-    def spied(*args: object, **kwargs: object) -> object:
-        seen.append(gc.get_threshold())
-        return load(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(sources, "load_sources", spied)
-    before = gc.get_threshold()
-    run = write_run(tmp_path / "results" / "a", dataset, pointwise_records(tiny_scores(12)))
-    result = runner.invoke(app, ["report", str(run), "--out", str(tmp_path / "out")])
-    assert result.exit_code == 0, result.output
-    assert seen and seen[0][0] >= 100 * before[0]
-    assert gc.get_threshold() == before
-    result = runner.invoke(app, ["report", str(tmp_path / "absent"), "--out", str(tmp_path / "o")])
-    assert result.exit_code == 2
-    assert gc.get_threshold() == before

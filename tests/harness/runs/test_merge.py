@@ -30,7 +30,6 @@ REPO = Path(__file__).resolve().parents[3]
 COMPARED = (
     "records.jsonl",
     "metrics.json",
-    "metrics_inputs.json",  # the fingerprint a report checks before reusing metrics.json
     "report.md",
     "predictions.jsonl",
     "config.yaml",

@@ -11,7 +11,6 @@ import pytest
 
 from harness.calls.cache import ResponseCache
 from harness.config.experiment import ExperimentConfig, provider_config
-from harness.core import workers
 from harness.core.records import read_records
 from harness.runs.runner import Runner, RunResult
 from providers import create_provider
@@ -322,7 +321,7 @@ def test_the_end_of_a_run_evaluates_then_writes_its_folder(
     config = make_config(tiny_dataset)
     result, judge = run(config, tmp_path)
     out = result.out_dir
-    written = ["predictions.jsonl", "metrics.json", "metrics_inputs.json", "run.json"]
+    written = ["predictions.jsonl", "metrics.json", "run.json"]
     written += ["config.yaml", "report.md"]
     before = {name: (out / name).read_bytes() for name in written}
     for name in written:
@@ -351,46 +350,14 @@ def test_the_end_of_a_run_evaluates_then_writes_its_folder(
     assert {name: (out / name).read_bytes() for name in written} == before
 
 
-def test_cached_answers_are_read_a_block_at_a_time_and_a_cold_run_only_probes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from tests.conftest import write_tiny_dataset
-
-    dataset = write_tiny_dataset(tmp_path / "data", n_items=20, seconds=0.05)
-    config = make_config(dataset, max_concurrency=2)  # blocks of 2 calls: 40 blocks
-    blocks: list[int] = []
-    prefetch = ResponseCache.prefetch
-
-    def counted(self: ResponseCache, keys: list[str]) -> int:
-        found = prefetch(self, keys)
-        blocks.append(found)
-        return found
-
-    monkeypatch.setattr(ResponseCache, "prefetch", counted)
-    cold, _ = run(config, tmp_path)
-    assert blocks == [0, 0, 0]  # blocks 0, 16 and 32 of 40: nothing cached to read
-    blocks.clear()
-    with monkeypatch.context() as alone:
-        alone.setattr(workers.sys, "platform", "darwin")  # no second process
-        warm, judge = run(config, tmp_path)
-    assert warm.stats.cache_hits == cold.stats.calls == 80 and not judge.calls
-    assert blocks == [2] * 40
-    if workers.fork_context() is not None:  # the calls' renderer reads the rest with them
-        blocks.clear()
-        warm, judge = run(config, tmp_path)
-        assert warm.stats.cache_hits == 80 and not judge.calls and blocks == [2]
-
-
-@pytest.mark.parametrize("case", ["re-run", "out of order", "not as written"])
-def test_the_finish_reads_the_records_back_only_where_they_may_differ(
+@pytest.mark.parametrize("case", ["re-run", "out of order"])
+def test_the_finish_reads_the_records_back_once(
     case: str, tiny_dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A run evaluates and prices its records as it writes them, while they come in the
-    file's order and read back as written (a re-run the cache answers): then records.jsonl
-    is not read back at all; otherwise once. Either way metrics.json is what evaluating the
-    file gives, and run.json's cost is `run_cost` over the file."""
+    """A run evaluates and prices its records by reading records.jsonl back once:
+    metrics.json is what evaluating the file gives, and run.json's cost is `run_cost` over
+    the file."""
     import harness.core.records as records_module
-    import harness.runs.runner as runner_module
     from harness.calls.pricing import run_cost
     from harness.core.dataset import load_dataset
     from harness.core.records import RecordsFile
@@ -404,8 +371,6 @@ def test_the_finish_reads_the_records_back_only_where_they_may_differ(
     )
     if case != "out of order":
         run(config, tmp_path)  # the cold run: the next one is answered from the cache
-    if case == "not as written":
-        monkeypatch.setattr(runner_module, "reads_back_as_written", lambda r: r.item_id != "d1")
     reads: list[Path] = []
     read_records_as_before = records_module.read_records
 
@@ -415,7 +380,7 @@ def test_the_finish_reads_the_records_back_only_where_they_may_differ(
 
     monkeypatch.setattr(records_module, "read_records", counted)
     result, _ = run(config, tmp_path)
-    assert [p.name for p in reads] == ([] if case == "re-run" else ["records.jsonl"])
+    assert [p.name for p in reads] == ["records.jsonl"]
     monkeypatch.undo()
     records = RecordsFile(result.out_dir / "records.jsonl")
     _, expected = evaluate_run(
