@@ -11,6 +11,7 @@ from functools import wraps
 from typing import Any, TypeVar
 
 import typer
+from typer.core import TyperGroup, TyperOption
 
 from harness._version import __version__
 from harness.core.console import terminal
@@ -52,6 +53,18 @@ def version_text() -> str:
         return f"bgm-judge {__version__}"
     dirty = ", with local changes" if git["dirty"] else ""
     return f"bgm-judge {__version__} (git {git['commit'][:12]}{dirty})"
+
+
+class HarnessGroup(TyperGroup):
+    """A command group whose own --help flag defaults to False, not None: typer (0.29)
+    coerces a flag whose value is None through a pydantic adapter, and the group's flag is
+    None whenever a subcommand is named, so `harness NAME --help` imported pydantic."""
+
+    def get_help_option(self, ctx: Any) -> TyperOption | None:
+        option = super().get_help_option(ctx)
+        if option is not None:
+            option.default = False
+        return option
 
 
 def check_range(option: str, value: int, low: int, high: int | None = None) -> None:

@@ -15,6 +15,7 @@ from harness.cli.annotate import annotate
 from harness.cli.cache import app as cache_app
 from harness.cli.common import (
     EXIT_INCOMPLETE,
+    HarnessGroup,
     check_range,
     console,
     err_console,
@@ -33,6 +34,7 @@ from harness.core.locking import make_folder
 from harness.core.sanitize import dumps_json, terminal_text
 
 app = typer.Typer(
+    cls=HarnessGroup,
     help="bgm-judge: evaluate background-music recommendation for dialogues (DialBGM).",
     no_args_is_help=True,
     add_completion=False,

@@ -237,3 +237,19 @@ def test_the_cli_module_imports_no_pydantic() -> None:
     code = "import sys, harness.cli.main; print('pydantic' in sys.modules, 'numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_run_help_imports_no_pydantic() -> None:
+    """The group's --help flag defaults to False, which typer does not coerce through
+    pydantic (a None flag it does): start-up stays under its budget."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nsys.argv = ['harness', 'run', '--help']\nfrom harness.cli.main import main\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\n"
+        "print(code, 'pydantic' in sys.modules, file=sys.stderr)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "Usage:" in out.stdout
+    assert out.stderr.split() == ["0", "False"]
