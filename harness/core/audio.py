@@ -54,7 +54,7 @@ def read_mono(path: Path, sample_rate: int | None = None) -> NDArray[np.float32]
 def resample(
     signal: NDArray[np.float32], source_rate: int, target_rate: int
 ) -> NDArray[np.float32]:
-    from scipy.signal import resample_poly  # imported here: it costs ~0.7 s at start-up
+    from scipy.signal import resample_poly  # imported here: slow to import
 
     divisor = gcd(source_rate, target_rate)
     out = resample_poly(signal, target_rate // divisor, source_rate // divisor)

@@ -198,8 +198,8 @@ def _frames(file: Path) -> int:
 
 def _pcm_wav_frames(file: Path) -> int | None:
     """The frames of a plain PCM WAV (format tag 1) as the standard library's `wave` counts
-    them (the data chunk's size over the frame size), from the RIFF chunk headers alone: a
-    fifth of `wave`'s cost, and a twentieth of libsndfile's. None for any other file."""
+    them (the data chunk's size over the frame size), from the RIFF chunk headers alone,
+    without opening the file through `wave` or libsndfile. None for any other file."""
     with open_file(file) as handle:
         riff = handle.read(12)
         if len(riff) < 12 or riff[:4] != b"RIFF" or riff[8:] != b"WAVE":

@@ -32,7 +32,7 @@ Predictions = Mapping[int, Mapping[str, Mapping[str, float | None]]]
 class ScoreRow(Mapping[str, float | None]):
     """An item's scores as read from a predictions file: one float per candidate, in the
     item's candidate order (NaN for null or absent), which `build_matrix` takes as it is,
-    instead of a dict of candidate strings and float objects (~16x the memory)."""
+    instead of a dict of candidate strings and float objects."""
 
     __slots__ = ("_position", "array", "candidates", "given")
 
@@ -145,8 +145,7 @@ class PredictionLine(BaseModel):
     """One line of a predictions file: `scores`, or a `ranking` (best first, any length)."""
 
     # Strict: a score is a JSON number or null (not `true`, not "7.5"). pydantic's string
-    # cache off: a pool's ids rarely repeat within its 16,384 slots, and filling it was a
-    # fifth of reading a line of 500 scores.
+    # cache off: a pool's ids rarely repeat within its 16,384 slots.
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True, cache_strings=False)
     item_id: str
     scores: dict[str, float | None] | None = None

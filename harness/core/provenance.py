@@ -78,7 +78,7 @@ def git_commit(root: Path | None = None) -> dict[str, Any] | None:
 
 def package_versions(names: tuple[str, ...] = KEY_PACKAGES) -> dict[str, str]:
     """Installed versions of `names`; packages that are not installed are left out."""
-    from importlib import metadata  # 30 ms: not for every command's start
+    from importlib import metadata  # imported here: not for every command's start
 
     found = {}
     for name in names:
@@ -109,8 +109,8 @@ def locked_versions(root: Path = ROOT) -> tuple[dict[str, str], str] | None:
 
 def installed_versions() -> dict[str, str]:
     """Every distribution installed on sys.path, by normalised name. Read from the
-    `NAME-VERSION.dist-info` folder names: parsing each METADATA file through
-    importlib.metadata costs ~0.8 s for the ~190 packages of the lock."""
+    `NAME-VERSION.dist-info` folder names, without parsing each METADATA file through
+    importlib.metadata (slow for the ~190 packages of the lock)."""
     found: dict[str, str] = {}
     for entry in sys.path:
         folder = Path(entry or ".")

@@ -254,8 +254,6 @@ class JudgeCalls(CallPlan):
         parsed = asked.parsed
         if parsed is not None:
             extra.update(parsed.extra)
-        # built at once: a record's fields set one by one cost twice as much (a warm re-run
-        # makes tens of thousands)
         return Record(
             item_id=call.item_id,
             candidates=candidates,

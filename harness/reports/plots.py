@@ -20,8 +20,8 @@ from harness.scoring.stats import Agreement, PositionBias
 
 PAGE_DPI = 110  # 13 inches (the widest figure) make 1,430 px: the page is 1,400 px wide
 MAX_HEIGHT = 12.0  # inches
-# The heatmap writes its values in the cells up to this many rankers (each text costs ~2 ms to
-# draw; the report's agreement table has them all).
+# The heatmap writes its values in the cells up to this many rankers (beyond, they would not
+# be legible; the report's agreement table has them all).
 ANNOTATED = 12
 MAX_HEATMAP = 7.5  # inches a side: with the colour bar, under 1,000 px
 

@@ -3,8 +3,8 @@ with no TensorFlow.
 
 Why a reader and not a one-time conversion to safetensors at install: the musicnn wheel
 stays the single source of the weights (nothing derived to keep in step with it, no
-install-time hook), and parsing its 5 KB index and slicing its 9 MB data file takes
-milliseconds, so converting would save nothing at run time.
+install-time hook), and parsing its 5 KB index and slicing its 9 MB data file is cheap, so
+converting would save nothing at run time.
 
 Format: `.index` is a LevelDB-style table (SSTable). Its 48-byte footer points at an index
 block; each index entry points at a data block; each data-block entry maps a tensor name
@@ -13,8 +13,8 @@ key holds the `BundleHeaderProto` (number of shards, endianness). Blocks use pre
 compressed keys followed by a restart array, and are stored uncompressed by TensorFlow.
 Tensors are raw little-endian bytes at `offset` in `.data-<shard>-of-<n>`.
 
-Integrity: the per-tensor crc32c is not checked (pure-Python crc32c over 9 MB takes
-seconds); `weights.py` checks each checkpoint file against the wheel's RECORD sha256
+Integrity: the per-tensor crc32c is not checked (pure-Python crc32c over 9 MB is slow);
+`weights.py` checks each checkpoint file against the wheel's RECORD sha256
 instead, and this reader checks every size and offset against the shapes and files.
 """
 

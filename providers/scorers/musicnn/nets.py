@@ -41,7 +41,7 @@ def _freq_max_of_bn_relu(bn: nn.Module, h: torch.Tensor) -> torch.Tensor:
     pooled maps: per channel, bn(relu(.)) is monotone (increasing where the batch-norm
     scale is positive, decreasing where negative), so the max is bn(relu(max h)) or
     bn(relu(min h)). The same floats as the direct order, with a fraction of the work."""
-    assert isinstance(bn, nn.modules.batchnorm._BatchNorm) and bn.running_var is not None
+    assert isinstance(bn, nn.BatchNorm1d | nn.BatchNorm2d) and bn.running_var is not None
     low, high = torch.aminmax(h, dim=3)
 
     def norm(x: torch.Tensor) -> torch.Tensor:
@@ -193,7 +193,7 @@ def _load_conv1d(conv: nn.Module, tensors: Mapping[str, NDArray[np.generic]], sc
 
 
 def _load_bn(bn: nn.Module, tensors: Mapping[str, NDArray[np.generic]], scope: str) -> None:
-    assert isinstance(bn, nn.modules.batchnorm._BatchNorm)
+    assert isinstance(bn, nn.BatchNorm1d | nn.BatchNorm2d)
     assert bn.running_mean is not None and bn.running_var is not None
     _set(bn.weight, _get(tensors, f"{scope}/gamma"), f"{scope}/gamma")
     _set(bn.bias, _get(tensors, f"{scope}/beta"), f"{scope}/beta")

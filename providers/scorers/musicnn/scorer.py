@@ -44,8 +44,8 @@ if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
 Vector = np.ndarray[Any, np.dtype[np.float64]]
-# (model, clip sha256) -> tag probabilities: tagging costs ~0.4 s of CPU per 10 s clip, and
-# the runs of a sweep meet the same clips again.
+# (model, clip sha256) -> tag probabilities: tagging is costly on CPU, and the runs of a sweep
+# meet the same clips again.
 _TAGS: dict[tuple[str, str], dict[str, float]] = {}
 
 

@@ -406,17 +406,13 @@ WIRE_CASES: dict[str, dict[str, Any]] = {
 
 
 @pytest.mark.parametrize("name", sorted(WIRE_CASES))
-def test_a_post_without_the_transform_sends_what_create_sends(
-    name: str, tiny_dataset: Path
-) -> None:
-    """`post_chat_completion` skips the SDK's parameter transform (a quarter of its CPU per
-    call): the same JSON, headers and key must reach the server as through
-    `chat.completions.create`, for every body the judges build (audio parts, a re-ask's
-    follow-ups, schema and object modes, extra_body, log-probabilities)."""
+def test_the_wire_carries_the_body_the_judge_builds(name: str, tiny_dataset: Path) -> None:
+    """Through the SDK's public `chat.completions.create`: the JSON the server receives is
+    the body the judge builds (its `extra_body` fields at the top level), with the key as a
+    bearer token, for every body the judges build (audio parts, a re-ask's follow-ups,
+    schema and object modes, extra_body, log-probabilities)."""
     import httpx2
     import openai
-
-    from providers.api.openai_chat import post_chat_completion
 
     block = {"name": name, "base_url": "http://wire.test/v1", **WIRE_CASES[name]}
     if name == "openai-compatible":
@@ -441,43 +437,19 @@ def test_a_post_without_the_transform_sends_what_create_sends(
         http_client=openai.DefaultAsyncHttpxClient(transport=httpx2.MockTransport(answer)),
     )
 
-    async def both() -> tuple[Any, Any]:
+    async def send() -> Any:
         try:
-            created = await client.chat.completions.create(**body)
-            posted = await post_chat_completion(client, body)
-            return created, posted
+            return await judge.send(client, body)  # type: ignore[attr-defined]
         finally:
             await client.close()
 
-    created, posted = asyncio.run(both())
-    assert posted == created and posted.choices[0].message.content == '{"score": 7}'
-    via_create, via_post = seen
-    assert (via_post.method, via_post.url) == (via_create.method, via_create.url)
-    assert json.loads(via_post.content) == json.loads(via_create.content)
-    assert json.loads(via_post.content)["messages"][2]["role"] == "assistant"
+    response = asyncio.run(send())
+    assert response.text == '{"score": 7}'
+    (wire,) = seen
+    assert (wire.method, str(wire.url)) == ("POST", "http://wire.test/v1/chat/completions")
+    expected = {k: v for k, v in body.items() if k != "extra_body"} | body.get("extra_body", {})
+    assert json.loads(wire.content) == expected
+    assert json.loads(wire.content)["messages"][2]["role"] == "assistant"
     if "extra_body" in WIRE_CASES[name]:
-        assert json.loads(via_post.content)["top_k"] == 5
-    assert dict(via_post.headers) == dict(via_create.headers)
-    assert via_post.headers["authorization"] == f"Bearer {KEY}"
-
-
-def test_request_options_of_an_sdk_without_per_request_security(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """SDKs before per-request `security` take no such argument: the options are built
-    without it (such a client adds its key to every request itself)."""
-    import openai._base_client as base
-
-    from providers.api.openai_chat import _request_options
-
-    made = base.make_request_options
-
-    def older(*, extra_body: Any = None, **rest: Any) -> Any:
-        if "security" in rest:
-            raise TypeError("make_request_options() got an unexpected keyword 'security'")
-        return made(extra_body=extra_body, **rest)
-
-    monkeypatch.setattr(base, "make_request_options", older)
-    options: dict[str, Any] = _request_options({"top_k": 5})
-    assert options["extra_json"] == {"top_k": 5} and "security" not in options
-    assert _request_options(None) == made()
+        assert json.loads(wire.content)["top_k"] == 5
+    assert wire.headers["authorization"] == f"Bearer {KEY}"
