@@ -13,11 +13,11 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field
 
-from harness.core.types import ChatRequest, ProviderConfig, ProviderError
+from harness.core.types import CALL, ChatRequest, ProviderConfig, ProviderError
 from providers.local._judge import Loaded, LocalJudge
 from providers.local._processor import MissingChatTemplate
 from providers.local._settings import LocalOptions, hf
@@ -76,8 +76,11 @@ class GgufOptions(LocalOptions):
         default=True, description="end the answer where its first JSON object closes"
     )
     # A left-padded batch changes a small model's greedy answers (SmolLM2 echoed the dialogue
-    # for a prompt it answers alone with a score), so by default each prompt goes alone.
-    batch_size: int = Field(default=1, ge=1)
+    # for a prompt it answers alone with a score), so by default each prompt goes alone; and
+    # one at a time, since a request's timeout also runs while it waits behind the others.
+    batch_size: Annotated[int, CALL] = Field(default=1, ge=1)
+    max_concurrency: Annotated[int, CALL] = Field(default=1, gt=0)
+    timeout_s: Annotated[float, CALL] = Field(default=600.0, gt=0)
 
 
 class GgufJudge(LocalJudge):

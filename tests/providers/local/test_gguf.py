@@ -95,6 +95,8 @@ def test_the_defaults_stop_after_the_json_and_keep_batches_of_one(tmp_path: Path
     assert made.identity()["model"] == str(model)
     assert "stop_after_json" not in made.identity()  # the default
     assert judge(model=str(model), stop_after_json=False).identity()["stop_after_json"] is False
+    calls = {"batch_size": 4, "max_concurrency": 4, "timeout_s": 60.0}
+    assert judge(model=str(model), **calls).identity() == made.identity()  # how, not what
 
 
 def test_a_sweeps_runs_share_one_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -173,11 +175,16 @@ def test_real_answers_copy_the_example_and_trail_text_without_the_stop(real: Ggu
 @needs_smollm2
 def test_the_expected_score_sits_on_the_format_examples_number(real: GgufJudge) -> None:
     """The probability-weighted score over every admissible number follows the example the
-    prompt shows, whatever is rated: the judge is anchored, not discriminating."""
-    found = {}
-    for example in ("7.5", "3.2"):
-        ask = f'Rate calm piano under a quiet talk, 0 to 10. Answer exactly in this form: {{"score": {example}}}'
-        (answer,) = real.generate_batch([ChatRequest("You rate music.", (ask,))])
+    prompt shows, whatever is rated: the judge is anchored, not discriminating. (Asked the
+    same without "one JSON object and nothing else", it answers in prose: `The score is
+    7.5.`)"""
+    for example in (7.5, 3.2):
+        ask = (
+            "Rate calm piano under a quiet talk, 0 to 10. Answer with one JSON object and "
+            f'nothing else, exactly in this form: {{"score": {example}}}'
+        )
+        system = "You are a music supervisor choosing background music for everyday conversations."
+        (answer,) = real.generate_batch([ChatRequest(system, (ask,))])
         assert answer.text == f'{{"score": {example}}}'
-        found[example] = answer.extra["expected_score"]
-    assert abs(found["7.5"] - 7.5) < 1.0 and abs(found["3.2"] - 3.2) < 1.0
+        assert abs(answer.extra["expected_score"] - example) < 0.2
+        assert answer.extra["score_probs"][int(example)] > 0.9  # the whole part, P > 0.9
