@@ -38,7 +38,7 @@ import soundfile
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from harness.core.errors import DatasetError, HarnessError
-from harness.core.files import open_file, read_jsonl
+from harness.core.files import MAX_POOL_VALUES, open_file, read_jsonl
 from harness.core.items import FIELDS, InFolder, Item, RelevanceForm, Schema, Turn, from_schema
 from harness.core.paths import contained
 
@@ -231,7 +231,7 @@ def load_items(root: Path, clips: dict[str, Clip], *, check_audio: bool = True) 
     items: list[Item] = []
     seen: set[str] = set()
     ids = {cid: cid for cid in clips}
-    for line_no, obj in read_jsonl(path):
+    for line_no, obj in read_jsonl(path, max_values=MAX_POOL_VALUES):
         try:
             checked = Schema.Item.model_validate(obj)
         except ValidationError as exc:

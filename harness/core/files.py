@@ -39,6 +39,8 @@ READ_BUFFER = 1 << 20  # a pool's line of 500 scores in one read, not sixty
 # The most a decoded value may expand to when walked: a judge's answer holds a few values
 # (with logprobs some 10,000), a shard's marker one id per item.
 MAX_VALUE_NODES = 100_000
+# A dataset line may hold a whole candidate pool (a MusiCRS thread of 100,000 titles).
+MAX_POOL_VALUES = 1_000_000
 MAX_VALUE_CHARS = 64_000_000
 MAX_VALUE_DEPTH = 64
 MAX_INT_BITS = 14_000  # Python prints at most 4,300 digits (about 14,300 bits)
@@ -230,10 +232,12 @@ def text_lines(path: Path, missing: str = "file not found") -> Iterator[tuple[in
             yield line_no, line
 
 
-def read_jsonl(path: Path, missing: str = "file not found") -> Iterator[tuple[int, dict[str, Any]]]:
+def read_jsonl(
+    path: Path, missing: str = "file not found", *, max_values: int = MAX_VALUE_NODES
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line of a JSONL file."""
     for line_no, line in text_lines(path, missing):
-        value = parse_json(line, path, line_no)
+        value = parse_json(line, path, line_no, max_values=max_values)
         if not isinstance(value, dict):
             raise DatasetError(path, line_no, "expected a JSON object")
         yield line_no, value

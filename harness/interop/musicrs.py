@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from harness.config.sources import HF_PREFIX, ItemColumns, is_hf_source
 from harness.core.dataset import load_dataset
 from harness.core.errors import DatasetError, HarnessError
-from harness.core.files import read_jsonl, write_jsonl
+from harness.core.files import MAX_POOL_VALUES, read_jsonl, write_jsonl
 from harness.core.paths import UnsafePath, contained
 from harness.interop.hf import load_table
 
@@ -146,7 +146,7 @@ def _rows(source: Path | str, split: str | None) -> Iterator[tuple[int, dict[str
     """(line or row number, thread) from the release JSONL or a Hugging Face dataset
     (`hf://rohan2810/MusiCRS[@REVISION]`, a save_to_disk folder, Parquet files)."""
     if not is_hf_source(source):
-        yield from read_jsonl(Path(source))
+        yield from read_jsonl(Path(source), max_values=MAX_POOL_VALUES)
         return
     table, _ = load_table(str(source), ItemColumns(split=split))
     for index, row in enumerate(table, start=1):
