@@ -203,10 +203,10 @@ def _table_names(text: str, heading: str) -> list[str]:
     return [m.group(1) for row in rows if (m := re.match(r"\| `([\w-]+)` \|", row))]
 
 
-def test_every_prompt_variant_is_in_the_readme_table() -> None:
-    """README's table of `prompt:` values lists every variant of the registry, once."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    names = _table_names(readme, "## Prompt variants")
+def test_every_prompt_variant_is_in_the_prompts_table() -> None:
+    """docs/prompts.md's table of `prompt:` values lists every variant of the registry, once."""
+    page = (DOCS / "prompts.md").read_text(encoding="utf-8")
+    names = _table_names(page, "# Prompt variants")
     assert sorted(names) == sorted(VARIANTS)
 
 
@@ -281,11 +281,10 @@ def test_every_metrics_json_key_is_in_metrics_md() -> None:
     assert _mentioned("metrics.md", keys) == []
 
 
-def test_every_extra_is_in_the_readme_install_table() -> None:
+def test_every_extra_is_in_the_install_table() -> None:
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    install = readme.split("## Install", 1)[1].split("\n## ", 1)[0]
+    install = (DOCS / "install.md").read_text(encoding="utf-8")
     rows = {ln.split("|")[1].strip() for ln in install.splitlines() if ln.startswith("| `")}
     assert {f"`{extra}`" for extra in extras} <= rows

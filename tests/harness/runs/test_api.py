@@ -139,7 +139,7 @@ def test_name_on_a_sweep_names_the_sweep_as_set_does(tmp_path: Path, tiny_datase
 def test_a_limited_run_under_its_own_name_leaves_the_full_run_alone(
     tmp_path: Path, tiny_dataset: Path
 ) -> None:
-    """The README's example: a quick run of a few items after the full experiment."""
+    """docs/python_api.md's example: a quick run of a few items after the full experiment."""
     common = {"results_dir": tmp_path / "r", "cache_dir": tmp_path / "c", "show_progress": False}
     (full, _) = harness.run(sweep(tmp_path, tiny_dataset), **common)
     before = (full.out_dir / "metrics.json").read_bytes()
