@@ -1,4 +1,4 @@
-"""`python -m bench [NAME ...] [--tiny] [--results FILE]`: run the benchmarks, print one
+"""`python -m bench [NAME ...] [--tiny] [--results FILE] [--against TREE]`: run the benchmarks, print one
 summary line each, and write their figures with the machine and date: to bench/RESULTS.md
 when every benchmark runs at full size, else to bench/out/ unless `--results` names a file.
 Writing over an earlier results file keeps the sections of the benchmarks not run this time
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psutil
 
-from bench import yardstick
+from bench import side_by_side, yardstick
 from bench.common import OUT, REPO, BenchResult, Size, fresh
 from bench.results import write_results
 
@@ -125,6 +125,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--tiny", action="store_true", help="tiny sizes (a smoke test)")
     parser.add_argument("--results", type=Path, help="where to write the results markdown")
+    parser.add_argument(
+        "--against",
+        type=Path,
+        metavar="TREE",
+        help="run each benchmark in this checkout and in TREE (another checkout with its own "
+        ".venv), alternately, and write their shared figures side by side",
+    )
     args = parser.parse_args(argv)
     unknown = sorted(set(args.names) - set(BENCHMARKS))
     if unknown:
@@ -136,6 +143,12 @@ def main(argv: list[str] | None = None) -> int:
     out_path: Path = args.results or default
     OUT.mkdir(parents=True, exist_ok=True)
     header = machine()
+    if args.against is not None:
+        rows = side_by_side.compare(names, args.against.resolve(), size)
+        header.append(f"- yardstick at the end: {yardstick.measure():.3f} s")
+        side_by_side.write_section(out_path, header, args.against.resolve(), rows)
+        print(f"results written to {out_path}")
+        return 0
     results: list[BenchResult] = []
     failed = False
     for name in names:
