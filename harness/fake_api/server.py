@@ -217,6 +217,8 @@ async def handle(
         raise Reply(404, f"models/{parsed.model}: unknown answer mode {mode!r}")
     builder = gemini_body if api == "gemini" else openai_body
     payload, entry.answer = builder(mode, parsed, seconds, state.cached_tokens(parsed))
+    if settings.model is not None:  # a misconfigured server answers as another model
+        payload["modelVersion" if api == "gemini" else "model"] = settings.model
     book.pay(parsed)
     if entry.outcome == "answered":
         entry.outcome = f"answered:{mode}"

@@ -74,6 +74,7 @@ class FakeSettings:
     # At most this many requests handled at once (a vLLM server's max_num_seqs); the rest
     # wait their turn, their latency counted from when it comes. None: no limit.
     max_concurrency: int | None = None
+    model: str | None = None  # answer as this model, whatever is asked (a misconfigured server)
 
     def __post_init__(self) -> None:
         self.faults = expand_faults(self.faults)

@@ -177,7 +177,7 @@ def _tracked(config: ExperimentConfig, options: dict[str, Any]) -> RunResult:
     `tracking:` block (a failed or interrupted run is marked so before the exception goes on)."""
     from harness.core.event_loop import run_coroutine
     from harness.core.secrets import scrub_value
-    from harness.interop.tracking import open_trackers
+    from harness.interop.tracking import open_trackers, settle
     from harness.runs.runner import Runner
 
     trackers = open_trackers(config.tracking, scrub_value(config.model_dump(mode="json")))
@@ -186,14 +186,19 @@ def _tracked(config: ExperimentConfig, options: dict[str, Any]) -> RunResult:
     except BaseException as exc:
         interrupted = isinstance(exc, KeyboardInterrupt)
         reason = None if interrupted else f"{type(exc).__name__}: {exc}"
-        for tracker in trackers:
-            tracker.finish("interrupted" if interrupted else "failed", reason)
+        _warn(settle(trackers, "interrupted" if interrupted else "failed", reason=reason))
         raise
     complete = result.complete and result.no_scores is None
-    for tracker in trackers:
-        tracker.log(result.out_dir)
-        tracker.finish("finished" if complete else "incomplete")
+    _warn(settle(trackers, "finished" if complete else "incomplete", result.out_dir))
     return result
+
+
+def _warn(lines: list[str]) -> None:
+    from harness.core.console import terminal
+    from harness.core.sanitize import terminal_text
+
+    for line in lines:
+        terminal(stderr=True).print(f"[bold yellow]warning:[/] {terminal_text(line)}")
 
 
 def _configs(

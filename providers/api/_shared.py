@@ -12,7 +12,7 @@ import os
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any, Generic, Literal, TypeVar
 from urllib.parse import parse_qsl, urlsplit
@@ -75,6 +75,7 @@ MAX_RETRY_AFTER_S = 600.0
 AUDIO_CACHE_BYTES = 256 * 2**20
 
 C = TypeVar("C")
+T = TypeVar("T")
 
 
 def env_key_named(names: tuple[str, ...]) -> tuple[str, str] | None:
@@ -163,15 +164,22 @@ def batch_settings(config: ApiOptions, urls: list[str]) -> BatchSettings | None:
     )
 
 
+# Failures that say the server, not the request, is at fault (it is dead, answers 5xx or
+# pages that are not answers, or serves another model): the server rests, and the request is
+# sent to another one at once (`ClientPool.ask`).
+SERVER_FAULTS = frozenset({"connection", "server_error", "bad_response", "wrong_model"})
+
+
 class ClientPool(Generic[C]):
     """One SDK client per base URL, built on first use inside the running event loop; each
     request goes to the client with the fewest requests in flight (so a slow server, whose
     requests stay in flight longer, gets fewer), among the servers not resting.
 
-    A server whose connection failed (refused, reset: it died or restarts) rests for
-    `DOWN_FIRST_S`, doubling with each further failure up to `DOWN_MAX_S`: the retries of
-    its requests go to the others, and after its rest one request probes it again. Its
-    first answer ends the rest. When every server rests, the one back soonest is asked."""
+    A server that failed (`SERVER_FAULTS`: refused or reset, a 5xx, an unreadable answer,
+    another model's) rests for `DOWN_FIRST_S`, doubling with each further failure up to
+    `DOWN_MAX_S`, and `ask` sends the request to another server at once; after its rest one
+    request probes it again. Its first answer ends the rest. When every server rests, the one
+    back soonest is asked. `answered` counts each server's answers (run.json)."""
 
     DOWN_FIRST_S = 0.5
     DOWN_MAX_S = 8.0
@@ -191,7 +199,7 @@ class ClientPool(Generic[C]):
         self._clock = clock
         self._down_until = [0.0] * len(self._urls)
         self._failures = [0] * len(self._urls)
-        self.answered = [0] * len(self._urls)  # answers per server (tests, benchmarks)
+        self.answered = [0] * len(self._urls)
 
     @property
     def clients(self) -> list[C]:
@@ -199,24 +207,44 @@ class ClientPool(Generic[C]):
             self._clients = [self._factory(url) for url in self._urls]
         return self._clients
 
-    def _pick(self) -> int:
+    def _up(self, tried: set[int]) -> list[int]:
+        now = self._clock()
+        return [i for i in range(len(self._urls)) if self._down_until[i] <= now and i not in tried]
+
+    def _pick(self, tried: set[int]) -> int:
         n = len(self._urls)
         self._turn = (self._turn + 1) % n
-        now = self._clock()
-        up = [i for i in range(n) if self._down_until[i] <= now]
+        up = self._up(tried)
         if not up:
             return min(range(n), key=lambda i: self._down_until[i])
         return min(up, key=lambda i: (self._in_flight[i], (i - self._turn) % n))
 
+    async def ask(self, send: Callable[[C], Awaitable[T]]) -> T:
+        """`send(client)` through `lease`; after a server's fault (`SERVER_FAULTS`), again on
+        another server up and not yet tried for it, so that a dead or failing server costs
+        the request no attempt while another can answer."""
+        tried: set[int] = set()
+        while True:
+            try:
+                with self.lease(tried) as client:
+                    return await send(client)
+            except ProviderError as exc:
+                if exc.kind not in SERVER_FAULTS or not self._up(tried):
+                    raise
+
     @contextmanager
-    def lease(self) -> Iterator[C]:
+    def lease(self, tried: set[int] | None = None) -> Iterator[C]:
+        """The client of the server `_pick` chooses (not one of `tried`, which it joins,
+        while another is up)."""
         clients = self.clients
-        index = self._pick()
+        index = self._pick(tried or set())
+        if tried is not None:
+            tried.add(index)
         self._in_flight[index] += 1
         try:
             yield clients[index]
         except ProviderError as exc:
-            if exc.kind == "connection":
+            if exc.kind in SERVER_FAULTS:
                 self._failures[index] += 1
                 doublings = min(self._failures[index] - 1, self._DOUBLINGS_TO_MAX)
                 rest = min(self.DOWN_FIRST_S * 2**doublings, self.DOWN_MAX_S)
@@ -277,6 +305,16 @@ def wav_base64(ref: AudioRef, sample_rate: int | None, data_url: bool = False) -
         payload = "data:audio/wav;base64," + encoded if data_url else encoded
         _ENCODED.put(key, payload)
     return payload
+
+
+def same_model(asked: str, answered: str | None) -> bool:
+    """Whether an answer's model is the one asked for: the same name (`models/` aside), or a
+    dated or tagged release of it (`gpt-4o` answered as `gpt-4o-2024-08-06`, `llama3` as
+    `llama3:latest`); a server that names none is taken at its word."""
+    if not answered:
+        return True
+    asked, answered = asked.removeprefix("models/"), answered.removeprefix("models/")
+    return answered == asked or answered.startswith((f"{asked}-", f"{asked}:", f"{asked}@"))
 
 
 def parse_retry_after(value: str | None) -> float | None:

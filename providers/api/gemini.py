@@ -165,6 +165,7 @@ class GeminiJudge(ApiJudge[Client]):
         response = await client.aio.models.generate_content(
             model=self.model, contents=contents, config=config
         )
+        self.check_model(response.model_version)
         return self.read_response(response)
 
     def read_response(self, response: types.GenerateContentResponse) -> ChatResponse:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any, ClassVar, Generic, TypeVar
 
+from harness.core.secrets import scrub
 from harness.core.types import ChatRequest, ChatResponse, ProviderConfig, ProviderError
 from providers.api._body_limit import ResponseTooLarge
 from providers.api._shared import (
@@ -32,6 +33,7 @@ from providers.api._shared import (
     batch_settings,
     env_key_named,
     malformed_answer,
+    same_model,
     status_error,
     transport_error,
 )
@@ -85,7 +87,11 @@ class ApiJudge(Judge, Generic[C]):
         endpoint = api_endpoint(
             self.config, self.urls, self.url_variable, self.official_base_url, wire
         )
-        return endpoint | {"api_key_env": found[0] if found else None}
+        endpoint |= {"api_key_env": found[0] if found else None}
+        if len(configured) > 1:  # how many answers each server of the pool gave
+            answered = zip(configured, self._pool.answered, strict=True)
+            endpoint["answered"] = {scrub(url or ""): n for url, n in answered}
+        return endpoint
 
     def missing_key(self) -> str | None:
         if not self.needs_key or self.urls or env_key_named(self.key_names) is not None:
@@ -149,14 +155,32 @@ class ApiJudge(Judge, Generic[C]):
 
     async def generate(self, request: ChatRequest) -> ChatResponse:
         built = self.build_request(request)
-        with self._pool.lease() as (client, url):
+
+        async def send(pooled: tuple[C, str | None]) -> ChatResponse:
+            client, url = pooled
             try:
-                return await self.send(client, built)
+                response = await self.send(client, built)
             except Exception as exc:
                 error = self.provider_error(exc, url, self.label)
                 if error is None:
                     raise
                 raise error from None
+            if len(self.urls) > 1:  # a pool: the record names the server that answered
+                response.extra["server"] = scrub(url or "")
+            return response
+
+        return await self._pool.ask(send)
+
+    def check_model(self, answered: str | None) -> None:
+        """A ProviderError (the server is at fault: another server is asked) when an answer
+        names another model than the one asked for (`same_model`)."""
+        if not same_model(self.model, answered):
+            raise ProviderError(
+                f"{self.label} answered as model {answered!r}, not {self.model!r}: the server "
+                "serves another model",
+                transient=True,
+                kind="wrong_model",
+            )
 
     # ------------------------------------------------------------ failures
     # What the SDK raises on an answer it cannot read (asked again).

@@ -192,6 +192,7 @@ class ChatCompletionsJudge(ApiJudge["openai.AsyncOpenAI"]):
 
     async def send(self, client: openai.AsyncOpenAI, built: dict[str, Any]) -> ChatResponse:
         completion: ChatCompletion = await client.chat.completions.create(**built)
+        self.check_model(completion.model)
         return self.read_completion(completion)
 
     def is_malformed(self, exc: BaseException) -> bool:

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from harness.config.blocks import TrackingOptions
+from harness.core.errors import HarnessError
+from harness.core.secrets import scrub
 
 Status = Literal["finished", "incomplete", "failed", "interrupted"]
 REPORT_FILES = ("metrics.json", "run.json", "config.yaml", "report.md", "predictions.jsonl")
@@ -84,16 +86,48 @@ def cost_values(run_json: Mapping[str, Any]) -> dict[str, float]:
 
 def open_trackers(options: TrackingOptions | None, config: Mapping[str, Any]) -> list[Tracker]:
     """A started tracker run for each tracker `options` names, for the run of `config`
-    (its config.yaml form)."""
+    (its config.yaml form); a tracker that cannot start is one HarnessError line, before
+    anything is paid."""
     if options is None:
         return []
     trackers: list[Tracker] = []
-    if options.wandb is not None:
-        from harness.interop.tracking.wandb_tracker import WandbTracker
+    try:
+        if options.wandb is not None:
+            from harness.interop.tracking.wandb_tracker import WandbTracker
 
-        trackers.append(WandbTracker(options.wandb, config))
-    if options.mlflow is not None:
-        from harness.interop.tracking.mlflow_tracker import MlflowTracker
+            trackers.append(WandbTracker(options.wandb, config))
+        if options.mlflow is not None:
+            from harness.interop.tracking.mlflow_tracker import MlflowTracker
 
-        trackers.append(MlflowTracker(options.mlflow, config))
+            trackers.append(MlflowTracker(options.mlflow, config))
+    except HarnessError:
+        raise
+    except Exception as exc:  # the tracker's library: any error of its own
+        which = "mlflow" if trackers or options.wandb is None else "wandb"
+        settle(trackers, "failed", reason="another tracker could not start")
+        raise HarnessError(f"tracking: {which} cannot start ({_reason(exc)})") from None
     return trackers
+
+
+def settle(
+    trackers: list[Tracker], status: Status, folder: Path | None = None, reason: str | None = None
+) -> list[str]:
+    """Log the finished run `folder` (when given) to each tracker and mark it `status`;
+    whatever a tracker cannot do then is a warning line, never an exception: the run is paid
+    and its results stay where they are."""
+    warnings = []
+    for tracker in trackers:
+        try:
+            if folder is not None:
+                tracker.log(folder)
+            tracker.finish(status, reason)
+        except Exception as exc:  # the tracker's library: any error of its own
+            name = type(tracker).__name__.removesuffix("Tracker").lower()
+            where = f"; the run's results are in {folder}" if folder is not None else ""
+            warnings.append(f"tracking: {name} could not log the run ({_reason(exc)}){where}")
+    return warnings
+
+
+def _reason(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return scrub(text)[:300]

@@ -6,6 +6,7 @@ for a local folder (mlflow-skinny has no SQL store)."""
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -36,6 +37,10 @@ def tracking_uri(uri: str) -> str:
     if "://" in uri or uri.startswith(("file:", "databricks")):
         if uri.startswith("file:"):
             os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+        # A server that is down is a failed run start in seconds, not MLflow's minutes of
+        # retries (the user's own settings of these win).
+        for name, value in (("MAX_RETRIES", "2"), ("BACKOFF_FACTOR", "1"), ("TIMEOUT", "20")):
+            os.environ.setdefault(f"MLFLOW_HTTP_REQUEST_{name}", value)
         return uri
     os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
     return Path(uri).resolve().as_uri()
@@ -90,5 +95,6 @@ def json_text(value: Any) -> str:
 
 
 def mlflow_key(key: str) -> str:
-    """MLflow keys allow letters, digits, `_ - . / space`; `@` (ndcg@10) becomes `_at_`."""
-    return key.replace("@", "_at_")
+    """MLflow keys allow letters, digits, `_ - . / : space`; `@` (ndcg@10) becomes `_at_`,
+    anything else (in an item group's name) `_`."""
+    return re.sub(r"[^\w\-. /:]", "_", key.replace("@", "_at_"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from harness.config.blocks import WandbOptions
 from harness.core.errors import HarnessError
 from harness.core.run_files import read_or_empty
+from harness.core.secrets import scrub
 from harness.interop.tracking import (
     REPORT_FILES,
     Status,
@@ -29,7 +31,15 @@ class WandbTracker:
             ) from None
         directory = options.dir or Path(".")
         directory.mkdir(parents=True, exist_ok=True)
-        self.run: Any = wandb.init(
+        command_line, sys.argv = sys.argv, [scrub(arg) for arg in sys.argv]  # W&B records it
+        try:
+            self.run: Any = self._init(wandb, options, config, directory)
+        finally:
+            sys.argv = command_line
+
+    @staticmethod
+    def _init(wandb: Any, options: WandbOptions, config: Mapping[str, Any], directory: Path) -> Any:
+        return wandb.init(
             project=options.project,
             entity=options.entity,
             group=str(config.get("sweep") or config.get("name")),

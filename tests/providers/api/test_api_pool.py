@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -76,11 +77,67 @@ def test_a_server_refusing_thousands_of_requests_rests_at_most_the_cap() -> None
     assert pool._down_until[0] == pytest.approx(clock.now + ClientPool.DOWN_MAX_S)
 
 
-def test_other_failures_do_not_rest_a_server() -> None:
+@pytest.mark.parametrize("kind", ["server_error", "bad_response", "wrong_model"])
+def test_a_server_that_fails_fast_rests_like_a_dead_one(kind: str) -> None:
+    """Issue 48: a server answering HTTP 500 or an HTML page at once was never rested, so
+    least-in-flight routing sent it most of the work."""
     clock = Clock()
     pool: ClientPool[str] = ClientPool(["a", "b"], lambda url: str(url), clock)
-    fail_on(pool, ProviderError("500", transient=True, kind="server_error"))
+    bad = fail_on(pool, ProviderError("failed fast", transient=True, kind=kind))
+    for _ in range(6):
+        with pool.lease() as client:
+            assert client != bad
+
+
+def test_a_rate_limit_or_a_timeout_rests_no_server() -> None:
+    clock = Clock()
+    pool: ClientPool[str] = ClientPool(["a", "b"], lambda url: str(url), clock)
+    fail_on(pool, ProviderError("429", transient=True, kind="rate_limited"))
+    fail_on(pool, ProviderError("slow", transient=True, kind="timeout"))
     assert pool._down_until == [0.0, 0.0]
+
+
+def test_with_99_dead_servers_and_one_alive_every_call_is_answered() -> None:
+    """Issue 48: a call could spend every attempt on dead servers (16 calls failed): `ask`
+    sends a request that a server failed to another one at once, costing it no attempt."""
+    clock = Clock()
+    urls = [f"dead{i}" for i in range(99)] + ["alive"]
+    pool: ClientPool[str] = ClientPool(urls, lambda url: str(url), clock)
+    sent: collections.Counter[str] = collections.Counter()
+
+    async def send(client: str) -> str:
+        sent[client] += 1
+        if client != "alive":
+            raise refused()
+        return client
+
+    async def calls() -> int:
+        failed = 0
+        for _ in range(300):
+            clock.now += 0.05
+            try:
+                assert await pool.ask(send) == "alive"
+            except ProviderError:
+                failed += 1
+        return failed
+
+    assert asyncio.run(calls()) == 0
+    assert sent["alive"] == 300
+    # each dead server is tried once, then once after each of its (doubling) rests
+    assert sum(sent.values()) - 300 < 99 * 6
+
+
+def test_ask_gives_up_when_every_server_failed_this_request() -> None:
+    pool: ClientPool[str] = ClientPool(["a", "b"], lambda url: str(url), Clock())
+    sent: list[str] = []
+
+    async def send(client: str) -> str:
+        sent.append(client)
+        raise ProviderError("500", transient=True, kind="server_error")
+
+    with pytest.raises(ProviderError):
+        asyncio.run(pool.ask(send))
+    assert sorted(sent) == ["a", "b"]  # each once: the call's next attempt is the runner's
 
 
 def test_least_in_flight_spreads_requests() -> None:
@@ -172,6 +229,55 @@ def test_a_server_dying_mid_run_loses_nothing_and_is_used_again(
     answered_after = victim.stats()["answered"]
     assert answered_after > int(log[0].split()[-1])  # asked again once back
     assert all(s.stats()["max_in_flight"] <= 2 for s in servers)
+
+
+@pytest.mark.parametrize("fault", ["500", "html"])
+def test_a_server_failing_fast_gets_little_of_the_work(tmp_path: Path, fault: str) -> None:
+    dataset = write_tiny_dataset(tmp_path / "d", n_items=10)
+    healthy = [FakeServer(FakeSettings(latency_s=0.02)).start() for _ in "ab"]
+    broken = FakeServer(FakeSettings(fault_rate=1.0, faults=(fault,))).start()
+    try:
+        urls = [broken.openai_base_url, *(s.openai_base_url for s in healthy)]
+        result, records = run_config(config(dataset, urls, max_concurrency=4), tmp_path)
+    finally:
+        for server in (*healthy, broken):
+            server.stop()
+    assert result.stats.errors == 0 and len(records) == 40
+    assert len(broken.requests()) < 10, len(broken.requests())
+
+
+def test_each_record_names_the_server_that_answered(
+    tmp_path: Path, servers: list[FakeServer]
+) -> None:
+    dataset = write_tiny_dataset(tmp_path / "d", n_items=6)
+    urls = [s.openai_base_url for s in servers]
+    result, records = run_config(config(dataset, urls), tmp_path)
+    assert {r.extra["server"] for r in records} <= set(urls)
+    run_json = json.loads((result.out_dir / "run.json").read_text())
+    answered = run_json["provenance"]["endpoints"]["provider"]["answered"]
+    assert sum(answered.values()) == len(records) and set(answered) <= set(urls)
+    for url in urls:
+        assert answered.get(url, 0) == sum(r.extra["server"] == url for r in records)
+
+
+def test_a_server_answering_as_another_model_answers_nothing(tmp_path: Path) -> None:
+    """Issue 48: a fast server of another model answered 167 of 240 calls of a pool."""
+    dataset = write_tiny_dataset(tmp_path / "d", n_items=10)
+    right = FakeServer(FakeSettings(latency_s=0.05)).start()
+    other = FakeServer(FakeSettings(model="another-model")).start()
+    try:
+        urls = [other.openai_base_url, right.openai_base_url]
+        result, records = run_config(config(dataset, urls, max_concurrency=4), tmp_path)
+        alone, _ = run_config(
+            config(dataset, [other.openai_base_url], max_attempts=2), tmp_path / "alone"
+        )
+    finally:
+        right.stop()
+        other.stop()
+    assert result.stats.errors == 0
+    assert {r.extra["server"] for r in records} == {right.openai_base_url}
+    assert alone.stats.errors == 40  # a mismatch is an error, not an answer
+    assert "another-model" in next(iter(alone.stats.first_errors.values()))
 
 
 def test_a_slow_server_gets_fewer_requests(tmp_path: Path) -> None:
