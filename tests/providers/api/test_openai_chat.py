@@ -428,7 +428,8 @@ def test_the_wire_carries_the_body_the_judge_builds(name: str, tiny_dataset: Pat
 
     def answer(wire: httpx2.Request) -> httpx2.Response:
         seen.append(wire)
-        return httpx2.Response(200, json=chat_completion('{"score": 7}'))
+        asked = json.loads(wire.content)["model"]  # an answer of the model asked for
+        return httpx2.Response(200, json=chat_completion('{"score": 7}') | {"model": asked})
 
     client = openai.AsyncOpenAI(
         api_key=KEY,
