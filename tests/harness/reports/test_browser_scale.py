@@ -176,9 +176,7 @@ def test_the_docs_state_the_trimming_and_the_figure_sizes_the_code_uses() -> Non
 
     root = Path(__file__).resolve().parents[3]
     reports = " ".join((root / "docs" / "reports.md").read_text().split())
-    readme = " ".join((root / "README.md").read_text().split())
     assert f"the gold and each run's top {TOP_K} (the cut-off of the @{TOP_K} metrics)" in reports
-    assert f"the gold and each run's top {TOP_K}" in readme
     assert f"drawn once for the page, at {PAGE_DPI} dpi" in reports
     assert (
         f"at most {MAX_HEIGHT:g} inches tall, the heatmap {MAX_HEATMAP:g} inches a side" in reports
