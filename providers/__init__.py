@@ -1,5 +1,7 @@
 """Provider registry. Modules are imported only when their provider is used, so SDKs and
-torch stay optional: adding a provider is one module plus one line in `REGISTRY`.
+torch stay optional: adding a provider is one module plus one line in `REGISTRY`, or an
+entry point `bgm_judge.providers` naming its class in a package of its own
+(`harness.core.plugins`).
 
 A provider's kind (judge or scorer) is declared here, once; the provider's class derives
 from the matching base (`tests/providers/test_registry.py` checks that they agree)."""
@@ -15,6 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, SerializeAsAny, ValidationError
 
 from harness.core.errors import ConfigError
+from harness.core.plugins import Registry
 from harness.core.types import ProviderConfig
 from providers.base import Judge, Provider, Scorer
 
@@ -51,7 +54,17 @@ class Entry:
         return provider
 
 
-REGISTRY: dict[str, Entry] = {
+def _plugin_entry(name: str, loaded: Any) -> Entry:
+    """A plugin's provider class as an entry (its kind from its base, its summary the first
+    line of its docstring)."""
+    if not (isinstance(loaded, type) and issubclass(loaded, Judge | Scorer)):
+        raise TypeError(f"{loaded!r} is not a Judge or Scorer class")
+    summary = (loaded.__doc__ or "").strip().partition("\n")[0]
+    kind: Literal["judge", "scorer"] = "scorer" if issubclass(loaded, Scorer) else "judge"
+    return Entry(f"{loaded.__module__}:{loaded.__qualname__}", kind, summary)
+
+
+_BUILT_IN: dict[str, Entry] = {
     "mock": Entry(
         "providers.mock:MockJudge",
         "judge",
@@ -147,6 +160,7 @@ REGISTRY: dict[str, Entry] = {
         "How often a candidate appears in the candidate lists of its group (MusiCRS baseline)",
     ),
 }
+REGISTRY: Registry[Entry] = Registry("providers", _plugin_entry, _BUILT_IN)
 
 
 def entry(name: str) -> Entry:

@@ -28,8 +28,9 @@ from harness.cli.compare import compare, plan
 from harness.cli.construct import app as construct_app
 from harness.cli.exports import app as export_app
 from harness.cli.imports import app as import_app
+from harness.cli.listing import list_
 from harness.cli.results import report, runs, view
-from harness.core.errors import DeprecatedSetting, HarnessError
+from harness.core.errors import DeprecatedSetting, HarnessError, PluginWarning
 from harness.core.locking import make_folder
 from harness.core.sanitize import dumps_json, terminal_text
 
@@ -54,6 +55,7 @@ app.command()(runs)
 app.command()(view)
 app.command()(compare)
 app.command()(plan)
+app.command("list")(list_)
 
 
 def _print_version(value: bool) -> None:
@@ -401,17 +403,10 @@ def tag(
         raise typer.Exit(EXIT_INCOMPLETE)
 
 
-@app.command()
+@app.command(hidden=True)
 def providers() -> None:
-    """List the registered providers (judges and scorers)."""
-    from rich.table import Table
-
-    from providers import REGISTRY
-
-    table = Table("name", "kind", "what it is", "extra")
-    for name, entry in sorted(REGISTRY.items()):
-        table.add_row(name, entry.kind, entry.summary, entry.extra or "")
-    console.print(table)
+    """`harness list providers`, by its name before 0.3."""
+    list_("providers")
 
 
 def _warning_text(
@@ -421,8 +416,9 @@ def _warning_text(
     lineno: int,
     line: str | None = None,
 ) -> str:
-    """A deprecated setting as one line; other warnings as Python shows them."""
-    if issubclass(category, DeprecatedSetting):
+    """A deprecated setting or a broken plugin as one line; other warnings as Python
+    shows them."""
+    if issubclass(category, DeprecatedSetting | PluginWarning):
         return f"warning: {message}\n"
     return _python_warning_text(message, category, filename, lineno, line)
 

@@ -36,7 +36,7 @@ from harness.core.errors import ConfigError, DeprecatedSetting, HarnessError
 from harness.core.types import BASE_FIELDS, ProviderConfig
 from harness.core.yaml_files import key_lines, parse_yaml, yaml_text
 from harness.scoring.metrics import MAX_BOOTSTRAP, MissingPolicy
-from providers import REGISTRY, ProviderBlock, provider_options
+from providers import REGISTRY, ProviderBlock, provider_class, provider_options
 
 MAX_NAME = 200  # a run's folder name: file systems allow 255 bytes
 
@@ -282,18 +282,10 @@ class SweepConfig(_Common):
             if combination in seen:  # pinned inputs or a scorer made two combinations the same
                 continue
             seen.add(combination)
-            shown = provider.label or provider.model or "default"  # a label tells runs apart
-            model = re.sub(r"[^A-Za-z0-9_.\-]+", "-", shown).strip("-")
-            parts = [
-                provider.name,
-                model,
-                prompt if kind == "judge" else None,
-                inputs.label,
-            ]
             runs.append(
                 ExperimentConfig(
                     **common,
-                    name="_".join(p for p in parts if p),
+                    name=run_name(provider, prompt if kind == "judge" else None, inputs),
                     provider=provider,
                     summarizer=self.summarizer,
                     user_simulator=self.user_simulator,
@@ -313,6 +305,14 @@ class SweepConfig(_Common):
                 "or a `label:` each"
             )
         return runs
+
+
+def run_name(provider: ProviderConfig, prompt: str | None, inputs: Inputs) -> str:
+    """`PROVIDER_MODEL_PROMPT_INPUTS` (`gemini_gemini-2.5-flash_cot_full_audio`): the model
+    as set, else the provider's default one, its `label` instead where it has one."""
+    shown = provider.label or provider.model or provider_class(provider.name).default_model
+    model = re.sub(r"[^A-Za-z0-9_.\-]+", "-", shown or "").strip("-")
+    return "_".join(p for p in (provider.name, model, prompt, inputs.label) if p)
 
 
 def _distinct_names(runs: list[ExperimentConfig]) -> list[ExperimentConfig]:

@@ -4,9 +4,10 @@ the prompt variant its judges are asked with (if one of its own), the metrics.js
 it adds, the function computing those from its records (`(dataset, records, *, n_bootstrap,
 seed) -> {block: value}`), and its report section (`(runs) -> [Section]`, runs being
 (label, metrics.json) pairs; `harness.reports.protocol_tables`). A protocol is one module
-plus one `register_protocol` entry (CONTRIBUTING.md). References are the object itself or
-`"module:attribute"`, imported when first used: so this module names the layers above it
-without importing them, and `import harness` stays cheap.
+plus one `register_protocol` entry (CONTRIBUTING.md), or an entry point
+`bgm_judge.protocols` naming a `Protocol` in a package of its own (`harness.core.plugins`).
+References are the object itself or `"module:attribute"`, imported when first used: so this
+module names the layers above it without importing them, and `import harness` stays cheap.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from harness.core.errors import HarnessError
+from harness.core.plugins import Registry, named
 from providers import REGISTRY
 
 if TYPE_CHECKING:
@@ -57,7 +59,7 @@ class Protocol:
         return blocks
 
 
-PROTOCOLS: dict[str, Protocol] = {}
+PROTOCOLS: Registry[Protocol] = Registry("protocols", named(Protocol))
 
 
 def register_protocol(protocol: Protocol) -> Protocol:

@@ -28,6 +28,10 @@ class DeprecatedSetting(FutureWarning):
     """A setting still read, under a newer spelling: the CLI prints it as one line."""
 
 
+class PluginWarning(UserWarning):
+    """An installed plugin that could not be loaded: the CLI prints it as one line."""
+
+
 class DatasetError(HarnessError):
     def __init__(self, path: Path | str, line: int | None, reason: str) -> None:
         self.path, self.line, self.reason = path, line, reason

@@ -12,6 +12,8 @@ with the tie-aware closed forms; the function gives one value per row, `k` being
 family `NAME@K` (0 otherwise). Kinds: `ranking` (always reported), `retrieval` (families,
 at each K of `metrics: {at: [...]}`), `single-gold` (when every item has one relevant
 candidate); `turns` and `description` are computed by their protocol, not per item here.
+A package of its own adds one through an entry point `bgm_judge.metrics` naming the
+decorated function or a `Metric` (`harness.core.plugins`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
+
+from harness.core.plugins import Registry, named
 
 if TYPE_CHECKING:
     from harness.scoring.ranking import RankedBlock
@@ -53,7 +57,7 @@ class Metric:
         return self.name.removesuffix("K") + str(k) if self.cutoff else self.name
 
 
-METRICS: dict[str, Metric] = {}
+METRICS: Registry[Metric] = Registry("metrics", named(Metric))
 
 
 def register_metric(

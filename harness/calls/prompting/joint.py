@@ -14,10 +14,15 @@ measured from the records, which keep the presentation order.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness.core.errors import HarnessError
 
 Order = Literal["fixed", "permuted"]
+SCORE: dict[str, Any] = {"type": "number", "minimum": 0, "maximum": 10}
 
 
 def clip_labels(count: int) -> list[str]:
@@ -76,3 +81,44 @@ def _rotation_class(order: Sequence[str]) -> tuple[str, ...]:
     """The same tuple for every rotation of `order` (the rotation starting at its least id)."""
     start = order.index(min(order))
     return tuple(order[start:]) + tuple(order[:start])
+
+
+def joint_schema(
+    labels: list[str], answer: Literal["scores", "ranking"], *, partial: bool = False
+) -> dict[str, Any]:
+    if answer == "ranking":
+        ranking = {
+            "type": "array",
+            "items": {"type": "string", "enum": labels},
+            "minItems": 1 if partial else len(labels),
+            "maxItems": len(labels),
+        }
+        return {"type": "object", "properties": {"ranking": ranking}, "required": ["ranking"]}
+    scores = {
+        "type": "object",
+        "properties": dict.fromkeys(labels, SCORE),
+        "required": labels,
+    }
+    return {"type": "object", "properties": {"scores": scores}, "required": ["scores"]}
+
+
+class JointOptions(BaseModel):
+    """`prompt_options` of the joint variant."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    order: Order = "fixed"
+    answer: Literal["scores", "ranking"] = "scores"
+    # Accept a ranked prefix of any length (pools of many candidates): unlisted candidates
+    # tie below, unknown and repeated labels are skipped and counted in the record.
+    partial: bool = False
+    # Repeats go round this many Latin squares (default: a fresh square every N repeats).
+    squares: int | None = Field(default=None, ge=1)
+
+
+def joint_options(options: Mapping[str, Any]) -> JointOptions:
+    try:
+        return JointOptions.model_validate(dict(options))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise HarnessError(f"prompt_options.{where}: {first['msg']}") from None

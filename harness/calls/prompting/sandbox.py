@@ -38,21 +38,22 @@ _local = threading.local()
 
 
 class FolderLoader(jinja2.FileSystemLoader):
-    """Templates from one folder; a name or a link that leads out of it is refused."""
+    """Templates from the prompts folder (then from plugins' folders); a name or a link
+    that leads out of them is refused."""
 
-    def __init__(self, folder: Path) -> None:
-        super().__init__(folder)
+    def __init__(self, folder: Path, *more: Path) -> None:
+        super().__init__([folder, *more])
         self.folder = folder
 
     def get_source(
         self, environment: jinja2.Environment, template: str
     ) -> tuple[str, str, Callable[[], bool]]:
         source, filename, uptodate = super().get_source(environment, template)
-        root = self.folder.resolve()
-        if not Path(filename).resolve().is_relative_to(root):
+        found = Path(filename).resolve()
+        if not any(found.is_relative_to(Path(root).resolve()) for root in self.searchpath):
             raise SecurityError(
-                f"templates may only use files inside the prompts folder {root} "
-                f"({template} links out of it)"
+                f"templates may only use files inside the prompts folder "
+                f"{self.folder.resolve()} ({template} links out of it)"
             )
         return source, filename, uptodate
 

@@ -72,7 +72,7 @@ def environment(directory: Path) -> BoundedSandbox:
     the files at every render (four `stat`s a call): `reload_templates` drops them, and each
     run calls it as it starts (`TemplateHashes`), so a run renders the files it hashed."""
     return BoundedSandbox(
-        loader=FolderLoader(directory),
+        loader=FolderLoader(directory, *PLUGIN_FOLDERS),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         trim_blocks=True,
@@ -80,6 +80,16 @@ def environment(directory: Path) -> BoundedSandbox:
         keep_trailing_newline=False,
         auto_reload=False,
     )
+
+
+PLUGIN_FOLDERS: list[Path] = []  # plugins' own templates, looked up after the prompts folder
+
+
+def add_template_folder(folder: Path) -> None:
+    """Look templates up in `folder` too (a plugin's own), after the prompts folder."""
+    if folder not in PLUGIN_FOLDERS:
+        PLUGIN_FOLDERS.append(folder)
+        reload_templates()
 
 
 def reload_templates() -> None:

@@ -2,19 +2,29 @@
 `prompt_options` a variant takes.
 
 Adding a variant is a template in `prompts/` plus one entry in `VARIANTS` (with its options
-model, if it takes any); the tests render every entry and compare it with its snapshot.
+model, if it takes any; a package of its own: an entry point `bgm_judge.prompts` naming the
+`PromptVariant`, its templates in its `folder`); the tests render every entry and compare it
+with its snapshot.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel
 
 from harness.calls.prompting.fewshot import Example, FewShotOptions, few_shot_options
-from harness.calls.prompting.joint import Order, clip_labels, presentation_order
+from harness.calls.prompting.joint import (
+    SCORE,
+    JointOptions,
+    clip_labels,
+    joint_options,
+    joint_schema,
+    presentation_order,
+)
 from harness.calls.prompting.parsing import (
     ParsedAnswer,
     parse_cot,
@@ -27,6 +37,7 @@ from harness.calls.prompting.parsing import (
 from harness.calls.prompting.templates import (
     ClipView,
     RenderedPrompt,
+    add_template_folder,
     audio_placeholder,
     render,
     render_each,
@@ -34,6 +45,7 @@ from harness.calls.prompting.templates import (
 from harness.core.audio import audio_ref
 from harness.core.dataset import Clip, Item
 from harness.core.errors import HarnessError
+from harness.core.plugins import Registry, named
 from harness.core.types import AudioRef
 
 # pointwise: one call per candidate; joint: one call per item naming every candidate;
@@ -41,10 +53,9 @@ from harness.core.types import AudioRef
 Mode = Literal["pointwise", "joint", "describe"]
 Parser = Callable[[str, list[str]], ParsedAnswer]
 
-_SCORE: dict[str, Any] = {"type": "number", "minimum": 0, "maximum": 10}
 POINTWISE_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"score": _SCORE},
+    "properties": {"score": SCORE},
     "required": ["score"],
 }
 DESCRIPTION_SCHEMA: dict[str, Any] = {
@@ -54,41 +65,9 @@ DESCRIPTION_SCHEMA: dict[str, Any] = {
 }
 RUBRIC_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"A": _SCORE, "B": _SCORE, "C": _SCORE, "vocals": {"type": "boolean"}},
+    "properties": {"A": SCORE, "B": SCORE, "C": SCORE, "vocals": {"type": "boolean"}},
     "required": ["A", "B", "C", "vocals"],
 }
-
-
-def joint_schema(
-    labels: list[str], answer: Literal["scores", "ranking"], *, partial: bool = False
-) -> dict[str, Any]:
-    if answer == "ranking":
-        ranking = {
-            "type": "array",
-            "items": {"type": "string", "enum": labels},
-            "minItems": 1 if partial else len(labels),
-            "maxItems": len(labels),
-        }
-        return {"type": "object", "properties": {"ranking": ranking}, "required": ["ranking"]}
-    scores = {
-        "type": "object",
-        "properties": dict.fromkeys(labels, _SCORE),
-        "required": labels,
-    }
-    return {"type": "object", "properties": {"scores": scores}, "required": ["scores"]}
-
-
-class JointOptions(BaseModel):
-    """`prompt_options` of the joint variant."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-    order: Order = "fixed"
-    answer: Literal["scores", "ranking"] = "scores"
-    # Accept a ranked prefix of any length (pools of many candidates): unlisted candidates
-    # tie below, unknown and repeated labels are skipped and counted in the record.
-    partial: bool = False
-    # Repeats go round this many Latin squares (default: a fresh square every N repeats).
-    squares: int | None = Field(default=None, ge=1)
 
 
 def known_options() -> frozenset[str]:
@@ -110,15 +89,6 @@ def check_options(options: Mapping[str, Any]) -> None:
     unknown = sorted(set(options) - known)
     if unknown:
         raise HarnessError(f"unknown prompt_options {unknown} (known: {', '.join(sorted(known))})")
-
-
-def joint_options(options: Mapping[str, Any]) -> JointOptions:
-    try:
-        return JointOptions.model_validate(dict(options))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise HarnessError(f"prompt_options.{where}: {first['msg']}") from None
 
 
 @dataclass(frozen=True)
@@ -191,6 +161,7 @@ class PromptVariant:
     uses_examples: bool = False
     options: type[BaseModel] | None = None  # the `prompt_options` it takes
     answer_tokens: int = 8  # a typical answer's length in tokens (dry-run estimates)
+    folder: Path | None = None  # a plugin's own templates (after the prompts folder)
 
     def output_tokens(self, n_candidates: int) -> int:
         """Typical output tokens of one answer (a joint answer names every clip)."""
@@ -334,7 +305,14 @@ class PromptVariant:
         return self.second_turn, {"first_pick": view, "feedback": ctx.feedback or ""}, audio
 
 
-VARIANTS: dict[str, PromptVariant] = {
+def _plugin_variant(name: str, loaded: Any) -> PromptVariant | None:
+    variant = named(PromptVariant)(name, loaded)
+    if variant is not None and variant.folder is not None:
+        add_template_folder(variant.folder)
+    return variant
+
+
+_BUILT_IN: dict[str, PromptVariant] = {
     "zero_shot": PromptVariant("zero_shot", "zero_shot.jinja", response_schema=POINTWISE_SCHEMA),
     # Free-text reasoning before the JSON: no JSON mode.
     "cot": PromptVariant("cot", "cot.jinja", parse=parse_cot, answer_tokens=350),
@@ -389,6 +367,7 @@ VARIANTS: dict[str, PromptVariant] = {
         answer_tokens=60,
     ),
 }
+VARIANTS: Registry[PromptVariant] = Registry("prompts", _plugin_variant, _BUILT_IN)
 
 
 def get_variant(name: str) -> PromptVariant:

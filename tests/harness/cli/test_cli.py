@@ -1,4 +1,4 @@
-"""The `harness` CLI: evaluate against an independent computation, run, providers."""
+"""The `harness` CLI: evaluate against an independent computation, run, list."""
 
 from __future__ import annotations
 
@@ -180,11 +180,29 @@ def test_run_with_a_bad_experiment_file_is_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "r").exists()
 
 
-def test_providers_lists_the_registry() -> None:
-    result = runner.invoke(app, ["providers"])
-    assert result.exit_code == 0
-    for name in ("mock", "random", "text-embedding"):
-        assert name in result.output
+def test_list_shows_each_registry_one_line_each(tmp_path: Path) -> None:
+    from harness.calls.prompting.variants import VARIANTS
+    from harness.config.protocols import PROTOCOLS
+    from harness.scoring.registry import METRICS
+    from providers import REGISTRY
+
+    for what, registry in (
+        ("providers", REGISTRY),
+        ("prompts", VARIANTS),
+        ("metrics", METRICS),
+        ("protocols", PROTOCOLS),
+    ):
+        result = runner.invoke(app, ["list", what], terminal_width=40)
+        assert result.exit_code == 0
+        assert sorted(line.split()[0] for line in result.output.splitlines()) == sorted(registry)
+    listed = runner.invoke(app, ["list", "providers"]).output
+    assert "text-embedding     scorer · Cosine between dialogue text" in listed
+    assert runner.invoke(app, ["providers"]).output == listed  # the name before 0.3
+    (tmp_path / "a.yaml").write_text("# Runs a. On the sample.\n# More.\nname: a\n")
+    (tmp_path / "b.yaml").write_text("name: b\n")
+    result = runner.invoke(app, ["list", "experiments", "--folder", str(tmp_path)])
+    assert result.output.splitlines() == ["a  Runs a", "b"]
+    assert runner.invoke(app, ["list", "experiments", "--folder", "nowhere"]).exit_code == 2
 
 
 def test_a_runs_predictions_evaluate_to_its_own_metrics(tiny_dataset: Path, tmp_path: Path) -> None:

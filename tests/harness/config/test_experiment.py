@@ -155,11 +155,11 @@ def test_a_musicrs_sweep(tmp_path: Path) -> None:
     runs = load_experiments(path)
     names = [r.name for r in runs]
     assert names[:2] == [
-        "popularity_default_query_caption_tie_break-order",
-        "popularity_default_query_caption_tie_break-none",
+        "popularity_group-frequency_query_caption_tie_break-order",
+        "popularity_group-frequency_query_caption_tie_break-none",
     ]
     assert len(runs) == 4  # the pinned inputs made each popularity entry one run
-    assert "mock_default_listwise_none_caption_context-audio" in names
+    assert "mock_mock-1_listwise_none_caption_context-audio" in names
     assert all(r.metrics.at == (1, 5, 20) for r in runs)
     assert all((r.rerank is not None) == (r.provider.name == "mock") for r in runs)
     judge = next(r for r in runs if r.provider.name == "mock")

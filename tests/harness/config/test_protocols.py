@@ -70,7 +70,7 @@ def test_a_sweep_runs_its_protocol_where_the_kind_allows(tmp_path: Path) -> None
     sweep = "providers: [{name: mock}, {name: random}]\nprotocol: describe\n"
     runs, notes = load(tmp_path, sweep)
     assert [(p, q) for _, p, q in runs] == [("describe", "describe"), ("rank", "zero_shot")]
-    assert runs[0][0] == "mock_default_describe_full_audio" and notes == []
+    assert runs[0][0] == "mock_mock-1_describe_full_audio" and notes == []
 
 
 @pytest.mark.parametrize(

@@ -390,8 +390,8 @@ def test_a_sweeps_comparison_has_the_turns(tmp_path: Path, pool: Path) -> None:
     text = (tmp_path / "sweep" / "comparison.md").read_text()
     assert "SR@5" in text.splitlines()[2]  # the table's header
     turns = text[text.index("## Turns") :]
-    assert "| text-embedding_default_query_caption | R@5 |" in turns
-    assert "| random_default_query_caption | SR@5 |" in turns
+    assert "| text-embedding_all-MiniLM-L6-v2_query_caption | R@5 |" in turns
+    assert "| random_uniform_query_caption | SR@5 |" in turns
 
 
 def test_an_unusable_reply_is_counted_as_unparsable_not_as_a_failed_call(

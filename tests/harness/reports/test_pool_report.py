@@ -32,11 +32,11 @@ def test_at_k_columns_and_groups_in_every_report(tmp_path: Path) -> None:
         path, results_dir=tmp_path / "results", cache_dir=tmp_path / "cache", show_progress=False
     )
     sweep = tmp_path / "results" / "pools"
-    own = (sweep / "popularity_default_query_caption" / "report.md").read_text()
+    own = (sweep / "popularity_group-frequency_query_caption" / "report.md").read_text()
     assert "| R@5 | R@20 | nDCG@5 | nDCG@20 |" in own and "## Per group" in own
     assert "| both |" in own
     made = (sweep / "comparison.md").read_text()
-    assert "R@20" in made and "| popularity_default_query_caption / both |" in made
+    assert "R@20" in made and "| popularity_group-frequency_query_caption / both |" in made
 
     done = CliRunner().invoke(app, ["report", str(sweep)])
     assert done.exit_code == 0, done.output
@@ -46,7 +46,9 @@ def test_at_k_columns_and_groups_in_every_report(tmp_path: Path) -> None:
     with (sweep / "comparison.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     assert {"recall@20_mean", "precision@5_mean", "hit@20_ci_low"} <= set(rows[0])
-    metrics = json.loads((sweep / "popularity_default_query_caption" / "metrics.json").read_text())
+    metrics = json.loads(
+        (sweep / "popularity_group-frequency_query_caption" / "metrics.json").read_text()
+    )
     assert metrics["groups"]["both"]["n_items"] == 6
 
 

@@ -109,7 +109,7 @@ def test_nested_sweeps_are_found_in_the_experiments_order(dataset: Path, tmp_pat
     found = discover([tmp_path / "results"])
     names = [source.path.name for source in found.sources]
     assert names == [
-        "random_default_full_audio",
+        "random_uniform_full_audio",
         "mock_zz_zero_shot_full_audio",
         "mock_aa_zero_shot_full_audio",
     ]

@@ -129,8 +129,8 @@ def test_name_on_a_sweep_names_the_sweep_as_set_does(tmp_path: Path, tiny_datase
         limit=2,
     )
     assert [r.out_dir.relative_to(tmp_path / "results").as_posix() for r in results] == [
-        "quick/random_default_full_caption",
-        "quick/random_default_summary_caption",
+        "quick/random_uniform_full_caption",
+        "quick/random_uniform_summary_caption",
     ]
     assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["quick"]
     assert all(r.aggregate.n_items == 2 for r in results)
