@@ -17,12 +17,14 @@ import sys
 import textwrap
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness.calls.prompting.variants import VARIANTS
 from harness.config.protocols import PROTOCOLS
 from harness.core.errors import PluginWarning
+from harness.core.plugins import Registry
 from harness.scoring.registry import METRICS
 from providers import REGISTRY
 
@@ -62,7 +64,7 @@ ENTRY_POINTS = {
     "bgm_judge.metrics": {"first_relevant": "echo_plugin:first_relevant"},
     "bgm_judge.prompts": {"brief": "echo_plugin:BRIEF"},
 }
-REGISTRIES: tuple[Mapping[str, object], ...] = (REGISTRY, METRICS, VARIANTS, PROTOCOLS)
+REGISTRIES: tuple[Registry[Any], ...] = (REGISTRY, METRICS, VARIANTS, PROTOCOLS)
 
 
 def write_package(root: Path, entry_points: Mapping[str, Mapping[str, str]]) -> Path:
@@ -101,22 +103,26 @@ def put_metadata(site: Path, entry_points: Mapping[str, Mapping[str, str]]) -> N
 @pytest.fixture
 def plugin_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A temporary sys.path entry for a plugin's metadata; the registries forget what they
-    read from it afterwards."""
+    read from it afterwards, and what importing it registered by the way (the plugin's
+    module registers its metric even when only its provider was asked for)."""
     site = tmp_path / "site"
     site.mkdir()
     monkeypatch.syspath_prepend(str(site))
     for registry in REGISTRIES:
-        registry.forget_plugins()  # type: ignore[attr-defined]
+        registry.forget_plugins()
+    before = [set(registry._entries) for registry in REGISTRIES]
     yield site
-    for registry in REGISTRIES:
-        registry.forget_plugins()  # type: ignore[attr-defined]
+    for registry, names in zip(REGISTRIES, before, strict=True):
+        registry.forget_plugins()
+        for name in set(registry._entries) - names:
+            del registry[name]
     sys.modules.pop("echo_plugin", None)
 
 
 def test_a_built_in_look_up_reads_no_plugin(plugin_site: Path) -> None:
     put_metadata(plugin_site, ENTRY_POINTS)
     assert REGISTRY["random"].kind == "scorer"
-    assert not REGISTRY._loaded and "echo_plugin" not in sys.modules  # type: ignore[attr-defined]
+    assert not REGISTRY._loaded and "echo_plugin" not in sys.modules
 
 
 def test_plugins_add_a_provider_a_metric_and_a_prompt_variant(plugin_site: Path) -> None:
