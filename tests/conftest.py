@@ -122,6 +122,7 @@ SLOW_TESTS = frozenset(
         "tests/providers/scorers/musicnn/test_tagger.py",
         "tests/harness/protocols/test_describe.py",
         "tests/harness/reports/test_html.py",  # headless chromium from here on
+        "tests/harness/reports/test_browser_scale.py",
         "tests/harness/reports/test_pool_report.py",
         "tests/harness/reports/test_protocol_report.py",
         "tests/harness/reports/test_publication.py",  # figures in three formats
@@ -135,6 +136,8 @@ SLOW_TESTS = frozenset(
         "tests/reliability/fuzz/test_fuzz_cache_values.py",
         # single tests: the module's name, "::", the test's name
         "tests/harness/reports/test_labels.py::test_shortened_labels_stay_unique_and_fit",
+        "tests/harness/cli/test_cli.py::test_tag_prints_one_json_line_per_file_and_one_error_line_per_bad_file",
+        "tests/providers/api/test_openai_chat.py::test_the_sdk_is_imported_only_when_a_client_is_built",
     }
 )
 ROOT = Path(__file__).resolve().parents[1]
