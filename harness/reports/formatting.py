@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 
 from harness.core.sanitize import terminal_text
@@ -94,15 +96,42 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def rich_table(title: str, runs: Sequence[tuple[str, Mapping[str, Any]]]) -> Table:
-    table = Table(title=terminal_text(title), title_justify="left")
+def rich_table(title: str, runs: Sequence[tuple[str, Mapping[str, Any]]]) -> TerminalTable:
     names = shown_metrics((m for _, m in runs), compact=True)
-    for column in metric_header(names):
-        if column == "run":
-            table.add_column(column, overflow="fold", min_width=24)
-        else:
-            table.add_column(column, justify="right", no_wrap=True)
-    for row in metric_rows(runs, names):
-        # The CI goes under the mean so that run names keep their room.
-        table.add_row(*(terminal_text(cell.replace(" [", "\n[")) for cell in row))
-    return table
+    return TerminalTable(title, metric_header(names), metric_rows(runs, names))
+
+
+class TerminalTable:
+    """Rows for the terminal whose first column names the run. The other columns go over as
+    many tables as the width needs, each with the run names: squeezed into one, rich gave the
+    run column no width at all in a log or a narrow terminal, and cut the figures."""
+
+    def __init__(self, title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+        self.title, self.header = title, header
+        # The CI goes under the mean so that the columns stay narrow.
+        self.rows = [[cell.replace(" [", "\n[") for cell in row] for row in rows]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        cells = zip(self.header, *self.rows, strict=True)
+        widths = [
+            max(cell_len(line) for cell in column for line in cell.split("\n")) for column in cells
+        ]
+        # A column takes its text, a space either side and a rule; the table one more rule.
+        width = options.max_width
+        first = min(widths[0], max(24, width // 3), max(width - max(widths[1:]) - 7, 1))
+        groups: list[list[int]] = [[]]
+        room = width - first - 4
+        for i, column_width in enumerate(widths[1:], 1):
+            if groups[-1] and room < column_width + 3:
+                groups.append([])
+                room = width - first - 4
+            groups[-1].append(i)
+            room -= column_width + 3
+        for n, group in enumerate(groups):
+            table = Table(title=terminal_text(self.title) if n == 0 else None, title_justify="left")
+            table.add_column(terminal_text(self.header[0]), width=first, overflow="fold")
+            for i in group:
+                table.add_column(terminal_text(self.header[i]), justify="right", no_wrap=True)
+            for row in self.rows:
+                table.add_row(*(terminal_text(row[i]) for i in [0, *group]))
+            yield table

@@ -12,6 +12,7 @@ from rich.table import Table
 from harness.core.sanitize import terminal_text
 from harness.reports.analysis import Analysis
 from harness.reports.formatting import (
+    TerminalTable,
     format_metric,
     group_rows,
     markdown_table,
@@ -452,28 +453,15 @@ def comparison_markdown(analysis: Analysis, title: str = "comparison") -> str:
 
 def comparison_rich_table(
     title: str, runs: Sequence[RunData], human: Aggregate | None = None
-) -> Table:
-    table = Table(title=terminal_text(title), title_justify="left")
+) -> TerminalTable:
     # The run name carries provider, model, prompt and inputs; comparison.md has every column.
     skip = {"provider", "model", "prompt", "inputs", "tie rate", "calls", "tokens in/out"}
     header = comparison_header(runs, compact=True)
     keep = [i for i, column in enumerate(header) if column not in skip]
-    for i in keep:
-        first = i == 0
-        table.add_column(
-            header[i],
-            justify="left" if first else "right",
-            no_wrap=not first,
-            overflow="fold" if first else "ellipsis",
-            min_width=24 if first else None,
-        )
     rows = comparison_rows(runs, compact=True)
     if human is not None:
         rows.append(human_row(human, table_metrics(runs, compact=True)))
-    for row in rows:
-        # The CI goes under the mean so that run names keep their room.
-        table.add_row(*(terminal_text(row[i].replace(" [", "\n[")) for i in keep))
-    return table
+    return TerminalTable(title, [header[i] for i in keep], [[row[i] for i in keep] for row in rows])
 
 
 def paired_rich_table(analysis: Analysis) -> Table:
