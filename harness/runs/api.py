@@ -72,7 +72,8 @@ def run(
 
     results = Path(results_dir)
     part = Shard.parse(shard) if shard is not None else None
-    configs = select_runs(_configs(experiment, set, overrides), only)
+    every = _configs(experiment, set, overrides)
+    configs = select_runs(every, only)
     if isinstance(experiment, str | Path):
         check_datasets(experiment, configs)
     if results.exists() and not results.is_dir():
@@ -101,13 +102,16 @@ def run(
         made = [_tracked(config, options) for config in configs]
     finally:
         cache.close()
-    _print_summary(made, results, part)
+    _print_summary(made, results, part, [config.name for config in every])
     return made
 
 
-def _print_summary(results: list[RunResult], results_dir: Path, shard: Shard | None) -> None:
+def _print_summary(
+    results: list[RunResult], results_dir: Path, shard: Shard | None, names: list[str]
+) -> None:
     """The runs' metrics as one table, what failed or needs a mark, each run's calls; and a
-    sweep's comparison.md and the order of its runs (not for a shard: its merge does that)."""
+    sweep's comparison.md and the order of its runs `names` (not for a shard: its merge does
+    that), where the runs that --only left out keep their rows from their folders."""
     from harness.core.console import terminal
     from harness.core.provenance import drifted_packages, environment
     from harness.core.sanitize import terminal_text
@@ -148,8 +152,11 @@ def _print_summary(results: list[RunResult], results_dir: Path, shard: Shard | N
         console.print(line, highlight=False)
     if sweep and shard is None:  # a shard's metrics are a part's: its merge makes the run's
         folder = results_dir / sweep
+        made = {r.config.name for r in results}
+        rows += [row for name in names if name not in made and (row := _earlier(folder / name))]
+        rows.sort(key=lambda row: names.index(row[0].removesuffix(" †")))
         write_comparison(folder / "comparison.md", sweep, rows, human, failed=failed)
-        order = {"sweep": sweep, "runs": [r.config.name for r in results]}
+        order = {"sweep": sweep, "runs": names}
         (folder / SWEEP_FILE).write_text(json.dumps(order, indent=2) + "\n")
     for result in results:
         stats = result.stats
@@ -170,6 +177,18 @@ def _print_summary(results: list[RunResult], results_dir: Path, shard: Shard | N
         f"[dim]results in {terminal_text(where)}/ (records.jsonl, metrics.json, report.md per "
         "run)[/]"
     )
+
+
+def _earlier(folder: Path) -> tuple[str, dict[str, Any]] | None:
+    """The row of a sweep's run made before (left out by --only), where it finished."""
+    from harness.core.provenance import unofficial_endpoints
+    from harness.core.run_files import read_or_empty
+
+    metrics = read_or_empty(folder / "metrics.json")
+    if not metrics.get("metrics"):
+        return None
+    mark = " †" if unofficial_endpoints(read_or_empty(folder / "run.json")) else ""
+    return folder.name + mark, metrics
 
 
 def _tracked(config: ExperimentConfig, options: dict[str, Any]) -> RunResult:
