@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, SerializeAsAny, ValidationError
 
-from harness.core.errors import ConfigError
+from harness.core.errors import ConfigError, ConfigErrors, did_you_mean
 from harness.core.plugins import Registry
 from harness.core.types import ProviderConfig
 from providers.base import Judge, Provider, Scorer
@@ -163,13 +163,12 @@ _BUILT_IN: dict[str, Entry] = {
 REGISTRY: Registry[Entry] = Registry("providers", _plugin_entry, _BUILT_IN)
 
 
-def entry(name: str) -> Entry:
+def entry(name: str, source: Path | str = "experiment file", field: str = "provider") -> Entry:
     try:
         return REGISTRY[name]
     except KeyError:
-        known = ", ".join(sorted(REGISTRY))
-        reason = f"unknown provider {name!r} (known: {known})"
-        raise ConfigError("experiment file", "provider.name", reason) from None
+        known = did_you_mean(name, REGISTRY) or f" (known: {', '.join(sorted(REGISTRY))})"
+        raise ConfigError(source, f"{field}.name", f"unknown provider {name!r}{known}") from None
 
 
 def provider_options(
@@ -177,39 +176,39 @@ def provider_options(
     *,
     source: Path | str = "experiment file",
     field: str = "provider",
-    name_field: str | None = None,
 ) -> ProviderConfig:
     """A `provider:` block validated against its provider's own options (`Options`); a
-    ConfigError names the file, the block and the key otherwise (an unknown provider name
-    at `name_field`, by default `<field>.name`)."""
+    ConfigError names the file, the block and the key otherwise (ConfigErrors, one for each
+    key, where several are wrong), with the name or option nearest to a misspelt one."""
     raw = block.model_dump(exclude_unset=True) if isinstance(block, ProviderConfig) else block
     if not isinstance(raw, Mapping):
         raise ConfigError(source, field, "expected a mapping such as {name: random}")
     name = raw.get("name")
     if not isinstance(name, str):
         raise ConfigError(source, f"{field}.name", "the provider's registry name is required")
-    where = name_field or f"{field}.name"
-    try:
-        found = REGISTRY[name]
-    except KeyError:
-        known = ", ".join(sorted(REGISTRY))
-        raise ConfigError(source, where, f"unknown provider {name!r} (known: {known})") from None
-    options = found.load(name).Options
+    options = entry(name, source, field).load(name).Options
     try:
         return options.model_validate(dict(raw))
     except ValidationError as exc:
-        first = exc.errors()[0]
-        key = ".".join(str(p) for p in first["loc"])
-        reason = first["msg"].removeprefix("Value error, ")
-        if first["type"] == "extra_forbidden":
-            known = ", ".join(sorted(options.model_fields))
-            reason = f"provider {name!r} has no option {key!r} (options: {known})"
-            if "key" in key.lower():
-                reason += (
-                    "; API keys come from the environment only (GEMINI_API_KEY, "
-                    "OPENAI_API_KEY, or the variable named by api_key_env)"
-                )
-        raise ConfigError(source, f"{field}.{key}", reason) from None
+        errors = [_option_error(name, options, error, source, field) for error in exc.errors()]
+        raise (errors[0] if len(errors) == 1 else ConfigErrors(errors)) from None
+
+
+def _option_error(
+    name: str, options: type[ProviderConfig], error: Any, source: Path | str, field: str
+) -> ConfigError:
+    key = ".".join(str(p) for p in error["loc"])
+    reason = error["msg"].removeprefix("Value error, ")
+    if error["type"] == "extra_forbidden":
+        known = did_you_mean(key, options.model_fields)
+        known = known or f" (options: {', '.join(sorted(options.model_fields))})"
+        reason = f"provider {name!r} has no option {key!r}{known}"
+        if "key" in key.lower():
+            reason += (
+                "; API keys come from the environment only (GEMINI_API_KEY, "
+                "OPENAI_API_KEY, or the variable named by api_key_env)"
+            )
+    return ConfigError(source, f"{field}.{key}", reason)
 
 
 def provider_class(name: str) -> type[Provider]:

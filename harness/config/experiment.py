@@ -32,7 +32,7 @@ from harness.config.overrides import apply_overrides
 from harness.config.protocols import get_protocol, legacy_protocol, protocol_prompts
 from harness.config.sources import HFSource, folder_for, is_hf_source, parse_hub_id
 from harness.config.validation import located, raise_all, unknown_keys, validation_errors
-from harness.core.errors import ConfigError, DeprecatedSetting, HarnessError
+from harness.core.errors import ConfigError, ConfigErrors, DeprecatedSetting, HarnessError
 from harness.core.types import BASE_FIELDS, ProviderConfig
 from harness.core.yaml_files import key_lines, parse_yaml, yaml_text
 from harness.scoring.metrics import MAX_BOOTSTRAP, MissingPolicy
@@ -330,66 +330,68 @@ def _distinct_names(runs: list[ExperimentConfig]) -> list[ExperimentConfig]:
     return out
 
 
-def _field_of(exc: ValidationError) -> tuple[str, str]:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-    return where, first["msg"].removeprefix("Value error, ")
-
-
-def _validate_blocks(raw: dict[str, Any], path: Path | str) -> tuple[dict[str, Any], list[Any]]:
+def _validate_blocks(
+    raw: dict[str, Any], path: Path | str
+) -> tuple[dict[str, Any], list[Pin], list[ConfigError]]:
     """The file's settings with every provider block validated against its provider's
-    options, and the inputs each sweep entry pins."""
-    raw = dict(raw)
+    options, the inputs and prompts each sweep entry pins, and every mistake of those."""
+    raw, errors = dict(raw), []
+
+    def checked(block: Any, field: str) -> Any:
+        try:
+            return provider_options(block, source=path, field=field)
+        except ConfigErrors as exc:
+            errors.extend(exc.errors)
+        except ConfigError as exc:
+            errors.append(exc)
+        return block
+
     for field in ("provider", "summarizer", "user_simulator", "retriever"):
         if isinstance(raw.get(field), Mapping):
-            raw[field] = provider_options(raw[field], source=path, field=field)
+            raw[field] = checked(raw[field], field)
     rerank = raw.get("rerank")
     if isinstance(rerank, Mapping) and isinstance(rerank.get("retriever"), Mapping):
-        retriever = provider_options(rerank["retriever"], source=path, field="rerank.retriever")
-        raw["rerank"] = {**rerank, "retriever": retriever}
-    pins: list[Any] = []
-    entries = raw.get("providers")
-    if isinstance(entries, list):
-        validated = []
-        for entry in entries:
-            if not isinstance(entry, Mapping):
-                validated.append(entry)  # pydantic names the problem
-                pins.append(Pin())
-                continue
-            block = dict(entry)
-            inputs = _pinned_inputs(block.pop("inputs", None), block, path)
-            prompts = _pinned_prompts(block.pop("prompts", None), block, path, raw.get("prompts"))
+        raw["rerank"] = {**rerank, "retriever": checked(rerank["retriever"], "rerank.retriever")}
+    pins: list[Pin] = []
+    entries: list[Any] = list(raw["providers"]) if isinstance(raw.get("providers"), list) else []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, Mapping):
+            pins.append(Pin())  # pydantic names the problem
+            continue
+        block, field = dict(entry), f"providers.{i}"
+        try:
+            inputs = _pinned_inputs(block.pop("inputs", None), field, path)
+            prompts = _pinned_prompts(block.pop("prompts", None), field, path, raw.get("prompts"))
             pins.append(Pin(inputs, prompts))
-            validated.append(
-                provider_options(block, source=path, field="providers", name_field="providers")
-            )
-        raw["providers"] = validated
-    return raw, pins
+        except ConfigError as exc:
+            errors.append(exc)
+        entries[i] = checked(block, field)
+    if entries:
+        raw["providers"] = entries
+    return raw, pins, errors
 
 
-def _pinned_prompts(
-    pin: Any, block: Mapping[str, Any], path: Path | str, listed: Any
-) -> tuple[str, ...] | None:
+def _pinned_prompts(pin: Any, field: str, path: Path | str, listed: Any) -> tuple[str, ...] | None:
     if pin is None:
         return None
     names = [pin] if isinstance(pin, str) else pin
     known = _as_list(listed) if listed is not None else ["zero_shot"]
     if not isinstance(names, list) or not names or any(n not in known for n in names):
-        field = f"providers: {block.get('name')}"
-        reason = f"prompts: a list of the sweep's prompts ({', '.join(map(str, known))})"
-        raise ConfigError(path, field, reason)
+        reason = f"a list of the sweep's prompts ({', '.join(map(str, known))})"
+        raise ConfigError(path, f"{field}.prompts", reason)
     return tuple(names)
 
 
-def _pinned_inputs(pin: Any, block: Mapping[str, Any], path: Path | str) -> Inputs | None:
+def _pinned_inputs(pin: Any, field: str, path: Path | str) -> Inputs | None:
     if pin is None:
         return None
     try:
         return Inputs.model_validate(pin)
     except ValidationError as exc:
-        where, reason = _field_of(exc)
-        field = f"providers: {block.get('name')}"
-        raise ConfigError(path, field, f"inputs.{where}: {reason}") from None
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        reason = first["msg"].removeprefix("Value error, ")
+        raise ConfigError(path, f"{field}.inputs.{where}", reason) from None
 
 
 def load_experiments(
@@ -440,26 +442,21 @@ def experiments_from(
         warnings.warn(f"{source}: {note}", DeprecatedSetting, stacklevel=2)
     known = set(model.model_fields) | {"columns"}  # columns: of a hf:// dataset
     problems = unknown_keys(raw, known, source, lines)
-    raw = {k: v for k, v in raw.items() if k in known}
+    raw, pins, failed = _validate_blocks({k: v for k, v in raw.items() if k in known}, source)
+    skip = {str(error.field).split(".")[0] for error in failed}  # the blocks said their own
+    if is_sweep:
+        raw = {**raw, **{k: _as_list(raw[k]) for k in ("prompts", "inputs") if k in raw}}
+    config = None
     try:
-        raw, pins = _validate_blocks(raw, source)
-    except ConfigError as exc:  # a provider block
-        raise_all([*problems, located(exc, lines)])
-        raise
-    try:
-        if is_sweep:
-            raw = {**raw, **{k: _as_list(raw[k]) for k in ("prompts", "inputs") if k in raw}}
-            sweep = SweepConfig.model_validate(raw)
-            raise_all(problems)
-            sweep._pins = pins
-            runs = sweep.expand()
-        else:
-            single = ExperimentConfig.model_validate(raw)
-            raise_all(problems)
-            runs = [single]
+        config = model.model_validate({k: v for k, v in raw.items() if k not in skip})
     except ValidationError as exc:
-        raise_all([*problems, *validation_errors(exc, source, lines)])
-        raise
+        problems += validation_errors(exc, source, lines, model, skip)
+    raise_all([*problems, *(located(error, lines) for error in failed)])
+    assert config is not None
+    try:
+        if isinstance(config, SweepConfig):
+            config._pins = pins
+        runs = config.expand() if isinstance(config, SweepConfig) else [config]
     except ValueError as exc:
         raise ConfigError(source, None, str(exc)) from None
     try:

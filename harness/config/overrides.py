@@ -15,7 +15,8 @@ def apply_overrides(raw: dict[str, Any], overrides: Sequence[str]) -> dict[str, 
     """The file's settings with each `KEY=VALUE` of `--set` applied: KEY a dotted path
     (`provider.model`, `providers.1.temperature`, `limit`), VALUE read as YAML (`5`, `0.7`,
     `true`, `[zero_shot, cot]`, `null`). On a sweep, `provider.KEY` sets KEY in every
-    `providers` entry. The result is validated like the file."""
+    `providers` entry, and `prompt=NAME` runs that prompt alone (`prompts: [NAME]`). The result
+    is validated like the file."""
     raw = copy.deepcopy(raw)
     for override in overrides:
         key, sep, text = override.partition("=")
@@ -29,12 +30,11 @@ def apply_overrides(raw: dict[str, Any], overrides: Sequence[str]) -> dict[str, 
         except ConfigError as exc:
             reason = f"the value is not valid YAML ({exc.reason})"
             raise ConfigError("--set", override, reason) from None
-        if (
-            path[0] == "provider"
-            and "provider" not in raw
-            and isinstance(raw.get("providers"), list)
-        ):
+        sweep = "provider" not in raw and isinstance(raw.get("providers"), list)
+        if sweep and path[0] == "provider":
             targets = [["providers", str(i), *path[1:]] for i in range(len(raw["providers"]))]
+        elif sweep and path == ["prompt"]:
+            targets, value = [["prompts"]], value if isinstance(value, list) else [value]
         else:
             targets = [path]
         for target in targets:

@@ -1,26 +1,17 @@
 """Every mistake of an experiment file at once, each on one line with its line number: an
-unknown top-level key with the nearest known one (`promt` -> did you mean `prompt`?), and
-every field pydantic refuses."""
+unknown key with the nearest known one (`promt` -> did you mean `prompt`?), and every field
+pydantic refuses."""
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from harness.core.errors import ConfigError, HarnessError
-
-
-class ConfigErrors(HarnessError):
-    """Several ConfigErrors of one file, one line each (the CLI prints every line)."""
-
-    def __init__(self, errors: Sequence[ConfigError]) -> None:
-        self.errors = list(errors)
-        super().__init__("\n".join(str(e) for e in self.errors))
+from harness.core.errors import ConfigError, ConfigErrors, did_you_mean
 
 
 def raise_all(errors: Sequence[ConfigError]) -> None:
@@ -35,12 +26,6 @@ def raise_all(errors: Sequence[ConfigError]) -> None:
 def _line(error: ConfigError) -> int:
     found = re.match(r"line (\d+)", error.field or "")
     return int(found.group(1)) if found else 0
-
-
-def suggestion(key: str, known: Iterable[str]) -> str:
-    """`; did you mean 'prompt'?` for the known name nearest to `key`, or nothing."""
-    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def where(loc: Sequence[Any], lines: Mapping[tuple[str, ...], int]) -> str:
@@ -62,21 +47,48 @@ def unknown_keys(
     """One error per top-level key the file's kind (single run or sweep) does not take."""
     allowed = set(known)
     return [
-        ConfigError(source, where([key], lines), "unknown key" + suggestion(str(key), allowed))
+        ConfigError(source, where([key], lines), "unknown key" + did_you_mean(str(key), allowed))
         for key in raw
         if str(key) not in allowed
     ]
 
 
 def validation_errors(
-    exc: ValidationError, source: Path | str, lines: Mapping[tuple[str, ...], int]
+    exc: ValidationError,
+    source: Path | str,
+    lines: Mapping[tuple[str, ...], int],
+    model: type[BaseModel],
+    skip: Collection[str] = (),
 ) -> list[ConfigError]:
-    """One error per problem pydantic found, in file order."""
+    """One error per problem pydantic found in `model`'s fields but those of `skip` (given
+    where those blocks were left out of the validation); an unknown key of a nested block with
+    the nearest key it takes."""
     found = []
     for error in exc.errors():
+        loc = error["loc"]
+        if (loc[0] in skip) if loc else bool(skip):  # a check across fields missed a block
+            continue
         reason = error["msg"].removeprefix("Value error, ")
-        found.append(ConfigError(source, where(error["loc"], lines), reason))
+        if error["type"] == "extra_forbidden":
+            reason = "unknown key" + did_you_mean(str(loc[-1]), _keys_at(model, loc[:-1]))
+        found.append(ConfigError(source, where(loc, lines), reason))
     return found
+
+
+def _keys_at(model: type[BaseModel], loc: Sequence[Any]) -> set[str]:
+    """The keys the block at `loc` of `model` takes (a list's index steps into its entries)."""
+    models = [model]
+    for part in loc:
+        if isinstance(part, str):
+            fields = [m.model_fields[part] for m in models if part in m.model_fields]
+            models = [m for field in fields for m in _models_in(field.annotation)]
+    return {key for m in models for key in m.model_fields}
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in get_args(annotation) for m in _models_in(arg)]
 
 
 def located(error: ConfigError, lines: Mapping[tuple[str, ...], int]) -> ConfigError:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 MAX_LINE = 1_000  # characters of an error line: what it quotes of data is cut in the middle
@@ -44,6 +46,20 @@ class ConfigError(HarnessError):
         self.path, self.field, self.reason = path, field, reason
         where = f"{path}: {field}" if field else str(path)
         super().__init__(f"{where}: {reason}")
+
+
+class ConfigErrors(HarnessError):
+    """Several ConfigErrors of one file, one line each (the CLI prints every line)."""
+
+    def __init__(self, errors: Sequence[ConfigError]) -> None:
+        self.errors = list(errors)
+        super().__init__("\n".join(str(e) for e in self.errors))
+
+
+def did_you_mean(key: str, known: Iterable[str]) -> str:
+    """`; did you mean 'prompt'?` for the known name nearest to `key`, or nothing."""
+    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 class StorageError(HarnessError):

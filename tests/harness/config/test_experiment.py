@@ -79,7 +79,7 @@ def test_sweep_provider_may_pin_inputs(tmp_path: Path) -> None:
         "name: t\ndataset: d\nproviders: [{name: mock, inputs: {music: midi}}]\n"
         "inputs: [{dialogue: full}, {dialogue: summary}]\n"
     )
-    with pytest.raises(ConfigError, match=r"providers: mock: inputs\.music"):
+    with pytest.raises(ConfigError, match=r"line 3: providers\.0\.inputs\.music"):
         load_experiments(path)
 
 
@@ -103,7 +103,7 @@ def test_sweep_provider_may_pin_prompts(tmp_path: Path) -> None:
     path.write_text(
         "name: t\ndataset: d\nprompts: [zero_shot]\nproviders: [{name: mock, prompts: [cot]}]\n"
     )
-    with pytest.raises(ConfigError, match=r"providers: mock: prompts: a list of the sweep's"):
+    with pytest.raises(ConfigError, match=r"line 4: providers\.0\.prompts: a list of the sweep.s"):
         load_experiments(path)
 
 
