@@ -9,6 +9,7 @@ from typing import Any
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
+from rich.text import Text
 
 from harness.core.sanitize import terminal_text
 from harness.scoring import registry
@@ -107,14 +108,18 @@ class TerminalTable:
     run column no width at all in a log or a narrow terminal, and cut the figures."""
 
     def __init__(self, title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-        self.title, self.header = title, header
+        self.title = title
+        # Cells as the terminal shows them (control characters escaped), measured as such.
+        self.header = [Text.from_markup(terminal_text(cell)) for cell in header]
         # The CI goes under the mean so that the columns stay narrow.
-        self.rows = [[cell.replace(" [", "\n[") for cell in row] for row in rows]
+        self.rows = [
+            [Text.from_markup(terminal_text(c.replace(" [", "\n["))) for c in r] for r in rows
+        ]
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         cells = zip(self.header, *self.rows, strict=True)
         widths = [
-            max(cell_len(line) for cell in column for line in cell.split("\n")) for column in cells
+            max(cell_len(line) for c in column for line in c.plain.split("\n")) for column in cells
         ]
         # A column takes its text, a space either side and a rule; the table one more rule.
         width = options.max_width
@@ -129,9 +134,9 @@ class TerminalTable:
             room -= column_width + 3
         for n, group in enumerate(groups):
             table = Table(title=terminal_text(self.title) if n == 0 else None, title_justify="left")
-            table.add_column(terminal_text(self.header[0]), width=first, overflow="fold")
+            table.add_column(self.header[0], width=first, overflow="fold")
             for i in group:
-                table.add_column(terminal_text(self.header[i]), justify="right", no_wrap=True)
+                table.add_column(self.header[i], justify="right", no_wrap=True)
             for row in self.rows:
-                table.add_row(*(terminal_text(row[i]) for i in [0, *group]))
+                table.add_row(*(row[i] for i in [0, *group]))
             yield table
