@@ -158,12 +158,11 @@ def _qrels_dataset(qrels: Path, sources: Sequence[Path], out: Path) -> Path:
     runs = [path for path in sources if path.is_file() and is_trec_run(path)]
     if not runs:
         raise HarnessError("--qrels goes with TREC run files; none among the runs given")
-    listed: dict[str, list[str]] = {}
+    listed: dict[str, dict[str, None]] = {}  # ordered sets: linear in the documents
     for path in runs:
         for qid, docs in read_candidates(path).items():
-            known = listed.setdefault(qid, [])
-            known += [d for d in docs if d not in known]
-    write_dataset(read_qrels(qrels), listed, out, runs[0])
+            listed.setdefault(qid, {}).update(dict.fromkeys(docs))
+    write_dataset(read_qrels(qrels), {q: list(d) for q, d in listed.items()}, out, runs[0])
     return out
 
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.core.errors import DatasetError
+from harness.core.errors import DatasetError, HarnessError
 from harness.core.files import lines, text_lines
 from harness.core.items import Item
 
@@ -53,6 +53,16 @@ def ranked(item: Item, scores: Scores) -> list[str]:
         return (score is None, -(score or 0.0), order[cid])
 
     return sorted(item.candidates, key=key)
+
+
+def check_ids(items: Sequence[Item]) -> None:
+    """A TREC line is split at whitespace: an id holding some cannot be written as one."""
+    for item in items:
+        for name in (item.id, *item.candidates):
+            if len(name.split()) != 1:
+                raise HarnessError(
+                    f"TREC files cannot hold the id {name!r} (item {item.id!r}): it has whitespace"
+                )
 
 
 def run_lines(items: Sequence[Item], scores: Mapping[str, Scores], tag: str) -> Iterator[str]:
@@ -128,13 +138,11 @@ def read_qrels(path: Path) -> dict[str, dict[str, float]]:
 
 def read_candidates(path: Path) -> dict[str, list[str]]:
     """qid -> candidate docnos, in file order, from `QID DOCNO` lines or a TREC run."""
-    candidates: dict[str, list[str]] = {}
+    candidates: dict[str, dict[str, None]] = {}  # ordered sets: linear in the documents
     for _, fields in _fields(path, (2, 6), "candidates"):
         qid, docno = (fields[0], fields[1]) if len(fields) == 2 else (fields[0], fields[2])
-        listed = candidates.setdefault(qid, [])
-        if docno not in listed:
-            listed.append(docno)
-    return candidates
+        candidates.setdefault(qid, {})[docno] = None
+    return {qid: list(docs) for qid, docs in candidates.items()}
 
 
 def items_from_qrels(
@@ -148,9 +156,9 @@ def items_from_qrels(
     are not among their query's candidates."""
     items, docs, left_out = [], {}, 0
     for qid, listed in candidates.items():
-        judged = qrels.get(qid, {})
-        gains = {d: g for d, g in judged.items() if g > 0 and d in listed}
-        left_out += sum(1 for d, g in judged.items() if g > 0 and d not in listed)
+        judged, pool = qrels.get(qid, {}), set(listed)
+        gains = {d: g for d, g in judged.items() if g > 0 and d in pool}
+        left_out += sum(1 for d, g in judged.items() if g > 0 and d not in pool)
         item: dict[str, Any] = {"id": qid, "query": (queries or {}).get(qid) or f"query {qid}"}
         item["candidates"] = list(listed)
         if all(g == 1 for g in gains.values()):

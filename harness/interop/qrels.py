@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core.dataset import load_dataset
-from harness.core.errors import DatasetError
+from harness.core.errors import DatasetError, HarnessError
 from harness.core.files import write_jsonl
 from harness.core.trec import items_from_qrels, read_candidates, read_qrels, read_queries
 
@@ -26,7 +26,10 @@ def import_qrels(
 ) -> QrelsSummary:
     """One item per query of the candidate list (its documents as text-only candidates,
     the docno as title), its relevance from the qrels; the query text from `queries`
-    (`QID<TAB>TEXT`), else "query QID". The folder is loaded back to validate it."""
+    (`QID<TAB>TEXT`), else "query QID". The folder is loaded back to validate it; a dataset
+    already in `out` is never replaced."""
+    if any((out / name).exists() for name in ("items.jsonl", "clips.jsonl")):
+        raise HarnessError(f"--out {out} holds a dataset: give a new folder")
     texts = read_queries(queries) if queries is not None else None
     return write_dataset(read_qrels(qrels), read_candidates(candidates), out, candidates, texts)
 

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from harness.core.predictions import predictions_from_records
-from harness.core.trec import qrels_lines, run_lines
+from harness.core.trec import check_ids, qrels_lines, run_lines
 from harness.reports.loading import RunData
 
 RUN_FILE = "run.trec"
@@ -34,9 +34,10 @@ CAVEAT = """\
 
 def export_trec(run: RunData, out: Path) -> list[Path]:
     """Write the run file(s), qrels.txt and README.md to `out`; the files written."""
+    items = run.dataset.items
+    check_ids(items)
     out.mkdir(parents=True, exist_ok=True)
     predictions = predictions_from_records(run.records)
-    items = run.dataset.items
     tag = re.sub(r"\s+", "_", run.label) or "harness"
     written = []
     for repeat in sorted(predictions):

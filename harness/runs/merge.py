@@ -206,7 +206,8 @@ def _write_summaries(lines: dict[str, dict[str, Any]], dataset: Dataset, out: Pa
     if not lines:
         return
     order = [item.id for item in dataset.items if item.id in lines]
-    order += [key for key in lines if key not in set(order)]
+    evaluated = set(order)
+    order += [key for key in lines if key not in evaluated]
     write_jsonl(out / SUMMARIES, (lines[key] for key in order))
 
 

@@ -37,3 +37,17 @@ def test_graded_gains_become_relevance(tmp_path: Path) -> None:
     data = load_dataset(tmp_path / "d", check_audio=False)
     assert data.items[0].graded == {"d2": 2.0, "d3": 1.0}
     assert data.items[1].relevant == ()  # no relevant candidate: scores 0 on every metric
+
+
+def test_an_existing_dataset_is_not_overwritten(tmp_path: Path) -> None:
+    """Issue 48: `import qrels --out EXISTING_DATASET` overwrote it."""
+    run, qrels = write_trec(tmp_path)
+    out = tmp_path / "d"
+    args = ["import", "qrels", str(qrels), "--candidates", str(run), "--out", str(out)]
+    assert runner.invoke(app, args).exit_code == 0
+    (out / "items.jsonl").write_text((out / "items.jsonl").read_text() + "\n")  # a mark
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    again = runner.invoke(app, args)
+    assert again.exit_code == 2 and "Traceback" not in again.output
+    assert "holds a dataset" in again.output
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before

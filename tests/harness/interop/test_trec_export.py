@@ -149,3 +149,17 @@ def test_the_musicrs_popularity_run_through_trec_eval_and_ranx(tmp_path: Path) -
         figures = ranx.evaluate(qrels, run, ["ndcg@20", "recall@20"], make_comparable=True)
     assert figures["ndcg@20"] == pytest.approx(metrics["metrics"]["ndcg@20"]["mean"], abs=1e-6)
     assert figures["recall@20"] == pytest.approx(metrics["metrics"]["recall@20"]["mean"], abs=1e-6)
+
+
+def test_ids_with_whitespace_are_refused_not_written_unreadable(tmp_path: Path) -> None:
+    """Issue 48: a TREC line is split at whitespace, so an id holding some wrote lines the
+    harness (and trec_eval) then could not read back."""
+    pool = write_pool_dataset(tmp_path / "pool", 3, 6)
+    items = [json.loads(line) for line in (pool / "items.jsonl").read_text().splitlines()]
+    items[1]["id"] = "item two"
+    (pool / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
+    run = popularity_run(tmp_path, pool)
+    result = runner.invoke(app, ["export", "trec", str(run), "--out", str(tmp_path / "trec")])
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert "'item two'" in result.output and "whitespace" in result.output
+    assert not (tmp_path / "trec" / "run.trec").exists()
