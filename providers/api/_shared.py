@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any, Generic, Literal, TypeVar
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import SplitResult, parse_qsl, urlsplit
 
 from pydantic import Field
 
@@ -98,13 +98,19 @@ def base_urls(config: ApiOptions, env_var: str) -> list[str]:
     urls = [configured] if isinstance(configured, str) else list(configured)
     found = [u.strip().rstrip("/") for url in urls for u in re.split(r"[,\s]+", url) if u.strip()]
     for url in found:
-        _register_credentials(url)
-        if not url.startswith(("http://", "https://")):
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 (a port that is not a number raises)
+        except ValueError:  # 'http://[::1'
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            shown = re.sub(r"//[^/]*@", "//***@", url)  # no credentials in the message
             raise ConfigError(
                 "experiment file",
                 "provider.base_url",
-                f"{url!r} is not an http(s) URL (set it in the file or with {env_var})",
+                f"{shown!r} is not an http(s) URL (set it in the file or with {env_var})",
             )
+        _register_credentials(parts)
     return found
 
 
@@ -135,9 +141,8 @@ def _host(url: str) -> tuple[str, str]:
     return parts.scheme.lower(), (parts.hostname or "").lower()
 
 
-def _register_credentials(url: str) -> None:
+def _register_credentials(parts: SplitResult) -> None:
     """Scrub a password (or user) written into a base URL, and key-like query values."""
-    parts = urlsplit(url)
     register(parts.password)
     register(parts.username)
     for name, value in parse_qsl(parts.query):
@@ -164,22 +169,18 @@ def batch_settings(config: ApiOptions, urls: list[str]) -> BatchSettings | None:
     )
 
 
-# Failures that say the server, not the request, is at fault (it is dead, answers 5xx or
-# pages that are not answers, or serves another model): the server rests, and the request is
-# sent to another one at once (`ClientPool.ask`).
+# Failures of the server, not of the request: it rests, the request goes to another one.
 SERVER_FAULTS = frozenset({"connection", "server_error", "bad_response", "wrong_model"})
 
 
 class ClientPool(Generic[C]):
     """One SDK client per base URL, built on first use inside the running event loop; each
-    request goes to the client with the fewest requests in flight (so a slow server, whose
-    requests stay in flight longer, gets fewer), among the servers not resting.
+    request goes to the server with the fewest requests in flight, among those not resting.
 
-    A server that failed (`SERVER_FAULTS`: refused or reset, a 5xx, an unreadable answer,
-    another model's) rests for `DOWN_FIRST_S`, doubling with each further failure up to
-    `DOWN_MAX_S`, and `ask` sends the request to another server at once; after its rest one
-    request probes it again. Its first answer ends the rest. When every server rests, the one
-    back soonest is asked. `answered` counts each server's answers (run.json)."""
+    A server that failed (`SERVER_FAULTS`) rests for `DOWN_FIRST_S`, doubling with each
+    further failure up to `DOWN_MAX_S`, and `ask` sends the request to another server at
+    once; after its rest one request probes it, and its first answer ends the rest. When
+    every server rests, the one back soonest is asked."""
 
     DOWN_FIRST_S = 0.5
     DOWN_MAX_S = 8.0
@@ -285,10 +286,6 @@ class _EncodedClips:
             _, dropped = self._entries.popitem(last=False)
             self.size -= len(dropped)
 
-    def clear(self) -> None:
-        self._entries.clear()
-        self.size = 0
-
 
 _ENCODED = _EncodedClips(AUDIO_CACHE_BYTES)
 
@@ -305,16 +302,6 @@ def wav_base64(ref: AudioRef, sample_rate: int | None, data_url: bool = False) -
         payload = "data:audio/wav;base64," + encoded if data_url else encoded
         _ENCODED.put(key, payload)
     return payload
-
-
-def same_model(asked: str, answered: str | None) -> bool:
-    """Whether an answer's model is the one asked for: the same name (`models/` aside), or a
-    dated or tagged release of it (`gpt-4o` answered as `gpt-4o-2024-08-06`, `llama3` as
-    `llama3:latest`); a server that names none is taken at its word."""
-    if not answered:
-        return True
-    asked, answered = asked.removeprefix("models/"), answered.removeprefix("models/")
-    return answered == asked or answered.startswith((f"{asked}-", f"{asked}:", f"{asked}@"))
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -351,19 +338,14 @@ def status_error(
     whatever the status). Never holds a key (scrubbed)."""
     detail = scrub(" ".join(message.split()))[:300]
     where = f" at {url}" if url else ""
-    if key_refused:
-        hint = f"the API key was not accepted; check {key_env}"
-        return ProviderError(
-            f"{provider} {hint} ({status}): {detail}", transient=False, kind="auth"
-        )
-    if status == 429:
+    if status == 429 and not key_refused:
         return ProviderError(
             f"{provider} rate limit (429){where}: {detail}",
             transient=True,
             kind="rate_limited",
             retry_after=retry_after,
         )
-    if status == 408 or status >= 500:
+    if (status == 408 or status >= 500) and not key_refused:
         return ProviderError(
             f"{provider} server error ({status}){where}: {detail}",
             transient=True,
@@ -378,7 +360,9 @@ def status_error(
         413: ("bad_request", "the request is too large; send less or shorter audio"),
         422: ("bad_request", "the server could not process the request"),
     }
-    kind, hint = hints.get(status, ("client_error", "the request was refused"))
+    kind, hint = hints.get(
+        401 if key_refused else status, ("client_error", "the request was refused")
+    )
     return ProviderError(f"{provider} {hint} ({status}): {detail}", transient=False, kind=kind)
 
 

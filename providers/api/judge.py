@@ -33,7 +33,6 @@ from providers.api._shared import (
     batch_settings,
     env_key_named,
     malformed_answer,
-    same_model,
     status_error,
     transport_error,
 )
@@ -248,3 +247,13 @@ class ApiJudge(Judge, Generic[C]):
             return None
         error.transient = self.should_retry(exc)
         return error
+
+
+def same_model(asked: str, answered: str | None) -> bool:
+    """Whether an answer's model is the one asked for: the same name (`models/` aside), or a
+    dated or tagged release of it (`gpt-4o` answered as `gpt-4o-2024-08-06`, `llama3` as
+    `llama3:latest`); a server that names none is taken at its word."""
+    if not answered:
+        return True
+    asked, answered = asked.removeprefix("models/"), answered.removeprefix("models/")
+    return answered == asked or answered.startswith((f"{asked}-", f"{asked}:", f"{asked}@"))
