@@ -13,8 +13,11 @@ import yaml
 from typer.testing import CliRunner
 
 from harness.calls.cache import ResponseCache
+from harness.calls.prompting.parsing import loads_object, parse_description, parse_summary
 from harness.cli.main import app
+from harness.core.json_text import canonical_json
 from harness.fake_api import FakeServer
+from harness.protocols.feedback import _parse
 from tests.reliability.conftest import FAST, MakeDataset, fast_settings, read_jsonl
 
 PROVIDERS = {
@@ -88,3 +91,30 @@ def test_d3_a_surrogate_cached_by_an_older_harness_is_read_as_replaced_text(
     # The cached answer (unusable: text after the JSON) is read with U+FFFD and re-asked.
     assert [r["attempts"] for r in records] == [['{"score": 5} \ufffd']] * 4
     assert {r["raw"] for r in records} == {'{"score": 5}'}
+
+
+ESCAPED = '"more \\ud800 jazz, less \\udfff"'  # JSON escapes in the model's own JSON answer
+
+
+@pytest.mark.parametrize(
+    ("answer", "read"),
+    [
+        ('{"feedback": ' + ESCAPED + "}", lambda t: _parse(t).text),
+        ('{"summary": "' + "a calm evening talk " * 5 + ESCAPED[1:] + "}", parse_summary),
+        (
+            '{"description": ' + ESCAPED + "}",
+            lambda t: parse_description(t, ["a", "b"]).extra["description"],
+        ),
+        ('{"reason": ' + ESCAPED + ', "score": 5}', lambda t: str(loads_object(t))),
+    ],
+    ids=["simulator_reply", "summary", "description", "any_field"],
+)
+def test_a_surrogate_escaped_in_an_answers_json_is_replaced_where_it_is_read(
+    answer: str, read: Any
+) -> None:
+    """Issue 48: a user simulator's reply `{"feedback": "\\ud800"}` became the text of the
+    judge's next request, whose key (canonical_json) raised UnicodeEncodeError in the run
+    and in every re-run."""
+    text = read(answer)
+    assert "\ufffd" in text and text.encode("utf-8")
+    assert canonical_json({"feedback": text})

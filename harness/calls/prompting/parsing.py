@@ -15,6 +15,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from harness.core.predictions import scores_from_ranking
+from harness.core.sanitize import clean_value
 
 MIN_SCORE, MAX_SCORE = 0.0, 10.0
 _FENCE = re.compile(r"^```(?:json|JSON)?[ \t]*\n(?P<body>.*?)\n?```$", re.DOTALL)
@@ -80,7 +81,8 @@ def loads_object(text: str) -> dict[str, Any]:
         raise ParseError("extra_text", f"text after the JSON object: {text[end:].strip()[:40]!r}")
     if not isinstance(value, dict):
         raise ParseError("not_object", f"expected a JSON object, got {type(value).__name__}")
-    return value
+    cleaned: dict[str, Any] = clean_value(value)  # no lone surrogate ("\\ud800" in its JSON)
+    return cleaned
 
 
 def check_score(value: Any, where: str = "score") -> float:
@@ -287,13 +289,7 @@ SUMMARY_WORDS_ACCEPTED = (12, 50)  # what the parser accepts: models miss counts
 def parse_summary(text: str) -> str:
     """`{"summary": "one sentence"}`; raises ParseError. The word count is checked loosely
     (SUMMARY_WORDS_ACCEPTED) so that a near miss is kept; the count is recorded."""
-    obj = loads_object(text)
-    if set(obj) != {"summary"}:
-        raise ParseError("wrong_keys", f"expected exactly the key 'summary', got {sorted(obj)[:5]}")
-    summary = obj["summary"]
-    if not isinstance(summary, str) or not summary.strip():
-        raise ParseError("not_a_summary", "summary must be a non-empty string")
-    summary = " ".join(summary.split())
+    summary = text_field(text, "summary")
     words = len(summary.split())
     low, high = SUMMARY_WORDS_ACCEPTED
     if not low <= words <= high:
