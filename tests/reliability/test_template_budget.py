@@ -86,3 +86,17 @@ def test_d9_d10_ordinary_templates_still_render(prompts: Path) -> None:
     (prompts / "ok.jinja").write_text(_template(body))
     rendered = render("ok.jinja", {"dialogue": [{"text": "hi"}, {"text": "yo"}]}, [], prompts)
     assert rendered.parts == ('1. hi!\n2. yo!\na, b aBc {"k": 1} 1-2 3/40a1a2a',)
+
+
+@pytest.mark.parametrize(("items", "start"), [("[[0]]", "[]"), ("[(0,)]", "()")])
+def test_sum_adds_numbers_only(prompts: Path, items: str, start: str) -> None:
+    """Issue 48: `sum(start=[])` over a list of 100,000 lists concatenates in quadratic time
+    (past 90 s) while no value passes a bound; sum adds numbers, nothing else."""
+    body = "{{ (" + items + " * 100000) | sum(start=" + start + ") }}"
+    (prompts / "sum.jinja").write_text(_template(body))
+    started = time.monotonic()
+    with pytest.raises(TemplateError, match=r"sum\.jinja.*sum adds numbers"):
+        render("sum.jinja", {}, [], prompts)
+    assert time.monotonic() - started < 5.0
+    (prompts / "ok.jinja").write_text(_template("{{ [1, 2.5] | sum }} {{ [1] | sum(start=2) }}"))
+    assert render("ok.jinja", {}, [], prompts).parts == ("3.5 3",)

@@ -215,6 +215,10 @@ def _bounded_filter(function: Callable[..., Any], name: str) -> Callable[..., An
             _check_replace(*given[:4])
         elif name == "tojson" and given:
             text_size(given[0])
+        elif name == "sum":  # adding lists or strings is quadratic in their number
+            start = given[2] if len(given) > 2 else kwargs.get("start", 0)
+            if isinstance(start, bool) or not isinstance(start, int | float):
+                raise SecurityError("sum adds numbers only")
         result = function(*args, **kwargs)
         _check_size(result)
         return result
