@@ -3,6 +3,7 @@ and the one-row-per-run metric table as markdown or for the terminal."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -92,9 +93,13 @@ def group_rows(
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
+    """A table whose cells may hold `|` or line breaks (a label's): escaped, not new cells."""
+
+    def line(cells: Sequence[str]) -> str:
+        escaped = (re.sub(r"[\r\n]+", " ", cell.replace("|", "\\|")) for cell in cells)
+        return "| " + " | ".join(escaped) + " |"
+
+    return "\n".join([line(header), "|" + "---|" * len(header), *map(line, rows)])
 
 
 def rich_table(title: str, runs: Sequence[tuple[str, Mapping[str, Any]]]) -> TerminalTable:

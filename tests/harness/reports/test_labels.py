@@ -3,6 +3,7 @@ the compared runs apart; unique, and shortened for narrow places without ever co
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from hypothesis import given
@@ -11,6 +12,7 @@ from typer.testing import CliRunner
 
 from harness.cli.main import app
 from harness.config.experiment import load_experiments, provider_config
+from harness.reports.formatting import markdown_table
 from harness.reports.labels import generated_labels, shorten_unique
 from providers import create_provider
 from tests.conftest import load_runs
@@ -150,3 +152,31 @@ def test_runs_differing_only_in_a_provider_option_are_labelled_by_it() -> None:
         "popularity · tie_break=none",
         "uniform",
     ]
+
+
+@given(st.lists(st.lists(st.text(max_size=8), min_size=3, max_size=3), max_size=4))
+def test_a_markdown_row_has_its_cells_whatever_they_hold(rows: list[list[str]]) -> None:
+    """Issue 48: a `|` (or a line break) in a label broke its comparison.md row."""
+    lines = markdown_table(["a", "b", "c"], rows).split("\n")
+    assert len(lines) == 2 + len(rows)
+    for line in lines:
+        assert len(re.split(r"(?<!\\)\|", line)) == 5, line
+
+
+def test_a_label_holding_a_pipe_keeps_its_comparison_row(
+    tiny_dataset: Path, tmp_path: Path
+) -> None:
+    experiment = tmp_path / "sweep.yaml"
+    experiment.write_text(
+        f"name: sweep\ndataset: {tiny_dataset}\nn_bootstrap: 20\nproviders:\n"
+        "  - {name: mock, model: a, label: 'cold | A'}\n"
+        "  - {name: mock, model: a, temperature: 0.5, label: hot}\n"
+    )
+    args = ["run", str(experiment), "--results-dir", str(tmp_path / "results"), "--no-progress"]
+    assert runner.invoke(app, [*args, "--cache-dir", str(tmp_path / "cache")]).exit_code == 0
+    sweep, out = tmp_path / "results" / "sweep", tmp_path / "report"
+    assert runner.invoke(app, ["report", str(sweep), "--out", str(out), "--no-html"]).exit_code == 0
+    markdown = (out / "comparison.md").read_text()
+    for table in re.findall(r"(?:^\|.*\n)+", markdown, re.M):  # each row has its header's cells
+        assert len({len(re.split(r"(?<!\\)\|", row)) for row in table.splitlines()}) == 1, table
+    assert "\n| cold \\| A | mock |" in markdown, markdown
