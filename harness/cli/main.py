@@ -429,7 +429,11 @@ _python_warning_text = warnings.formatwarning
 def main() -> None:
     """The `harness` script."""
     warnings.formatwarning = _warning_text
-    sys.exit(app())
+    try:
+        sys.exit(app())
+    except KeyboardInterrupt:  # before a command handles it (typer building the commands)
+        sys.stderr.write("interrupted\n")
+        sys.exit(130)
 
 
 if __name__ == "__main__":

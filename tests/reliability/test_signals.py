@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,43 @@ def test_a_termination_signal_stops_cleanly_and_the_next_run_resumes(
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming soak: an interrupted run left" in resumed.stderr
     assert paid >= 20 and twice <= CONCURRENCY and total - twice == 4 * N_ITEMS
+
+
+INTERRUPTED_WHILE = """
+import builtins, os, signal, sys
+import typer.main
+
+def interrupt():
+    os.kill(os.getpid(), signal.SIGINT)
+
+real_import, real_command = builtins.__import__, typer.main.get_command
+
+def importing(name, *args, **kwargs):
+    if name == {module!r}:
+        interrupt()
+    return real_import(name, *args, **kwargs)
+
+def building(*args, **kwargs):
+    interrupt()
+    return real_command(*args, **kwargs)
+
+if {module!r}:
+    builtins.__import__ = importing
+else:
+    typer.main.get_command = building
+sys.argv = ["harness", "runs", "."]
+from harness.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize("module", ["rich.console", "harness.cli.common", ""],
+                         ids=["importing_rich", "importing_the_commands", "building_the_commands"])  # fmt: skip
+def test_ctrl_c_while_the_command_line_loads_is_one_line(module: str, tmp_path: Path) -> None:
+    """Issue 48: Ctrl-C in a command's first seconds (its imports, typer building the
+    commands) printed a KeyboardInterrupt traceback."""
+    code = INTERRUPTED_WHILE.format(module=module)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)  # fmt: skip
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 130 and done.stderr.strip() == "interrupted", done.stderr
