@@ -21,7 +21,7 @@ LOCK_FLAGS := --all-extras --python-version 3.11 --python-platform x86_64-manyli
 # (`uv pip sync --compile-bytecode`) compiles every module of the lock, most never imported.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: experiment docs test test-fast test-latest lint report bench sample-audio install install-dev \
+.PHONY: experiment docs test test-fast test-fuzz test-latest lint report bench sample-audio install install-dev \
 	lock clean
 
 $(BIN)/python:
@@ -69,6 +69,11 @@ test: install sample-audio lint
 ## The inner loop: the tests not marked slow (no lint, no subprocess-heavy suites).
 test-fast: install sample-audio
 	$(BIN)/pytest -m "not slow" -n $(WORKERS)
+
+## Nightly: the fuzz suite (every file format the harness reads back) with ten times the
+## examples of make test's, drawn afresh each run.
+test-fuzz: install
+	BGM_JUDGE_FUZZ=nightly $(BIN)/pytest tests/reliability/fuzz -n $(WORKERS) -q
 
 ## The newest releases pyproject.toml allows, in a separate venv: run before raising a range.
 test-latest: | $(BIN)/uv

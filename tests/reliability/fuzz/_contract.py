@@ -6,6 +6,7 @@ and time (the `deadline` of SETTINGS, per example)."""
 from __future__ import annotations
 
 import json
+import os
 import tracemalloc
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -18,11 +19,15 @@ from harness.core.errors import HarnessError
 T = TypeVar("T")
 
 MAX_PEAK = 64 * 1024 * 1024  # bytes allocated at the peak of reading one fuzzed file
+# `make test-fuzz` (BGM_JUDGE_FUZZ=nightly): ten times the examples, drawn afresh each run
+# (hypothesis prints the seed of a failure); `make test` draws the same ones every run.
+NIGHTLY = os.environ.get("BGM_JUDGE_FUZZ") == "nightly"
+EXAMPLES = 40
 SETTINGS = settings(
-    max_examples=40,
+    max_examples=EXAMPLES * 10 if NIGHTLY else EXAMPLES,
     deadline=2000,  # ms per example: a reader that walks an expanded value takes far longer
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-    derandomize=True,  # the same examples every run: `make test` stays reproducible
+    derandomize=not NIGHTLY,
 )
 
 
