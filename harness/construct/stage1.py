@@ -27,146 +27,47 @@ from harness.construct.files import write_json
 from harness.core.errors import DatasetError
 from harness.core.files import read_text, sha256_of, write_jsonl
 
-MUSICCAPS_COLUMNS = (
-    "ytid",
-    "start_s",
-    "end_s",
-    "audioset_positive_labels",
-    "aspect_list",
-    "caption",
-    "author_id",
-    "is_balanced_subset",
-    "is_audioset_eval",
+MUSICCAPS_COLUMNS = tuple(
+    "ytid start_s end_s audioset_positive_labels aspect_list caption author_id "
+    "is_balanced_subset is_audioset_eval".split()
 )
 
+
+def _terms(text: str) -> list[str]:
+    return [term.strip() for term in text.split(",")]
+
+
 DEFAULT_RULES: dict[str, list[str]] = {
-    "vocals": [
-        "vocal*",
-        "voice",
-        "voices",
-        "singer*",
-        "singing",
-        "sings",
-        "sung",
-        "song with lyrics",
-        "lyrics",
-        "rap",
-        "raps",
-        "rapping",
-        "rapper*",
-        "choir*",
-        "chant",
-        "chants",
-        "chanting",
-        "humming",
-        "a cappella",
-        "acapella",
-        "yodel*",
-        "scat singing",
-        "beatbox*",
-        "falsetto",
-        "crooning",
-        "choral",
-    ],
-    "speech": [
-        "speech",
-        "speaking",
-        "speaks",
-        "spoken",
-        "talk",
-        "talks",
-        "talking",
-        "narration",
-        "narrator*",
-        "narrating",
-        "narrates",
-        "conversation",
-        "announcer",
-        "commentary",
-        "monologue",
-        "sermon",
-        "preaching",
-        "voice-over",
-        "voiceover",
-    ],
-    "noise": [
-        "noise",
-        "noises",
-        "noisy",
-        "static",
-        "hiss",
-        "hissing",
-        "crackle*",
-        "crackling",
-        "crackly",
-        "buzzing",
-        "humming noise",
-        "electric hum",
-        "white noise",
-    ],
-    "sound_effects": [
-        "sound effect*",
-        "soundeffect*",
-        "sfx",
-        "special effects",
-        "sonic effects",
-        "applause",
-        "crowd*",
-        "audience",
-        "cheering",
-        "laughter",
-        "laughing",
-        "footsteps",
-        "explosion*",
-        "gunshot*",
-        "siren*",
-        "birds",
-        "bird sound*",
-        "birdsong",
-        "chirping",
-        "barking",
-        "engine*",
-        "traffic",
-        "thunder*",
-        "rainfall",
-        "rain sound*",
-        "raining",
-        "ocean waves",
-        "waves crashing",
-        "water sound*",
-        "flowing water",
-        "water flowing",
-        "wind sound*",
-        "wind blowing",
-        "ambient sounds",
-        "nature sounds",
-        "room sounds",
-        "street sounds",
-        "phone ringing",
-        "alarm",
-        "beeping",
-        "car horn*",
-    ],
+    "vocals": _terms(
+        "vocal*, voice, voices, singer*, singing, sings, sung, song with lyrics, lyrics, rap, "
+        "raps, rapping, rapper*, choir*, chant, chants, chanting, humming, a cappella, acapella, "
+        "yodel*, scat singing, beatbox*, falsetto, crooning, choral"
+    ),
+    "speech": _terms(
+        "speech, speaking, speaks, spoken, talk, talks, talking, narration, narrator*, narrating, "
+        "narrates, conversation, announcer, commentary, monologue, sermon, preaching, voice-over, "
+        "voiceover"
+    ),
+    "noise": _terms(
+        "noise, noises, noisy, static, hiss, hissing, crackle*, crackling, crackly, buzzing, "
+        "humming noise, electric hum, white noise"
+    ),
+    "sound_effects": _terms(
+        "sound effect*, soundeffect*, sfx, special effects, sonic effects, applause, crowd*, "
+        "audience, cheering, laughter, laughing, footsteps, explosion*, gunshot*, siren*, birds, "
+        "bird sound*, birdsong, chirping, barking, engine*, traffic, thunder*, rainfall, rain "
+        "sound*, raining, ocean waves, waves crashing, water sound*, flowing water, water "
+        "flowing, wind sound*, wind blowing, ambient sounds, nature sounds, room sounds, street "
+        "sounds, phone ringing, alarm, beeping, car horn*"
+    ),
 }
 
 # A cue negates a later mention in the same clause, within NEGATION_WINDOW words, unless a
 # scope breaker ("and", "with", "but", ...) stands between them: "no drums or vocals" is
 # negated, "no drums and female vocals" is not.
-DEFAULT_NEGATION_CUES = [
-    "no",
-    "not",
-    "non",
-    "without",
-    "none",
-    "zero",
-    "never",
-    "lack",
-    "lacks",
-    "lacking",
-    "absence",
-    "devoid",
-    "free of",
-]
+DEFAULT_NEGATION_CUES = _terms(
+    "no, not, non, without, none, zero, never, lack, lacks, lacking, absence, devoid, free of"
+)
 DEFAULT_NEGATION_SUFFIXES = ["free", "less", "absent"]
 DEFAULT_SCOPE_BREAKERS = ["and", "with", "but", "plus", "featuring", "feat", "then"]
 NEGATION_WINDOW = 5
