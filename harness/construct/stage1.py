@@ -27,15 +27,17 @@ from harness.construct.files import write_json
 from harness.core.errors import DatasetError
 from harness.core.files import read_text, sha256_of, write_jsonl
 
-MUSICCAPS_COLUMNS = tuple(
-    "ytid start_s end_s audioset_positive_labels aspect_list caption author_id "
-    "is_balanced_subset is_audioset_eval".split()
-)
-
 
 def _terms(text: str) -> list[str]:
     return [term.strip() for term in text.split(",")]
 
+
+MUSICCAPS_COLUMNS = tuple(
+    _terms(
+        "ytid, start_s, end_s, audioset_positive_labels, aspect_list, caption, author_id, "
+        "is_balanced_subset, is_audioset_eval"
+    )
+)
 
 DEFAULT_RULES: dict[str, list[str]] = {
     "vocals": _terms(

@@ -18,6 +18,10 @@ import soundfile
 from harness.fake_api.state import ParsedRequest, Reply
 
 AUDIO_TOKENS_PER_SECOND = {"gemini": 32, "openai": 10}
+SUMMARY = (
+    "a calm everyday chat between two friends; mood: warm, relaxed, curious; keywords: plans, "
+    "weekend, coffee; suggested music: soft acoustic guitar, slow tempo, low energy"
+)
 BIG = 5000  # digits of a huge number, depth of deep nesting: past Python's limits (4,300; 1,000)
 
 
@@ -68,8 +72,8 @@ def clip_score(parsed: ParsedRequest, index: int, label: str | None = None) -> f
 
 def answer_form(parsed: ParsedRequest) -> tuple[str, list[str]]:
     """What the prompt asks for ("score", "scores", "ranking", "rubric", "summary",
-    "description", "feedback") and the
-    clip labels of a joint prompt, read from the JSON schema or else from the prompt text."""
+    "description", "feedback") and the clip labels of a joint prompt, read from the JSON
+    schema or else from the prompt text."""
     schema = parsed.schema or {}
     props = schema.get("properties") or {}
     text = parsed.user_text
@@ -129,33 +133,7 @@ def answer_object(parsed: ParsedRequest, score: float) -> Any:
         a, b, c = (round((score + shift) % 10.1, 1) for shift in (2.3, 0.0, 4.1))
         return {"A": a, "B": b, "C": c, "vocals": score < 1.0}
     if form == "summary":
-        words = [
-            "a",
-            "calm",
-            "everyday",
-            "chat",
-            "between",
-            "two",
-            "friends;",
-            "mood:",
-            "warm,",
-            "relaxed,",
-            "curious;",
-            "keywords:",
-            "plans,",
-            "weekend,",
-            "coffee;",
-            "suggested",
-            "music:",
-            "soft",
-            "acoustic",
-            "guitar,",
-            "slow",
-            "tempo,",
-            "low",
-            "energy",
-        ]
-        return {"summary": " ".join(words)}
+        return {"summary": SUMMARY}
     if form in ("description", "feedback"):
         return {form: free_text(form, parsed)}
     return {"score": score}

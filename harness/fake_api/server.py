@@ -115,15 +115,8 @@ def build_app(state: FakeState, book: BatchBook | None = None) -> web.Applicatio
             return error_response(api, reply)
         finally:
             entry.done_s = time.time()
-            log.debug(
-                "%s %s model=%s arrival=%d -> %d %s",
-                api,
-                path,
-                entry.model,
-                entry.arrival,
-                entry.status,
-                entry.outcome,
-            )
+            what = (api, path, entry.model, entry.arrival, entry.status, entry.outcome)
+            log.debug("%s %s model=%s arrival=%d -> %d %s", *what)
             state.record(entry)
 
     async def stats(_: web.Request) -> web.Response:
@@ -377,26 +370,15 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, FakeS
     return args, settings
 
 
-async def serve_forever(settings: FakeSettings, host: str, port: int) -> None:
-    runner = web.AppRunner(
-        build_app(FakeState(settings)), access_log=None, handler_cancellation=True
-    )
-    await runner.setup()
-    await web.TCPSite(runner, host, port).start()
-    print(f"fake API server on http://{host}:{port}", flush=True)
-    print(f"  GEMINI_BASE_URL=http://{host}:{port}", flush=True)
-    print(f"  OPENAI_BASE_URL=http://{host}:{port}/v1", flush=True)
-    try:
-        await asyncio.Event().wait()
-    finally:
-        await runner.cleanup()
-
-
 def main(argv: list[str] | None = None) -> None:
     try:
         args, settings = parse_args(argv)
     except ValueError as exc:
         raise SystemExit(f"error: {exc}") from None
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve_forever(settings, args.host, args.port))
+    with FakeServer(settings, args.host, args.port) as server:
+        print(f"fake API server on {server.url}", flush=True)
+        print(f"  GEMINI_BASE_URL={server.gemini_base_url}", flush=True)
+        print(f"  OPENAI_BASE_URL={server.openai_base_url}", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            threading.Event().wait()

@@ -15,8 +15,6 @@ FAULT_KINDS = ("429", "500", "503", "timeout", "drop")
 # HTTP 200 answers no SDK can read: an HTML page, HTML labelled as JSON, a body that is not
 # UTF-8, JSON of the wrong shape (a list), a number of 5,000 digits, nesting 5,000 deep.
 MALFORMED_KINDS = ("html", "html_json", "not_utf8", "wrong_shape", "huge_number", "deep_nesting")
-
-
 ANSWER_MODES = (
     "score",
     "malformed",
@@ -31,11 +29,7 @@ ANSWER_MODES = (
     "deep_nesting",
     "lone_surrogate",
 )
-
-
 KEY_HEADERS = frozenset({"x-goog-api-key", "authorization", "api-key", "x-api-key"})
-
-
 REDACTED = "[REDACTED]"
 
 
@@ -249,23 +243,18 @@ class FakeState:
             counts = dict(self._counts)
             arrivals = list(self._arrivals.values())
         grouped: dict[str, dict[str, int]] = collections.defaultdict(dict)
-        flat: dict[str, Any] = {}
         for name, value in counts.items():
             group, sep, key = name.partition(":")
             if sep:
                 grouped[group][key] = value
-            else:
-                flat[name] = value
+        flat = ("requests", "answered", "audio_parts", "audio_undecodable")
         return {
-            "requests": flat.get("requests", 0),
-            "answered": flat.get("answered", 0),
-            "audio_parts": flat.get("audio_parts", 0),
-            "audio_undecodable": flat.get("audio_undecodable", 0),
+            **{name: counts.get(name, 0) for name in flat},
             "distinct_bodies": len(arrivals),
             "repeated_bodies": sum(1 for n in arrivals if n > 1),
             "max_arrivals": max(arrivals, default=0),
             "max_in_flight": self.max_in_flight,
-            **{group: dict(values) for group, values in grouped.items()},
+            **grouped,
             "settings": self.settings.public(),
         }
 

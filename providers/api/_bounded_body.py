@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from providers.api._body_limit import MAX_BODY_BYTES, ResponseTooLarge
+from providers.api._shared import MAX_BODY_BYTES, ResponseTooLarge
 
 httpx2: ModuleType | None
 try:  # the openai SDK's fork of httpx (openai >= 3), with its own classes

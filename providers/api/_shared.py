@@ -68,6 +68,7 @@ class ApiOptions(ProviderConfig):
 
 
 MAX_RETRY_AFTER_S = 600.0
+MAX_BODY_BYTES = 256 * 2**20  # far above any answer or batch output file the harness reads
 # The encoded clips kept for the requests that send them again (a clip is a candidate of
 # several items, and every repeat sends it again): bounded by their size, not their number,
 # so that a pool of a few hundred clips is encoded once and a pool of long clips cannot
@@ -364,6 +365,16 @@ def status_error(
         401 if key_refused else status, ("client_error", "the request was refused")
     )
     return ProviderError(f"{provider} {hint} ({status}): {detail}", transient=False, kind=kind)
+
+
+class ResponseTooLarge(ValueError):
+    """A response body larger than `limit` (MAX_BODY_BYTES) once decompressed."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"the response body is larger than {limit:,} bytes once decompressed "
+            "(a compression bomb?): not read"
+        )
 
 
 # What the SDKs raise on an HTTP 200 they cannot read: an HTML page, a body that is not UTF-8,

@@ -1,15 +1,5 @@
 """Gemini judges through google-genai: audio inline as WAV parts, the system text as the system
-instruction, JSON response mode with the variant's schema.
-
-Settings (`provider:` in the experiment file) beyond the common ones:
-- `json_mode`: `schema` (default: JSON mode with the variant's schema), `object` (JSON mode,
-  no schema) or `prompt` (JSON asked for in the prompt only);
-- `sample_rate`: resample clips to this rate before sending (default: the file's own rate,
-  mono 16-bit WAV; 16000 shrinks uploads, Gemini works at 16 kHz inside);
-- `thinking_budget`: passed on as the thinking budget of 2.5-series models;
-- `http_client`: `aiohttp` (the default where installed: far less CPU per call at high
-  concurrency) or `httpx`;
-- `endpoint_id`: a name to cache under instead of the base URL(s).
+instruction, JSON response mode with the variant's schema. Settings: docs/providers.md.
 Keys: GEMINI_API_KEY or GOOGLE_API_KEY. Base URL: `base_url` or GEMINI_BASE_URL.
 """
 

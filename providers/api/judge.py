@@ -1,19 +1,13 @@
 """The public base of the judges behind an HTTP API (`ApiJudge`).
 
-A subclass names its service in class attributes and fills in a few hooks; the base owns the
-rest, once for every API judge:
-- where requests go: `provider.base_url` from the experiment file, else the variable named by
-  `url_variable`, else `official_base_url`; the SDK client is built with exactly that URL
-  and run.json's provenance records exactly that URL, so the two cannot differ;
-- which key they carry: the variable named by `provider.api_key_env`, else the first of
-  `key_variables` that is set (run.json records the variable the key came from);
-- the cache identity (the configured base URL, or `endpoint_id`), the missing-key check of
-  the dry run, one SDK client per base URL (`ClientPool`), the batch settings;
-- turning an SDK exception into a ProviderError the runner knows how to treat, through the
-  hooks `status_code`, `is_auth_failure`, `should_retry`, `is_timeout`, `is_connection_error`.
-
-A subclass implements `make_client` (the SDK client for one base URL and key),
-`build_request` and `send` (one request), and `status_code` (the HTTP status of an SDK error).
+A subclass names its service in class attributes (`label`, `url_variable`, `key_variables`,
+`official_base_url`) and implements `make_client`, `build_request`, `send` and `status_code`;
+the base owns the rest once for every API judge: the base URL (`provider.base_url`, else the
+`url_variable`, else the official one: the client and run.json's provenance get the same URL),
+the key (`provider.api_key_env`, else the first of `key_variables` set), the cache identity,
+one SDK client per base URL (`ClientPool`), the batch settings, and SDK exceptions turned
+into ProviderErrors through the hooks `status_code`, `is_auth_failure`, `should_retry`,
+`is_timeout` and `is_connection_error`.
 """
 
 from __future__ import annotations
@@ -23,11 +17,11 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from harness.core.secrets import scrub
 from harness.core.types import ChatRequest, ChatResponse, ProviderConfig, ProviderError
-from providers.api._body_limit import ResponseTooLarge
 from providers.api._shared import (
     MALFORMED_ANSWER_ERRORS,
     ApiOptions,
     ClientPool,
+    ResponseTooLarge,
     api_endpoint,
     base_urls,
     batch_settings,
@@ -42,8 +36,6 @@ C = TypeVar("C")  # the SDK's client
 
 
 class ApiJudge(Judge, Generic[C]):
-    """A judge behind an HTTP API; see the module's docstring for what a subclass sets."""
-
     label: ClassVar[str]  # the service's name in messages ("OpenAI", "Gemini")
     url_variable: ClassVar[str]  # the environment variable with the base URL
     key_variables: ClassVar[tuple[str, ...]]  # the variables with the key, first found wins
@@ -60,7 +52,6 @@ class ApiJudge(Judge, Generic[C]):
         self._pool: ClientPool[tuple[C, str | None]] = ClientPool(self.urls, self._pooled)
         self._batch_settings = batch_settings(self.config, self.urls)
 
-    # ------------------------------------------------------------ where requests go
     @property
     def key_names(self) -> tuple[str, ...]:
         """The variables the key is read from: `provider.api_key_env`, else the class's."""
@@ -74,8 +65,7 @@ class ApiJudge(Judge, Generic[C]):
         return found[0] if found else self.key_names[0]
 
     def wire_url(self, url: str | None) -> str | None:
-        """The base URL a client for `url` (None: no URL configured) sends to."""
-        return url or self.official_base_url
+        return url or self.official_base_url  # None: no URL configured
 
     def endpoint(self) -> dict[str, Any]:
         """run.json's provenance, from the values the clients are built with: the URLs
@@ -111,7 +101,6 @@ class ApiJudge(Judge, Generic[C]):
             identity["base_url"] = self.urls[0] if len(self.urls) == 1 else sorted(self.urls)
         return identity | {"sample_rate": self.sample_rate}
 
-    # ------------------------------------------------------------ the SDK client
     def _pooled(self, url: str | None) -> tuple[C, str | None]:
         found = env_key_named(self.key_names)
         if found is None:
@@ -132,18 +121,15 @@ class ApiJudge(Judge, Generic[C]):
         SDK's own choosing) with `key`."""
 
     def batch_client(self) -> tuple[C, str | None]:
-        """The client batches go through (the one base URL, or the official service)."""
-        return self._pool.clients[0]
+        return self._pool.clients[0]  # batches go to the one base URL
 
     async def close_client(self, client: C) -> None:
-        """Close one SDK client at the end of a run."""
         await client.close()  # type: ignore[attr-defined]
 
     async def aclose(self) -> None:
         for client, _ in self._pool.built():
             await self.close_client(client)
 
-    # ------------------------------------------------------------ one request
     @abstractmethod
     def build_request(self, request: ChatRequest) -> Any:
         """What `send` sends for `request` (built before a client is leased)."""
@@ -181,28 +167,21 @@ class ApiJudge(Judge, Generic[C]):
                 kind="wrong_model",
             )
 
-    # ------------------------------------------------------------ failures
-    # What the SDK raises on an answer it cannot read (asked again).
-    malformed_errors: ClassVar[tuple[type[BaseException], ...]] = MALFORMED_ANSWER_ERRORS
-
     def is_malformed(self, exc: BaseException) -> bool:
         """Whether the SDK raised `exc` on an answer it could not read (asked again)."""
-        return isinstance(exc, self.malformed_errors)
+        return isinstance(exc, MALFORMED_ANSWER_ERRORS)
 
     @abstractmethod
     def status_code(self, exc: BaseException) -> int | None:
         """The HTTP status of an SDK error for an error answer (None: not one)."""
 
     def error_message(self, exc: BaseException) -> str:
-        """The service's message in an error answer."""
         return str(exc)
 
     def retry_after(self, exc: BaseException) -> float | None:
-        """Seconds the service asked to wait before the next attempt (None: not said)."""
-        return None
+        return None  # seconds the service asked to wait
 
     def is_auth_failure(self, exc: BaseException) -> bool:
-        """Whether the service refused the key (a 401 by default, whatever else it says)."""
         return self.status_code(exc) == 401
 
     def is_timeout(self, exc: BaseException) -> bool:

@@ -1,24 +1,8 @@
 """Chat-completions judges through the openai SDK: GPT-4o-audio / gpt-audio (`openai-audio`),
 any chat model on the OpenAI API such as GPT-5-mini (`openai`), and any OpenAI-compatible
-server, such as vLLM serving Qwen2.5-Omni (`openai-compatible`).
-
-Audio goes as base64 WAV `input_audio` parts (or `audio_url` data URLs with
-`audio_format: audio_url`). Settings beyond the common ones:
-- `json_mode`: `prompt` (JSON asked for in the prompt only; the default for openai-audio,
-  whose models reject `json_schema`), `schema` (the variant's JSON schema as
-  `response_format`; the default for openai-compatible) or `object` (`json_object`);
-- `audio_format`: `input_audio` (default) or `audio_url`;
-- `sample_rate`: resample clips to this rate before sending (default: the file's own rate,
-  mono 16-bit WAV);
-- `extra_body`: extra request fields for the server (e.g. vLLM sampling options; not
-  `model`, `messages`, `stream` or `n`, which the harness sends itself);
-- `reasoning_effort`: minimal, low, medium or high, for reasoning models (GPT-5 family);
-- `score: expected` (with `top_logprobs`, default 20): ask for token log-probabilities and
-  record the expected score next to the greedy one (`extra.expected_score`);
-- `api_key_env`: the variable holding the key (default OPENAI_API_KEY);
-- `endpoint_id`: a name to cache under instead of the base URL(s), so that adding servers
-  to a list keeps the cached answers.
-Base URL: `base_url` (one or a list; requests are spread over the list) or OPENAI_BASE_URL.
+server, such as vLLM serving Qwen2.5-Omni (`openai-compatible`). Audio goes as base64 WAV
+`input_audio` parts (or `audio_url` data URLs). Settings: docs/providers.md. Key:
+OPENAI_API_KEY; base URL: `base_url` (one or a list to spread requests over) or OPENAI_BASE_URL.
 """
 
 from __future__ import annotations
@@ -41,8 +25,7 @@ if TYPE_CHECKING:
 
 
 def _openai() -> ModuleType:
-    """The openai SDK, imported when a client is built or one of its errors met (slow to
-    import: a run answered from the cache never needs it)."""
+    """The openai SDK, imported only when needed: a run answered from the cache never is."""
     import openai
 
     return openai
@@ -117,7 +100,6 @@ class ChatCompletionsJudge(ApiJudge["openai.AsyncOpenAI"]):
         return super().identity() | {"json_mode": self.json_mode, "audio_format": self.audio_format}
 
     def make_client(self, base_url: str | None, key: str) -> openai.AsyncOpenAI:
-        # httpx with the SDK, when a client is made: a re-run the cache answers makes none
         from providers.api._bounded_body import openai_transport
 
         sdk = _openai()
@@ -126,7 +108,6 @@ class ChatCompletionsJudge(ApiJudge["openai.AsyncOpenAI"]):
             base_url=base_url,
             max_retries=0,
             timeout=self.config.timeout_s,
-            # a compressed body is inflated with a bound (a gzip bomb is that call's error)
             http_client=sdk.DefaultAsyncHttpxClient(transport=openai_transport()),
         )
         return client
