@@ -8,7 +8,6 @@ and how it embeds texts and audio.
 from __future__ import annotations
 
 import asyncio
-import logging
 from abc import abstractmethod
 from typing import Any, ClassVar
 
@@ -28,7 +27,6 @@ from providers.local._settings import (
     require_local_stack,
 )
 
-log = logging.getLogger(__name__)
 Vectors = NDArray[np.float32]
 
 
@@ -80,20 +78,16 @@ class EmbeddingScorer(Scorer):
     def identity(self) -> dict[str, Any]:
         return local_identity(super().identity(), self.settings, generates=False)
 
-    # -- family specifics
     @abstractmethod
-    def load(self) -> Any:
-        """Load the model (once; keep it in `self._loaded`)."""
+    def load(self) -> Any: ...  # once; kept in `self._loaded`
 
     @abstractmethod
     def embed_texts(self, loaded: Any, texts: list[str]) -> tuple[Vectors, list[int]]:
         """Embeddings of `texts` and how many tokens each had."""
 
     @abstractmethod
-    def embed_audio(self, loaded: Any, clips: list[NDArray[np.float32]]) -> Vectors:
-        """Embeddings of clips decoded at `sampling_rate`."""
+    def embed_audio(self, loaded: Any, clips: list[NDArray[np.float32]]) -> Vectors: ...
 
-    # -- the shared loop
     async def ready(self) -> None:
         async with self._loading:
             if self._loaded is None:
@@ -128,17 +122,11 @@ class EmbeddingScorer(Scorer):
             self._text.update(zip(new_texts, self._unit(vectors), strict=True))
             self._tokens.update(zip(new_texts, counts, strict=True))
         clips: dict[str, AudioRef] = {}
-        for request in requests:
-            for candidate in request.candidates:
-                if request.music == "caption":
-                    continue
-                if candidate.audio is None:
-                    raise ProviderError(
-                        f"clip {candidate.clip_id} has no audio",
-                        transient=False,
-                        kind="bad_request",
-                    )
-                clips.setdefault(candidate.audio.sha256, candidate.audio)
+        for candidate in (c for r in requests if r.music != "caption" for c in r.candidates):
+            if candidate.audio is None:
+                message = f"clip {candidate.clip_id} has no audio"
+                raise ProviderError(message, transient=False, kind="bad_request")
+            clips.setdefault(candidate.audio.sha256, candidate.audio)
         new_clips = [ref for sha, ref in clips.items() if sha not in self._audio]
         if new_clips:
             decoded = [read_mono(ref.path, self.sampling_rate) for ref in new_clips]
@@ -159,8 +147,7 @@ class EmbeddingScorer(Scorer):
         return answers
 
     def query_extra(self, query: str) -> dict[str, Any]:
-        """What a record says about its query (`extra`): its token count."""
-        return {"query_tokens": self._tokens[query]}
+        return {"query_tokens": self._tokens[query]}  # the record's `extra`
 
     def _unit(self, vectors: Vectors) -> Vectors:
         return vectors.astype(np.float32) if self.unit_vectors else _unit(vectors)

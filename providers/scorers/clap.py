@@ -1,15 +1,11 @@
 """CLAP scorers (`ClapModel`): cosine between the dialogue (full text or summary) and each
 clip, for any CLAP checkpoint (`laion/clap-htsat-unfused`, `laion/larger_clap_music`, ...).
 
-Audio goes in at 48 kHz through the checkpoint's `ClapFeatureExtractor`. A clip longer
-than the extractor's window (10 s in the LAION checkpoints) is cut to its central window
-first, so scores never depend on the extractor's random crop. With `inputs.music:
-caption` the caption is embedded with the text tower instead.
-
-Text truncation is explicit: queries are cut to `max_text_tokens` (default: what the
-text tower's position table holds) and every record says how many tokens its query had
-and whether it was cut (`extra.query_tokens`, `extra.query_truncated`); the count of cut
-queries is logged when the run ends.
+Audio goes in at 48 kHz through the checkpoint's `ClapFeatureExtractor`, a clip longer than
+its window (10 s in the LAION checkpoints) cut to its central window first, so scores never
+depend on the extractor's random crop. Queries are cut to `max_text_tokens` (default: what
+the text tower's position table holds); every record says how many tokens its query had and
+whether it was cut (`extra.query_tokens`, `extra.query_truncated`).
 """
 
 from __future__ import annotations
@@ -25,7 +21,7 @@ from pydantic import Field
 from harness.core.audio import read_mono
 from harness.core.types import AudioRef, ProviderConfig
 from providers.local._settings import LocalOptions, hf, load_model
-from providers.scorers._two_tower import EmbeddingScorer, Vectors
+from providers.scorers._two_tower import EmbeddingScorer, Vectors, fit_window
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +82,6 @@ class ClapScorer(EmbeddingScorer):
         await super().aclose()
 
     def query_extra(self, query: str) -> dict[str, Any]:
-        """The query's token count, and whether it was cut to `max_text_tokens`."""
         length = self._tokens[query]
         truncated = length > self.load().max_text_tokens
         self.truncated_queries += truncated
@@ -116,10 +111,7 @@ class ClapScorer(EmbeddingScorer):
     def window(self, loaded: _Loaded, samples: NDArray[np.float32]) -> NDArray[np.float32]:
         """At most the extractor's window: a longer clip's central window."""
         window = int(loaded.extractor.nb_max_samples)
-        if len(samples) <= window:
-            return samples
-        start = (len(samples) - window) // 2
-        return samples[start : start + window]
+        return samples if len(samples) <= window else fit_window(samples, window)
 
     def central_window(self, loaded: _Loaded, clip: AudioRef) -> NDArray[np.float32]:
         return self.window(loaded, read_mono(clip.path, self.sampling_rate))
@@ -135,11 +127,8 @@ class ClapScorer(EmbeddingScorer):
                 sampling_rate=self.sampling_rate,
                 return_tensors="pt",
             )
-            inputs = {
-                "input_features": features["input_features"].to(
-                    loaded.model.device, loaded.model.dtype
-                )
-            }
+            model = loaded.model
+            inputs = {"input_features": features["input_features"].to(model.device, model.dtype)}
             if "is_longer" in features:
                 inputs["is_longer"] = features["is_longer"].to(loaded.model.device)
             with torch.inference_mode():

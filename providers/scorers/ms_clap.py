@@ -1,11 +1,10 @@
 """Microsoft CLAP (`ms-clap`): the `msclap` package's 2022 (Cnn14 audio encoder, BERT text
 encoder) and 2023 (HTS-AT, GPT-2) models, loaded as msclap's own `CLAPWrapper.load_clap` does.
 
-The architecture is msclap's (`msclap.models.clap.CLAP`, built from the package's
+The architecture is msclap's (`msclap.models.clap.CLAP`, from its
 `configs/config_<version>.yml`); the weights are `CLAP_weights_<version>.pth` of the hub
-repository `microsoft/msclap` (`model:` names the repository, a file in it such as
-`microsoft/msclap/CLAP_weights_2022.pth`, or a local .pth file; `version:` defaults to the
-year in the file name), their `model` state dict loaded
+repository `microsoft/msclap` (or a file in it, or a local .pth file; `version:` defaults to
+the year in the file name), their `model` state dict loaded
 non-strictly as msclap does (missing and unexpected keys are logged); the text goes through
 the text model's tokenizer as msclap prepares it (GPT-2: `' <|endoftext|>'` appended, `'!'` as
 padding; padded to the config's `text_len`, never truncated below the text model's own limit).
@@ -25,6 +24,7 @@ import logging
 import pickle
 import sys
 import types
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -82,14 +82,11 @@ class MsClapScorer(EmbeddingScorer):
 
     @property
     def version(self) -> str:
-        """The version asked for, else the one the weights' file name says (2023 if none)."""
         if self.config.version is not None:
             return self.config.version
         return "2022" if "2022" in Path(self.settings.checkpoint).name else "2023"
 
     def weights(self) -> str:
-        """`model:` is a local .pth file, a hub file (`microsoft/msclap/CLAP_weights_2022.pth`)
-        or a hub repository holding `CLAP_weights_<version>.pth`."""
         checkpoint = self.settings.checkpoint
         if checkpoint.endswith(".pth") and not Path(checkpoint).is_file():
             repo, _, filename = checkpoint.rpartition("/")
@@ -173,15 +170,11 @@ class MsClapScorer(EmbeddingScorer):
         return vectors
 
 
+@dataclass
 class _Loaded:
-    def __init__(
-        self,
-        model: Any,
-        tokenizer: Any,
-        args: dict[str, Any],
-        text_model: str,
-        device: Any,
-        dtype: Any,
-    ) -> None:
-        self.model, self.tokenizer, self.args = model, tokenizer, args
-        self.text_model, self.device, self.dtype = text_model, device, dtype
+    model: Any
+    tokenizer: Any
+    args: dict[str, Any]
+    text_model: str
+    device: Any
+    dtype: Any

@@ -7,15 +7,12 @@ the mean of its last hidden states over time) and a BERT text tower (`bert-base-
 [CLS] state), each followed by a projection (linear, GELU, linear with dropout, residual, layer
 norm) to `embedding_dim` 768, plus the CLIP logit scale. The released weights
 (`best.pth.tar` of the hub repository `KeiKinn/paraclap`, or a local file in `model:`) load
-strictly into that layout. Audio goes in as the raw 16 kHz waveform of the whole clip, as in
-`eval.py` (no feature normalisation); text through the BERT tokenizer with padding and
-truncation. The module and parameter names below are the repository's, so the state dict
-matches key for key.
+strictly into that layout (the module names below are the repository's). Audio goes in as the
+raw 16 kHz waveform of the whole clip, as in `eval.py`; text through the BERT tokenizer.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import numpy as np
@@ -25,7 +22,6 @@ from pydantic import Field
 from providers.local._settings import LocalOptions, hf, load_model_weights
 from providers.scorers._two_tower import EmbeddingScorer, Vectors, download
 
-log = logging.getLogger(__name__)
 WEIGHTS = "best.pth.tar"
 
 
@@ -99,12 +95,8 @@ class ParaClapScorer(EmbeddingScorer):
     config: ParaClapOptions
 
     def identity(self) -> dict[str, Any]:
-        return {
-            **super().identity(),
-            "audio_model": self.config.audio_model,
-            "text_model": self.config.text_model,
-            "embedding_dim": self.config.embedding_dim,
-        }
+        names = ("audio_model", "text_model", "embedding_dim")
+        return super().identity() | {name: getattr(self.config, name) for name in names}
 
     def load(self) -> Any:
         if self._loaded is not None:

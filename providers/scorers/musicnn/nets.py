@@ -102,7 +102,7 @@ class MusiCNN(nn.Module):
         logits: torch.Tensor = self.out(hidden)
         return logits
 
-    def load_tf(self, tensors: Mapping[str, NDArray[np.generic]]) -> None:
+    def load_tf(self, tensors: Tensors) -> None:
         convs = [*self.timbral, *self.temporal]
         for k, conv in enumerate(convs):
             _load_conv2d(conv, tensors, _name("conv2d", k))
@@ -139,7 +139,7 @@ class VGG(nn.Module):
         logits: torch.Tensor = self.out(h.permute(0, 2, 3, 1).flatten(1))  # channels-last
         return logits
 
-    def load_tf(self, tensors: Mapping[str, NDArray[np.generic]]) -> None:
+    def load_tf(self, tensors: Tensors) -> None:
         for k, conv in enumerate(self.convs):
             _load_conv2d(conv, tensors, f"{k + 1}CNN")
         for k, bn in enumerate([self.input_bn, *self.bns]):
@@ -161,46 +161,45 @@ def _name(kind: str, k: int) -> str:
     return kind if k == 0 else f"{kind}_{k}"
 
 
-def _set(param: torch.Tensor, value: NDArray[np.generic], name: str) -> None:
-    tensor = torch.from_numpy(np.ascontiguousarray(value, dtype=np.float32))
+Tensors = Mapping[str, NDArray[np.generic]]
+
+
+def _copy(param: torch.Tensor, tensors: Tensors, name: str, layout: str = "") -> None:
+    """Copy variable `name` into `param`, its axes reordered as `layout` says."""
+    if name not in tensors:
+        raise KeyError(f"checkpoint has no variable {name!r}")
+    value = np.asarray(tensors[name], dtype=np.float32)
+    tensor = torch.from_numpy(np.ascontiguousarray(np.einsum(layout, value) if layout else value))
     if tensor.shape != param.shape:
         raise ValueError(f"{name}: shape {tuple(tensor.shape)} != {tuple(param.shape)}")
     with torch.no_grad():
         param.copy_(tensor)
 
 
-def _get(tensors: Mapping[str, NDArray[np.generic]], name: str) -> NDArray[np.generic]:
-    try:
-        return tensors[name]
-    except KeyError:
-        raise KeyError(f"checkpoint has no variable {name!r}") from None
-
-
-def _load_conv2d(conv: nn.Module, tensors: Mapping[str, NDArray[np.generic]], scope: str) -> None:
+def _load_conv2d(conv: nn.Module, tensors: Tensors, scope: str) -> None:
     assert isinstance(conv, nn.Conv2d) and conv.bias is not None
-    kernel = _get(tensors, f"{scope}/kernel")  # (kh, kw, in, out)
-    _set(conv.weight, kernel.transpose(3, 2, 0, 1), f"{scope}/kernel")
-    _set(conv.bias, _get(tensors, f"{scope}/bias"), f"{scope}/bias")
+    _copy(conv.weight, tensors, f"{scope}/kernel", "hwio->oihw")
+    _copy(conv.bias, tensors, f"{scope}/bias")
 
 
-def _load_conv1d(conv: nn.Module, tensors: Mapping[str, NDArray[np.generic]], scope: str) -> None:
+def _load_conv1d(conv: nn.Module, tensors: Tensors, scope: str) -> None:
     assert isinstance(conv, nn.Conv1d) and conv.bias is not None
     # A (7, C) kernel sliding over (time, C) with one input channel is a 1-D convolution
     # over time with C input channels.
-    kernel = _get(tensors, f"{scope}/kernel")  # (7, C, 1, out)
-    _set(conv.weight, kernel[:, :, 0, :].transpose(2, 1, 0), f"{scope}/kernel")
-    _set(conv.bias, _get(tensors, f"{scope}/bias"), f"{scope}/bias")
+    _copy(conv.weight, tensors, f"{scope}/kernel", "tcxo->oct")
+    _copy(conv.bias, tensors, f"{scope}/bias")
 
 
-def _load_bn(bn: nn.Module, tensors: Mapping[str, NDArray[np.generic]], scope: str) -> None:
+def _load_bn(bn: nn.Module, tensors: Tensors, scope: str) -> None:
     assert isinstance(bn, nn.BatchNorm1d | nn.BatchNorm2d)
     assert bn.running_mean is not None and bn.running_var is not None
-    _set(bn.weight, _get(tensors, f"{scope}/gamma"), f"{scope}/gamma")
-    _set(bn.bias, _get(tensors, f"{scope}/beta"), f"{scope}/beta")
-    _set(bn.running_mean, _get(tensors, f"{scope}/moving_mean"), f"{scope}/moving_mean")
-    _set(bn.running_var, _get(tensors, f"{scope}/moving_variance"), f"{scope}/moving_variance")
+    params = (bn.weight, bn.bias, bn.running_mean, bn.running_var)
+    for param, name in zip(
+        params, ("gamma", "beta", "moving_mean", "moving_variance"), strict=True
+    ):
+        _copy(param, tensors, f"{scope}/{name}")
 
 
-def _load_dense(dense: nn.Linear, tensors: Mapping[str, NDArray[np.generic]], scope: str) -> None:
-    _set(dense.weight, _get(tensors, f"{scope}/kernel").T, f"{scope}/kernel")
-    _set(dense.bias, _get(tensors, f"{scope}/bias"), f"{scope}/bias")
+def _load_dense(dense: nn.Linear, tensors: Tensors, scope: str) -> None:
+    _copy(dense.weight, tensors, f"{scope}/kernel", "io->oi")
+    _copy(dense.bias, tensors, f"{scope}/bias")

