@@ -23,8 +23,6 @@ from harness.fake_api.state import (
 )
 
 ERROR_MODEL = re.compile(r"error-(\d{3})")
-
-
 ANSWER_MODEL = re.compile(r"answer-([a-z_]+)")
 
 

@@ -29,7 +29,7 @@ def _file_object(file_id: str, name: str, size: int, created: float) -> dict[str
         "bytes": size,
         "created_at": int(created),
         "filename": name,
-        "purpose": "batch" if not name.endswith("_output.jsonl") else "batch_output",
+        "purpose": "batch_output" if name.endswith("_output.jsonl") else "batch",
         "status": "processed",
     }
 
@@ -51,15 +51,11 @@ def _batch_object(job: Job, book: BatchBook) -> dict[str, Any]:
         "created_at": int(job.created),
         "in_progress_at": int(job.created) if job.status != "pending" else None,
         "expires_at": int(job.created) + 86400,
-        "completed_at": finished if status == "completed" else None,
-        "expired_at": finished if status == "expired" else None,
-        "failed_at": finished if status == "failed" else None,
-        "cancelled_at": finished if status == "cancelled" else None,
-        "request_counts": {
-            "total": counts["total"],
-            "completed": counts["completed"],
-            "failed": counts["failed"],
+        **{
+            f"{end}_at": finished if status == end else None
+            for end in ("completed", "expired", "failed", "cancelled")
         },
+        "request_counts": counts,
         "metadata": job.metadata.get("user") or None,
     }
 
@@ -99,20 +95,18 @@ def _output_files(job: Job, book: BatchBook) -> None:
     for number, (custom_id, _) in enumerate(job.requests):
         kind, value = job.outcome.get(custom_id, ("expired", None))
         line: dict[str, Any] = {"id": f"batch_req_{job.id}_{number}", "custom_id": custom_id}
+        line |= {"response": None, "error": None}
         if kind in ("answer", "unreadable"):
             line["response"] = {"status_code": 200, "request_id": f"req_{number}", "body": value}
-            line["error"] = None
             text = json.dumps(line)
             output.append(text[: len(text) // 2] if kind == "unreadable" else text)
-        elif kind == "error":
+            continue
+        if kind == "error":
             body = openai_error(value)
             line["response"] = {"status_code": value.status, "request_id": "", "body": body}
-            line["error"] = None
-            failed.append(json.dumps(line))
         else:
-            line["response"] = None
             line["error"] = {"code": "batch_expired", "message": EXPIRED_LINE}
-            failed.append(json.dumps(line))
+        failed.append(json.dumps(line))
     for name, lines in (("output", output), ("error", failed)):
         if lines:
             file_id = book.new_id("file-")
@@ -141,10 +135,11 @@ def add_openai_batch_routes(
         return web.json_response(_file_object(file_id, upload.filename, len(content), time.time()))
 
     async def file_info(request: web.Request) -> web.Response:
-        found = book.files.get(request.match_info["file_id"])
-        if found is None:
+        file_id = request.match_info["file_id"]
+        if file_id not in book.files:
             return error(404, "No such File object")
-        return web.json_response(_file_object(request.match_info["file_id"], *_sized(found)))
+        name, content = book.files[file_id]
+        return web.json_response(_file_object(file_id, name, len(content), time.time()))
 
     async def file_content(request: web.Request) -> web.Response:
         found = book.files.get(request.match_info["file_id"])
@@ -215,7 +210,3 @@ def add_openai_batch_routes(
     app.router.add_get(prefix + "/batches", listing)
     app.router.add_get(prefix + "/batches/{batch_id}", retrieve)
     app.router.add_post(prefix + "/batches/{batch_id}/cancel", cancel)
-
-
-def _sized(found: tuple[str, bytes]) -> tuple[str, int, float]:
-    return found[0], len(found[1]), time.time()

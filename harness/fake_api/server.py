@@ -70,11 +70,8 @@ def build_app(state: FakeState, book: BatchBook | None = None) -> web.Applicatio
     async def limited(request: web.Request) -> web.StreamResponse:
         """A request waits for a free slot when `max_concurrency` is set."""
         limit = state.settings.max_concurrency
-        if limit is None:
-            with state.handling():
-                return await chat(request)
-        gate = gates.setdefault(limit, asyncio.Semaphore(limit))
-        async with gate:
+        gate = gates.setdefault(limit, asyncio.Semaphore(limit)) if limit else None
+        async with gate or contextlib.nullcontext():
             with state.handling():
                 return await chat(request)
 
@@ -187,14 +184,14 @@ async def handle(
     if not isinstance(body, dict):
         raise Reply(400, "the request body must be a JSON object")
     parsed = parse_gemini(entry.model, body) if api == "gemini" else parse_openai(body)
-    entry.model = parsed.model
-    entry.system, entry.user_text = parsed.system, parsed.user_text
-    entry.audio_parts = len(parsed.audio)
-    entry.audio_formats = [fmt for _, fmt in parsed.audio]
+    entry.model, entry.system, entry.user_text = parsed.model, parsed.system, parsed.user_text
+    entry.audio_parts, entry.audio_formats = len(parsed.audio), [f for _, f in parsed.audio]
     entry.json_mode, entry.response_schema = parsed.json_mode, parsed.schema
-    entry.temperature = parsed.temperature
-    entry.roles = parsed.roles
-    entry.logprobs = parsed.logprobs
+    entry.temperature, entry.roles, entry.logprobs = (
+        parsed.temperature,
+        parsed.roles,
+        parsed.logprobs,
+    )
     entry.fields = sorted(body)
 
     await faults.inject(request, state, parsed, entry)
