@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -30,3 +31,15 @@ def prepare_out_dir(out_dir: Path, *, overwrite: bool) -> None:
             )
         shutil.rmtree(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+
+
+def link_or_copy(source: Path, target: Path) -> None:
+    """`target` as a hard link to `source` where the file system allows, else a copy."""
+    if target.exists() and target.samefile(source):
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.unlink(missing_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)

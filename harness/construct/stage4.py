@@ -1,15 +1,13 @@
 """Stage 4: consensus rankings from the annotators, and agreement-based filtering.
 
-Consensus is the Borda count with its hierarchical tie-break (`harness.scoring.consensus`). Agreement
-per item is Kendall's coefficient of concordance W over the annotators' rankings. Items with W below `min_w`, or in the bottom
-`drop_bottom` share of W, are dropped.
+Consensus is the Borda count with its hierarchical tie-break (`harness.scoring.consensus`).
+Agreement per item is Kendall's coefficient of concordance W over the annotators' rankings.
+Items with W below `min_w`, or in the bottom `drop_bottom` share of W, are dropped.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import shutil
 import statistics
 from collections import Counter
 from collections.abc import Sequence
@@ -18,15 +16,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.core.files import sha256_of
+from harness.construct.files import MARKER, link_or_copy, prepare_out_dir, write_json
+from harness.core.dataset import load_dataset
+from harness.core.errors import HarnessError
+from harness.core.files import read_jsonl, sha256_of, write_jsonl
+from harness.core.paths import contained
 from harness.scoring.consensus import Ranking, borda_points, consensus, positions
 
 __all__ = ["Stage4Config", "borda_points", "consensus", "kendall_w", "run_stage4"]
-from harness.construct.files import MARKER, prepare_out_dir, write_json
-from harness.core.dataset import load_dataset
-from harness.core.errors import HarnessError
-from harness.core.files import read_jsonl, write_jsonl
-from harness.core.paths import contained
 
 
 class Stage4Config(BaseModel):
@@ -114,13 +111,6 @@ def aggregate(
     return kept, report
 
 
-def _link_or_copy(source: Path, target: Path) -> None:
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copyfile(source, target)
-
-
 def run_stage4(
     dataset_dir: Path, out_dir: Path, config: Stage4Config | None = None, *, overwrite: bool = False
 ) -> dict[str, Any]:
@@ -136,8 +126,7 @@ def run_stage4(
     prepare_out_dir(out_dir, overwrite=overwrite)
     for clip in clips:
         target = contained(out_dir, clip["audio"])  # load_dataset checked it
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _link_or_copy(dataset.clips[clip["id"]].path, target)
+        link_or_copy(dataset.clips[clip["id"]].path, target)
     write_jsonl(out_dir / "clips.jsonl", clips)
     write_jsonl(out_dir / "items.jsonl", kept)
     report["input_items_sha256"] = sha256_of(dataset_dir / "items.jsonl")

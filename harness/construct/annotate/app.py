@@ -73,13 +73,13 @@ def item_view(
     }
 
 
+def static_page(name: str) -> web.Response:
+    page = resources.files("harness.construct.annotate").joinpath(f"static/{name}")
+    return web.Response(text=page.read_text("utf-8"), content_type="text/html")
+
+
 async def index(request: web.Request) -> web.Response:
-    page = (
-        resources.files("harness.construct.annotate")
-        .joinpath("static/index.html")
-        .read_text("utf-8")
-    )
-    return web.Response(text=page, content_type="text/html")
+    return static_page("index.html")
 
 
 async def next_item(request: web.Request) -> web.Response:
@@ -96,24 +96,26 @@ async def next_item(request: web.Request) -> web.Response:
     return web.json_response(body)
 
 
-async def json_body(request: web.Request) -> Any:
-    """The request's JSON body; BadRequest for another type, charset, or malformed JSON."""
+async def json_body(request: web.Request) -> dict[str, Any]:
+    """The request's JSON object; BadRequest for another type, charset, malformed JSON or
+    JSON that is not an object."""
     if request.content_type != "application/json":
         raise BadRequest("send application/json")
     if (request.charset or "utf-8").lower().replace("_", "-") not in ("utf-8", "utf8"):
         raise BadRequest("send UTF-8")
     raw = await request.read()
     try:
-        return json.loads(raw.decode("utf-8"))
+        body = json.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError):  # not UTF-8, not JSON, nested too deep
         raise BadRequest("the body is not valid JSON") from None
+    if not isinstance(body, dict):
+        raise BadRequest("expected a JSON object")
+    return body
 
 
 async def submit(request: web.Request) -> web.Response:
     dataset, store = request.app[DATASET], request.app[STORE]
     body = await json_body(request)
-    if not isinstance(body, dict):
-        raise BadRequest("expected a JSON object")
     annotator = valid_name(body.get("annotator"))
     item_id = body.get("item_id")
     if not isinstance(item_id, str) or item_id not in {i.id for i in dataset.items}:

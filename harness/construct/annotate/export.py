@@ -3,18 +3,17 @@
 `--export --out DIR` writes a complete dataset folder: DIR/items.jsonl (each item with
 `annotations`, rankings best first, and `annotators`, whose ranking each one is, ordered by
 annotator name), DIR/clips.jsonl, and the audio (hard links where the file system allows,
-else copies). The dataset itself is never rewritten. Annotations already in its items.jsonl are kept and merged by annotator; a
-ranking for the same annotator must agree with the database.
+else copies). The dataset itself is never rewritten. Annotations already in its items.jsonl are
+kept and merged by annotator; a ranking for the same annotator must agree with the database.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 from harness.construct.annotate.store import RankingStore
+from harness.construct.files import link_or_copy
 from harness.core.dataset import load_dataset
 from harness.core.errors import DatasetError, HarnessError
 from harness.core.files import read_jsonl, write_jsonl
@@ -53,7 +52,7 @@ def export_annotations(dataset_dir: Path, store: RankingStore, out_dir: Path) ->
             source, target = contained(dataset_dir, relative), contained(out_dir, relative)
         except UnsafePath as exc:
             raise DatasetError(dataset_dir / "clips.jsonl", None, str(exc)) from None
-        _link_or_copy(source, target)
+        link_or_copy(source, target)
     write_jsonl(out_dir / "clips.jsonl", clips)
     write_jsonl(out_dir / "items.jsonl", rows)
     load_dataset(out_dir, check_audio=False)
@@ -64,17 +63,6 @@ def export_annotations(dataset_dir: Path, store: RankingStore, out_dir: Path) ->
         "rankings": sum(len(r["annotations"]) for r in annotated),
         "annotators": sorted({n for r in annotated for n in r["annotators"]}),
     }
-
-
-def _link_or_copy(source: Path, target: Path) -> None:
-    if target.exists() and target.samefile(source):
-        return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.unlink(missing_ok=True)
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copyfile(source, target)
 
 
 def _existing(obj: dict[str, Any], path: Path, line_no: int) -> dict[str, list[str]]:

@@ -16,9 +16,9 @@ import hashlib
 import hmac
 import json
 import secrets
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any
 
 from aiohttp import web
@@ -30,6 +30,7 @@ from harness.construct.annotate.app import (
     create_app,
     item_view,
     json_body,
+    static_page,
     valid_name,
 )
 from harness.construct.annotate.store import RankingStore
@@ -104,7 +105,7 @@ def study_order(study: Study) -> Any:
     @web.middleware
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.method == "POST" and request.path in ("/api/practice", "/api/rankings"):
-            body = await _json_body(request)  # read once; aiohttp keeps it for the handler
+            body = await json_body(request)  # read once; aiohttp keeps it for the handler
             annotator = valid_name(body.get("annotator"))
             store = request.app[STORE]
             missing = None
@@ -153,7 +154,7 @@ async def session(request: web.Request) -> web.Response:
 
 
 async def guidelines(request: web.Request) -> web.Response:
-    body = await _json_body(request)
+    body = await json_body(request)
     annotator = valid_name(body.get("annotator"))
     request.app[STORE].read_guidelines(annotator)
     return web.json_response({"guidelines_read": True})
@@ -173,7 +174,7 @@ async def next_practice(request: web.Request) -> web.Response:
 
 async def submit_practice(request: web.Request) -> web.Response:
     study, store = request.app[STUDY], request.app[STORE]
-    body = await _json_body(request)
+    body = await json_body(request)
     annotator = valid_name(body.get("annotator"))
     practice = study.practice
     item_id = body.get("item_id")
@@ -208,12 +209,7 @@ def _admin_key(request: web.Request) -> None:
 
 async def admin_page(request: web.Request) -> web.Response:
     _admin_key(request)
-    page = (
-        resources.files("harness.construct.annotate")
-        .joinpath("static/admin.html")
-        .read_text("utf-8")
-    )
-    return web.Response(text=page, content_type="text/html")
+    return static_page("admin.html")
 
 
 async def admin_progress(request: web.Request) -> web.Response:
@@ -224,13 +220,8 @@ async def admin_progress(request: web.Request) -> web.Response:
     for row in annotators:
         row["finished"] = row["done"] == total
         row["completion_code"] = completion_code(study, store, row["annotator"])
-    per_item: dict[str, int] = {}
-    for stored in store.all():
-        per_item[stored.item_id] = per_item.get(stored.item_id, 0) + 1
-    coverage: dict[str, int] = {}
-    for item in dataset.items:
-        count = str(per_item.get(item.id, 0))
-        coverage[count] = coverage.get(count, 0) + 1
+    per_item = Counter(stored.item_id for stored in store.all())
+    coverage = Counter(str(per_item[item.id]) for item in dataset.items)
     return web.json_response(
         {
             "total": total,
@@ -239,13 +230,6 @@ async def admin_progress(request: web.Request) -> web.Response:
             "items_by_rankings": dict(sorted(coverage.items(), key=lambda kv: int(kv[0]))),
         }
     )
-
-
-async def _json_body(request: web.Request) -> dict[str, Any]:
-    body = await json_body(request)
-    if not isinstance(body, dict):
-        raise BadRequest("expected a JSON object")
-    return body
 
 
 def create_study_app(dataset: Dataset, store: RankingStore, study: Study) -> web.Application:
