@@ -34,8 +34,7 @@ from providers.batch import BatchApi
 
 @dataclass
 class RunStats:
-    """What a run counted: its calls and records (the runner) and its model calls, retries
-    and shared answers (the call path)."""
+    """What a run counted: its calls and records (the runner), its model calls (the call path)."""
 
     calls: int = 0
     cache_hits: int = 0
@@ -81,21 +80,17 @@ _STREAK_HINTS = {
 }
 
 
-class _RetryAfterOrBackoff:
+def _retry_after_or_backoff(initial: float, maximum: float) -> Callable[[Any], float]:
     """Wait what the server asked for (Retry-After), else exponential backoff with jitter."""
+    backoff = wait_exponential_jitter(initial=initial, max=maximum, jitter=2 * initial)
 
-    def __init__(self, initial: float, maximum: float) -> None:
-        self._backoff = wait_exponential_jitter(initial=initial, max=maximum, jitter=2 * initial)
-
-    def __call__(self, state: Any) -> float:
+    def wait(state: Any) -> float:
         exc = state.outcome.exception() if state.outcome else None
         if isinstance(exc, ProviderError) and exc.retry_after is not None:
             return float(exc.retry_after)
-        return float(self._backoff(state))
+        return float(backoff(state))
 
-
-def _is_transient(exc: BaseException) -> bool:
-    return isinstance(exc, ProviderError) and exc.transient
+    return wait
 
 
 class Answerer:
@@ -116,9 +111,7 @@ class Answerer:
         self._store_failure: StorageError | None = None  # nothing is paid for that is not kept
         self.batch: BatchCollector | None = None
         self.template_hash = TemplateHashes()  # once per template and run
-        # The environment's secrets, scanned once per run rather than for every answer
-        # (values registered later, e.g. a key a provider reads on its first call, still count).
-        self._env_secrets = env_secrets()
+        self._env_secrets = env_secrets()  # once per run (values registered later still count)
 
     @cached_property
     def identity(self) -> dict[str, Any]:
@@ -126,8 +119,7 @@ class Answerer:
         return self.provider.identity()
 
     def use_batches(self, api: BatchApi, ledger: Path, console: Console) -> BatchCollector:
-        """Send the requests the cache does not answer through the provider's batch API,
-        recording its jobs in `ledger` (in the run folder)."""
+        """Send cache misses through the provider's batch API, its jobs kept in `ledger`."""
         self.batch = BatchCollector(
             api, BatchLedger(ledger), self.cache, console, self._invoke, self._count_sent
         )
@@ -144,11 +136,9 @@ class Answerer:
             self.stats.batch = self.batch.to_json()
 
     async def answer(self, key: str, request: Request) -> tuple[dict[str, Any], bool]:
-        """The answer for `key` and whether it came without a model call (from the cache,
-        or from an identical request already in flight in this run). Its text has no lone
-        surrogate (a cache entry of an older harness may hold one): it is keyed, written and
-        printed as UTF-8 further on."""
-        cached = self._cached(key, request)  # no lone surrogate: ResponseCache.get
+        """The answer for `key` and whether it came without a model call (from the cache, or
+        from an identical request in flight). Its text has no lone surrogate (`clean_value`)."""
+        cached = self._cached(key, request)
         if cached is not None:
             return cached, True
         pending = self._inflight.get(key)
@@ -162,15 +152,12 @@ class Answerer:
 
     def _fetched(self, key: str, task: asyncio.Future[tuple[dict[str, Any], bool]]) -> None:
         self._inflight.pop(key, None)
-        if not task.cancelled():
-            # read here: when the run stops, the call that awaited it may be cancelled first,
-            # and asyncio would print the unread failure with its traceback at exit
-            task.exception()
+        if not task.cancelled():  # read now: its awaiter may be cancelled first, and asyncio
+            task.exception()  # would print the unread failure with its traceback at exit
 
     async def _invoke(self, request: Request) -> dict[str, Any]:
-        """One fresh answer from the provider, retried on transient errors only. The first
-        attempt goes without a retry loop (most calls need none); after a transient failure
-        tenacity takes over, counting that attempt and the time it took."""
+        """One fresh answer, retried on transient errors only: tenacity takes over after a
+        first transient failure, counting that attempt and the time it took."""
         cfg = self.settings
         started = time.monotonic()
         try:
@@ -191,14 +178,14 @@ class Answerer:
             raise
 
     async def _retry(self, request: Request, first: ProviderError, spent: float) -> dict[str, Any]:
-        """The attempts after a first one that failed with `first`, `spent` seconds ago."""
+        """The attempts after a first one that failed with `first`, `spent` seconds ago; none
+        after a wait (Retry-After included) that would end past max_retry_time_s."""
         cfg = self.settings
-        # Stop before a wait (Retry-After included) that would end past max_retry_time_s.
         retrying = AsyncRetrying(
             stop=stop_after_attempt(cfg.max_attempts)
             | stop_before_delay(cfg.max_retry_time_s - spent),
-            wait=_RetryAfterOrBackoff(cfg.retry_wait_s, cfg.retry_max_wait_s),
-            retry=retry_if_exception(_is_transient),
+            wait=_retry_after_or_backoff(cfg.retry_wait_s, cfg.retry_max_wait_s),
+            retry=retry_if_exception(lambda exc: isinstance(exc, ProviderError) and exc.transient),
             reraise=True,
         )
         async for attempt in retrying:
@@ -238,25 +225,21 @@ class Answerer:
             return answer
 
     def _note_failure(self, exc: ProviderError) -> None:
-        """Stop calling the model (fail the rest fast) once every call would fail: at a
-        run-wide failure, or after HALT_AFTER_FAILURES calls in a row failed with no answer
-        between them (a transient failure counts once its call has used up its attempts:
-        then nothing gets through, and each further call would be lost after its retries)."""
+        """Stop calling the model (fail the rest fast) at a run-wide failure, or after
+        HALT_AFTER_FAILURES calls in a row failed after their retries. The first reason stands."""
         if exc.kind == "not_sent":
             return
         self._failure_streak += 1
+        if self._halt_reason is not None:
+            return
         if exc.kind in RUN_WIDE_KINDS:
-            self._halt(f"after a {exc.kind} failure (see that error)")
+            self._halt_reason = f"after a {exc.kind} failure (see that error)"
         elif self._failure_streak >= HALT_AFTER_FAILURES:
             retried = ", each after its retries" * exc.transient
-            self._halt(
+            self._halt_reason = (
                 f"after {self._failure_streak} calls in a row failed{retried}, the last with "
-                f"{exc.kind}{_STREAK_HINTS.get(exc.kind, '')} (see that error)",
+                f"{exc.kind}{_STREAK_HINTS.get(exc.kind, '')} (see that error)"
             )
-
-    def _halt(self, reason: str) -> None:
-        if self._halt_reason is None:  # the first reason stands
-            self._halt_reason = reason
 
     async def _ask(self, request: Request) -> dict[str, Any]:
         """The provider's answer; whatever else it raises becomes this request's error."""
@@ -272,8 +255,8 @@ class Answerer:
             ) from exc
 
     async def _fetch(self, key: str, request: Request) -> tuple[dict[str, Any], bool]:
-        """Ask the model, unless another process sharing the cache already is: then wait for
-        its answer. Claims make concurrent runs pay once for the answers they share."""
+        """Ask the model, unless another process sharing the cache already is (its claim):
+        then wait for its answer, so concurrent runs pay once for what they share."""
         while not self.cache.claim(key):
             answer = await self._answer_from_elsewhere(key, request)
             if answer is not None:
@@ -301,8 +284,7 @@ class Answerer:
             self.cache.release(key)
 
     async def _answer_from_elsewhere(self, key: str, request: Request) -> dict[str, Any] | None:
-        """Wait while another live process holds the claim on `key`; its answer, or None
-        when the claim ended without one (that process failed or died)."""
+        """Wait while another live process holds the claim on `key`; its answer, if any."""
         delay = 0.02
         while self.cache.claimed_elsewhere(key):
             await asyncio.sleep(delay)
@@ -310,7 +292,6 @@ class Answerer:
         return self._cached(key, request)
 
     def _cached(self, key: str, request: Request) -> dict[str, Any] | None:
-        """The cached answer to `request`, when it has the shape of one (else a miss)."""
         if isinstance(request, ScoreRequest):
             return self.cache.get(key, "scores", len(request.candidates))
         return self.cache.get(key, "chat")
@@ -321,8 +302,7 @@ class Answerer:
             self._renewer = asyncio.ensure_future(self._renew_claims())
 
     async def _renew_claims(self) -> None:
-        """Renew every claim this run holds, from one task (a task and a timer per claim
-        cost more than the call itself when thousands of calls are queued)."""
+        """Renew every claim this run holds, from one task (not a timer per claim)."""
         while self._held:
             await asyncio.sleep(CLAIM_LEASE_S / 3)
             for key in list(self._held):
@@ -341,8 +321,8 @@ P = TypeVar("P", bound=Parsed)
 
 @dataclass
 class Asked(Generic[P]):
-    """A judge's answer to one request after re-asks: the last answer and its parse, the
-    raw text of earlier unusable answers, and the usage summed over every attempt."""
+    """A judge's last answer and its parse after re-asks, the raw text of earlier unusable
+    answers, and the usage summed over every attempt."""
 
     parsed: P | None = None
     text: str | None = None
@@ -355,10 +335,7 @@ class Asked(Generic[P]):
     error: ProviderError | None = None
 
     def error_text(self) -> str | None:
-        """`kind: message`, scrubbed of secrets, when the call failed."""
-        if self.error is None:
-            return None
-        return f"{self.error.kind}: {scrub(str(self.error))}"
+        return None if self.error is None else f"{self.error.kind}: {scrub(str(self.error))}"
 
     def _add(self, answer: dict[str, Any], hit: bool) -> None:
         self.cache_hit = hit if self.text is None else self.cache_hit and hit
@@ -369,35 +346,24 @@ class Asked(Generic[P]):
         extra = answer.get("extra") or {}
         for name, value in extra.items():
             before = self.extra.get(name)
+            # `*_tokens` counts are summed like input_tokens: the cost prices every attempt
             if _is_count(name, value) and _is_count(name, before):
-                # summed like input_tokens: the cost prices every attempt's audio, cached
-                # and reasoning tokens, not only the last one's
-                self.extra[name] = before + value
-            else:
-                self.extra[name] = value
+                value += before
+            self.extra[name] = value
 
 
 def _is_count(name: str, value: Any) -> bool:
     return name.endswith("_tokens") and isinstance(value, int) and not isinstance(value, bool)
 
 
-def reask_request(request: ChatRequest, answer: str, reason: str) -> ChatRequest:
-    """The request with one more exchange: the model's unusable answer, then a turn saying
-    why it was rejected (`prompts/reask.jinja`), so a greedy model is not asked the same
-    prompt again."""
-    reply = render(REASK_TEMPLATE, {"answer": answer, "reason": reason}, []).parts
-    return request.with_follow_up(answer, "".join(str(p) for p in reply))
-
-
-REASK_TEMPLATE = "reask.jinja"
-
-
 def reask_step(
     first_key: str, request: ChatRequest, answer: str, reason: str | None
 ) -> tuple[ChatRequest, str]:
-    """The re-ask after an unusable `answer` to `request` (whose first attempt has key
-    `first_key`): the request with the follow-up turn, and its cache key."""
-    request = reask_request(request, answer, reason or "unusable")
+    """The re-ask after an unusable `answer` to `request` (first attempt's key `first_key`):
+    the request with the answer and a turn saying why it was rejected (`prompts/reask.jinja`,
+    so a greedy model is not asked the same prompt again), and its cache key."""
+    reply = render("reask.jinja", {"answer": answer, "reason": reason or "unusable"}, []).parts
+    request = request.with_follow_up(answer, "".join(str(p) for p in reply))
     follow_ups = request.key_fields()["follow_ups"]
     return request, cache_key({"reask_of": first_key, "follow_ups": follow_ups})
 
@@ -410,10 +376,9 @@ async def ask_until_parsed(
     *,
     reask: int,
 ) -> Asked[P]:
-    """Ask, parse, and re-ask up to `reask` times while the answer is unusable, each time
-    with the answers so far and why they were rejected as further turns. A re-ask's cache
-    key derives from the first attempt's key and the follow-up turns, so a re-run replays
-    the same answers and the first attempt's key never changes."""
+    """Ask, parse, and re-ask up to `reask` times while the answer is unusable (`reask_step`).
+    A re-ask's key derives from the first attempt's key and the follow-up turns, so a re-run
+    replays the same answers and the first attempt's key never changes."""
     asked: Asked[P] = Asked()
     key_now = key
     for _ in range(reask + 1):

@@ -1,11 +1,8 @@
 """Prompt variants: which template, pointwise or joint, how answers are parsed, and which
-`prompt_options` a variant takes.
-
-Adding a variant is a template in `prompts/` plus one entry in `VARIANTS` (with its options
-model, if it takes any; a package of its own: an entry point `bgm_judge.prompts` naming the
+`prompt_options` a variant takes. Adding a variant is a template in `prompts/` plus one entry
+in `VARIANTS` (a package of its own: an entry point `bgm_judge.prompts` naming the
 `PromptVariant`, its templates in its `folder`); the tests render every entry and compare it
-with its snapshot.
-"""
+with its snapshot."""
 
 from __future__ import annotations
 
@@ -53,39 +50,22 @@ from harness.core.types import AudioRef
 Mode = Literal["pointwise", "joint", "describe"]
 Parser = Callable[[str, list[str]], ParsedAnswer]
 
-POINTWISE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"score": SCORE},
-    "required": ["score"],
-}
-DESCRIPTION_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"description": {"type": "string"}},
-    "required": ["description"],
-}
-RUBRIC_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"A": SCORE, "B": SCORE, "C": SCORE, "vocals": {"type": "boolean"}},
-    "required": ["A", "B", "C", "vocals"],
-}
+
+def _object(properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(properties)}
 
 
-def known_options() -> frozenset[str]:
-    """Every `prompt_options` key some registered variant takes (a sweep's options are
-    shared by its variants, so each takes the keys it knows)."""
-    return frozenset(
-        name
-        for variant in VARIANTS.values()
-        if variant.options is not None
-        for name in variant.options.model_fields
-    )
+POINTWISE_SCHEMA = _object({"score": SCORE})
+DESCRIPTION_SCHEMA = _object({"description": {"type": "string"}})
+RUBRIC_SCHEMA = _object({"A": SCORE, "B": SCORE, "C": SCORE, "vocals": {"type": "boolean"}})
 
 
 def check_options(options: Mapping[str, Any]) -> None:
-    """Unknown `prompt_options` keys are refused (a typo would otherwise be ignored)."""
+    """Refuse a `prompt_options` key no variant takes (a typo would otherwise be ignored; a
+    sweep's options are shared by its variants, so each takes the keys it knows)."""
     if not options:
         return  # checked for every item: the registry is not walked when nothing is given
-    known = known_options()
+    known = {name for v in VARIANTS.values() if v.options for name in v.options.model_fields}
     unknown = sorted(set(options) - known)
     if unknown:
         raise HarnessError(f"unknown prompt_options {unknown} (known: {', '.join(sorted(known))})")
