@@ -1,16 +1,13 @@
-"""`batch: true`: the requests the cache does not answer go to the provider's batch API instead
-of one call each. The call path hands every such request to `BatchCollector.answer`; once no
-new request has come for `batch_collect_s`, the collected ones are split into jobs within the
-API's limits, written down in the run folder's ledger (`harness.calls.batch_ledger`) before and
-after each is submitted, and followed until they finish (progress printed at each change).
-Each answer is stored in the response cache under the request's own key, so a batch run and
-an online run answer each other's requests, and a re-run is free.
+"""`batch: true`: cache misses go to the provider's batch API instead of one call each. Once no
+request has come for `batch_collect_s`, the collected ones are split into jobs within the
+API's limits, written down in the run folder's ledger (`batch_ledger`) before and after each
+is submitted, and followed until they finish. Each answer is stored in the response cache
+under the request's own key: batch and online runs answer each other's requests.
 
-A re-run first attaches to the jobs its ledger lists as not collected (still running, or
-finished while no run was following them). A request a job did not answer (an expired or
-cancelled job, a transient error line, an unreadable output line) goes into a new job, up to
-`batch_rounds` jobs, or online with `batch_fallback: online`; a permanent error line (400)
-fails that request like an online 400. Nothing already answered is ever sent again."""
+A re-run first attaches to the jobs its ledger lists as not collected. A request a job did not
+answer (expired or cancelled job, transient error line, unreadable output line) goes into a
+new job, up to `batch_rounds`, or online with `batch_fallback: online`; a permanent error line
+fails that request. Nothing already answered is ever sent again."""
 
 from __future__ import annotations
 
@@ -202,7 +199,7 @@ class BatchCollector:
 
     async def _submit(self, chunk: list[tuple[str, ChatRequest]], label: str) -> str:
         """Submit, retrying transient failures; before each retry, look for the job by its
-        label (an answer lost on the way back must not create a second, paid job)."""
+        label (a lost answer must not create a second, paid job)."""
         for attempt in range(SUBMIT_ATTEMPTS):
             try:
                 return await self.api.submit(chunk, label)
@@ -217,8 +214,8 @@ class BatchCollector:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _follow(self, label: str, batch_id: str, keys: list[str]) -> BatchResults:
-        """Poll the job until it finishes; store its answers to the requests it holds (`keys`)
-        in the cache: an output line for any other key is unreadable, never stored."""
+        """Poll the job until it finishes; store its answers to `keys` (any other key's line
+        is unreadable, never stored)."""
         total = len(keys)
         started = time.monotonic()
         shown: tuple[Any, ...] = ()

@@ -1,12 +1,9 @@
-"""The run folder's record of the batch jobs a run submitted (`batches.jsonl`), so that every
-request is paid for once even when the run is killed: a job is written down as `submitting`
-(its label and request keys) before it is sent and as `submitted` (its id) as soon as it is
-accepted; a re-run attaches to every job not yet `collected` instead of sending its requests
-again, finding by its label a job whose id a kill kept from being written down.
+"""The run folder's record of the batch jobs a run submitted (`batches.jsonl`), so every
+request is paid once even when the run is killed: a job is written down as `submitting` (label
+and keys) before it is sent and as `submitted` (its id) once accepted; a re-run attaches to
+every job not yet `collected`, finding by its label a job whose id a kill kept from the file.
 
-One JSON object a line, appended and flushed to disk; a line torn by a kill, or any line that is
-not an event of the shape written here (the ledger is read back as untrusted), is skipped and
-counted. A ledger that is not a file is one HarnessError line, before anything is sent."""
+One JSON object a line, appended and fsynced; a torn or foreign line is skipped and counted."""
 
 from __future__ import annotations
 
@@ -46,14 +43,6 @@ class _Event(BaseModel):
     keys: list[str] | None = None
     api: str | None = None
     id: str | None = None
-
-
-def _event(line: bytes) -> _Event | None:
-    """The event of a ledger line; None for a torn or damaged line (of any depth or shape)."""
-    try:
-        return _Event.model_validate_json(line)
-    except (ValidationError, ValueError, RecursionError):
-        return None
 
 
 class BatchLedger:
@@ -98,8 +87,9 @@ class BatchLedger:
         if not self.path.is_file():
             return []
         for _, line in lines(self.path):
-            event = _event(line)
-            if event is None:
+            try:
+                event = _Event.model_validate_json(line)
+            except (ValidationError, ValueError, RecursionError):  # torn or damaged
                 self.torn_lines += bool(line.strip())
                 continue
             kind, label = event.event, event.label

@@ -1,15 +1,11 @@
-"""The one response cache: diskcache keyed by a hash of everything that can change an answer.
+"""The one response cache: diskcache (SQLite, shared safely by several processes) keyed by a
+hash of everything that can change an answer. Raw answers are stored, unparsable ones too
+(parsing is redone from the text); errors never are. A claim per key (`claims/`) keeps two
+processes from paying for the same answer.
 
-Successful raw answers are stored (including ones that fail to parse: parsing is redone from
-the raw text); errors never are. diskcache is SQLite underneath, so several processes can
-share one cache directory safely, and a claim per key (in `claims/`) keeps two processes
-from paying for the same answer at the same time.
-
-A cache is data, never code: values are stored as JSON text. A value an older harness
-pickled is read as plain data only (no name is ever resolved, so nothing can be called); a
-value that cannot be read that way, or is damaged, is a miss: asked again and counted in
-`damaged`. A damaged database, a full disk or a cache folder that is not a folder is a
-StorageError: one line saying what to do.
+Values are JSON text, never code: a value an older harness pickled is read as plain data only;
+one that cannot be read, or is damaged, is a miss, asked again and counted in `damaged`. A
+damaged database, a full disk or a cache path that is not a folder is one StorageError line.
 """
 
 from __future__ import annotations
@@ -56,9 +52,8 @@ def request_key(
     provider: dict[str, Any], request: Request, *, audio: bool = True, **context: Any
 ) -> str:
     """The one key recipe of a model call: the provider's identity, what of the request can
-    change the answer, and the call's context (template hash, repeat index when sampling is
-    not deterministic, purpose). `audio=False` leaves the audio field out: the key of a
-    summary has never had one, and keys stay stable so that cached answers keep answering."""
+    change the answer, and the call's context (template hash, repeat index, purpose).
+    `audio=False` leaves the audio field out (a summary's key never had one)."""
     fields = request.key_fields()
     if not audio:
         fields.pop("audio", None)
@@ -102,7 +97,7 @@ def _numpy_to_json(value: Any) -> Any:
 
 
 class Seed(Protocol):
-    """A second cache read only (`cache: {seed: PATH}`): `harness.calls.portable_cache`."""
+    """A second cache, read only (`harness.calls.portable_cache`)."""
 
     def get(self, key: str) -> dict[str, Any] | None: ...
 
@@ -113,12 +108,9 @@ class ResponseCache:
     def __init__(self, directory: str | Path | None = None, *, seed: Seed | None = None) -> None:
         self.directory = Path(directory) if directory is not None else default_cache_dir()
         self.damaged: set[str] = set()  # keys whose stored value could not be read
-        # A read-only cache asked on a miss; what it answers is copied in (`seeded` counts).
-        self.seed = seed
+        self.seed = seed  # asked on a miss; what it answers is copied in (`seeded` counts)
         self.seeded = 0
-        # Keys answered from or stored in this cache since `used` was last reset: the
-        # answers a run used (`harness cache export --run`).
-        self.used: set[str] = set()
+        self.used: set[str] = set()  # keys answered or stored since reset: a run's answers
         if self.directory.exists() and not self.directory.is_dir():
             raise StorageError(f"cache folder {self.directory} is a file, not a folder")
         with self._guard():
@@ -129,9 +121,8 @@ class ResponseCache:
                 eviction_policy="none",
                 timeout=60,
                 disk=JsonDisk,
-                # diskcache maps up to 64 MiB of the database into the process and caches
-                # 32 MiB of pages: a long run's peak memory grew with its cache. The system's
-                # file cache serves the reads.
+                # diskcache's default 64 MiB map and 32 MiB page cache grew a long run's
+                # memory with its cache: the system's file cache serves the reads.
                 sqlite_mmap_size=0,
                 sqlite_cache_size=1024,  # pages of 4 KiB
             )
@@ -140,15 +131,13 @@ class ResponseCache:
 
     @contextmanager
     def _guard(self, claims: bool = False) -> Iterator[None]:
-        """SQLite and file errors as one StorageError line (`_storage_error`)."""
         try:
             yield
         except (sqlite3.Error, OSError) as exc:
             raise self._storage_error(exc, claims) from None
 
     def _storage_error(self, exc: sqlite3.Error | OSError, claims: bool = False) -> StorageError:
-        """What to do about a SQLite or file error (for the `claims/` database, which holds
-        no answer, only that one is to be removed)."""
+        """What to do about a SQLite or file error (the `claims/` database holds no answer)."""
         where = self.directory / "claims" if claims else self.directory
         if _disk_full(exc):
             return StorageError(
@@ -172,10 +161,9 @@ class ResponseCache:
     def get(
         self, key: str, shape: Shape | None = None, length: int | None = None
     ) -> dict[str, Any] | None:
-        """The stored value of `key`, when it is a value of `shape` (`harness.calls.cache_entries`;
-        any stored shape when None) with `length` scores when given; None for a miss. A
-        value that cannot be read, or is of another shape, is counted in `damaged`. Its text
-        has no lone surrogate (an older harness may have stored one; `clean_value`)."""
+        """The stored value of `key` when it is one of `shape` (any when None) with `length`
+        scores when given (`cache_entries.well_formed`), else None: a value unreadable or of
+        another shape is counted in `damaged`. Its text has no lone surrogate."""
         try:
             value = self._store.get(key, default=_ABSENT)
         except DamagedEntry:
@@ -193,8 +181,7 @@ class ResponseCache:
     def _from_seed(
         self, key: str, shape: Shape | None, length: int | None
     ) -> dict[str, Any] | None:
-        """The seed's answer, copied into this cache (so a later run needs no seed); one of
-        another shape is not used."""
+        """The seed's answer of the right shape, copied into this cache."""
         if self.seed is None:
             return None
         value = self.seed.get(key)
@@ -216,7 +203,6 @@ class ResponseCache:
             return bool(self._store.add(key, value))
 
     def keys(self) -> Iterator[str]:
-        """Every key of the cache (claims not included)."""
         with self._guard():
             for key in self._store.iterkeys():
                 if isinstance(key, str):
@@ -235,8 +221,7 @@ class ResponseCache:
 
     # ------------------------------------------------------------ cross-process claims
     def claim(self, key: str, lease_s: float = CLAIM_LEASE_S) -> bool:
-        """Take the claim on asking the model for `key`; False while another process holds
-        it. A claim lapses after `lease_s` unless renewed, or at once when its process died."""
+        """Take the claim on asking the model for `key` (`harness.calls.claims`)."""
         with self._guard(claims=True):
             return self._claims.claim(key, lease_s)
 

@@ -3,9 +3,8 @@ beside the response cache (`claims/cache.db`). Two runs sharing a cache pay once
 answers they share: the one holding a key's claim asks, the other waits for its answer.
 
 A claim names its holder (host, pid, a per-process token) and lapses at `expires` unless
-renewed, or at once when its holder is a dead process of this host. Each operation is one
-SQL statement in autocommit (a claim and its release are on the path of every uncached call;
-diskcache, used here before, spent five statements and a transaction on each).
+renewed, or at once when its holder is a dead process of this host. Each operation is one SQL
+statement in autocommit.
 """
 
 from __future__ import annotations
@@ -100,34 +99,25 @@ class Claims:
             (time.time() + lease_s, key, owner().token),
         )
 
-    def release(self, key: str) -> None:
-        self._drop(key, owner().token)
-
-    def _drop(self, key: str, token: str) -> None:
-        """Remove `key`'s claim if the holder with `token` still holds it."""
-        self._connection().execute("DELETE FROM claims WHERE key = ? AND token = ?", (key, token))
+    def release(self, key: str, token: str | None = None) -> None:
+        """Remove `key`'s claim if this process (or the holder with `token`) still holds it."""
+        self._connection().execute(
+            "DELETE FROM claims WHERE key = ? AND token = ?", (key, token or owner().token)
+        )
 
     def holder(self, key: str) -> Holder | None:
         """Who holds a live (not lapsed) claim on `key`."""
-        row = (
-            self._connection()
-            .execute(
-                "SELECT host, pid, token FROM claims WHERE key = ? AND expires > ?",
-                (key, time.time()),
-            )
-            .fetchone()
-        )
+        sql = "SELECT host, pid, token FROM claims WHERE key = ? AND expires > ?"
+        row = self._connection().execute(sql, (key, time.time())).fetchone()
         return None if row is None else Holder(*row)
 
     def held_elsewhere(self, key: str) -> bool:
         """Whether another live process holds the claim on `key` (a dead one's is dropped)."""
         holder = self.holder(key)
-        if holder is None:
+        if holder is not None and is_dead(holder):
+            self.release(key, holder.token)
             return False
-        if not is_dead(holder):
-            return True
-        self._drop(key, holder.token)
-        return False
+        return holder is not None
 
     def __len__(self) -> int:
         row = self._connection().execute("SELECT count(*) FROM claims").fetchone()

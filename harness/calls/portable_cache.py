@@ -1,14 +1,11 @@
-"""Moving answers between machines: the portable cache file, and a second cache read only.
+"""Moving answers between machines (a cache folder belongs on a local disk, where SQLite's
+locks work): the portable cache file, and a second cache read only.
 
-The response cache is SQLite (diskcache): its folder belongs on a local disk, where SQLite's
-locks work. Answers travel instead as one portable file (docs/formats.md): gzip-compressed
-JSON lines, a header naming the format and its version, one `{"key", "value"}` line per
-answer (sorted by key), and a last line counting them, so that a truncated copy is refused
-rather than half-read. `harness cache export` writes one (a run's answers, listed in its
-`cache_keys.txt`, or the whole cache); `harness cache import` adds one to a cache, never
-replacing an answer it holds. A seed (`cache: {seed: PATH}`, `--seed-cache PATH`) is another
-cache folder or a portable file, asked read-only on a miss; what it answers is copied into the
-run's own cache.
+The portable file (docs/formats.md) is gzip-compressed JSON lines: a header naming the format
+and its version, one `{"key", "value"}` line per answer (sorted by key), and a last line
+counting them, so a truncated copy is refused rather than half-read. `harness cache import`
+never replaces an answer the cache holds. A seed (`cache: {seed: PATH}`) is a cache folder or
+a portable file, asked read-only on a miss; what it answers is copied into the run's cache.
 """
 
 from __future__ import annotations
@@ -101,8 +98,7 @@ def _line(value: dict[str, Any]) -> bytes:
 def read_portable(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """(key, answer) of each entry of a portable file; DatasetError names the file, the line
     and what is wrong. The count on the last line is checked when the file ends."""
-    entries = 0
-    line_no = 0
+    entries = line_no = 0
     ended = False
     for line_no, raw in gzip_lines(path, missing="cache file not found"):
         if ended:
@@ -114,14 +110,16 @@ def read_portable(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
             _check_header(path, entry)
         elif "end" in entry:
             if entry.get("entries") != entries:
-                reason = f"the end line counts {entry.get('entries')} entries, not {entries}"
-                raise DatasetError(path, line_no, reason)
+                raise DatasetError(
+                    path,
+                    line_no,
+                    f"the end line counts {entry.get('entries')} entries, not {entries}",
+                )
             ended = True
         else:
             key, value = entry.get("key"), entry.get("value")
             if not isinstance(key, str) or not isinstance(value, dict):
-                reason = "expected {'key': string, 'value': object}"
-                raise DatasetError(path, line_no, reason)
+                raise DatasetError(path, line_no, "expected {'key': string, 'value': object}")
             entries += 1
             yield key, value
     if line_no == 0:

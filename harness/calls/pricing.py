@@ -1,17 +1,11 @@
-"""Estimated cost of API judges: a small, dated price table the experiment file can override.
+"""Estimated cost of API judges: a small, dated price table the experiment file can override
+(`provider.prices`), for budgeting, not a bill.
 
-Prices are USD per million tokens: `input` (text and other non-audio input), `input_audio`
-(audio input; `input` when absent), `input_cached` (input tokens the provider read from its
-prompt cache, as the answer reports them; `input` when absent, so no discount is claimed)
-and `output` (text output, thinking included); `batch` is the share of the price a batch
-job pays (0.5: half). Override or add a model in the experiment file:
-
-    provider: {name: gemini, model: gemini-2.5-flash, prices: {input: 0.3, input_audio: 1.0, output: 2.5}}
-
-A run's cost (run.json `cost`) is what its answers would cost online without any cache
+Prices are USD per million tokens: `input` (non-audio input), `input_audio` (`input` when
+absent), `input_cached` (input read from the provider's prompt cache; `input` when absent, so
+no discount is claimed) and `output` (thinking included); `batch` is the share a batch job
+pays. A run's cost (run.json `cost`) is what its answers would cost online without any cache
 (`usd_online`), less the prompt-cache and batch discounts, broken out.
-
-The table is a convenience for budgeting, not a bill: check the providers' pricing pages.
 """
 
 from __future__ import annotations
@@ -25,11 +19,7 @@ from harness.core.records import Record
 from harness.core.types import ProviderConfig
 
 PRICES_AS_OF = "2025-09"  # standard (non-batch) paid-tier prices, prompts under 200k tokens
-
-
 BATCH_SHARE = 0.5  # OpenAI's Batch API and Gemini's batch mode: half the online price
-
-
 _MAX_TOKENS = 10**300  # a count no call reports; past it, float arithmetic overflows
 
 
@@ -52,8 +42,7 @@ class Price:
         return (usd + output_tokens * self.output) / 1e6
 
     def cache_saving(self, cached_tokens: int) -> float:
-        """USD saved by input tokens read from the provider's prompt cache (text: the shared
-        prefix of the prompts is their system text and dialogue)."""
+        """USD saved by input tokens read from the provider's prompt cache."""
         rate = self.input if self.input_cached is None else self.input_cached
         return min(max(cached_tokens, 0), _MAX_TOKENS) * (self.input - rate) / 1e6
 
@@ -131,10 +120,9 @@ class Cost:
 
 
 def run_cost(config: ProviderConfig, model: str, records: Iterable[Record]) -> dict[str, Any]:
-    """Cost of a run from the tokens its records report: `usd` for all its answers (what the
-    experiment costs, with the discounts it got), `usd_spent` for those not taken from the
-    cache this time; `usd_online` what all its answers cost online without a prompt cache,
-    and the discounts (`cache_discount`, `batch_discount`) between the two."""
+    """Cost of a run from the tokens its records report: `usd` for all its answers (with the
+    discounts it got), `usd_spent` for those not taken from the cache this time; `usd_online`
+    what all cost online without a prompt cache, and the discounts between the two."""
     cost = RunCost(config, model)
     for record in records:  # one pass: the records may be read from a file
         cost.add(record)
@@ -142,8 +130,7 @@ def run_cost(config: ProviderConfig, model: str, records: Iterable[Record]) -> d
 
 
 class RunCost:
-    """`run_cost`, added up one record at a time (by a pass over the records that another
-    step makes anyway: a run's records are read back from their file)."""
+    """`run_cost`, added up one record at a time (by a pass another step makes anyway)."""
 
     def __init__(self, config: ProviderConfig, model: str) -> None:
         self.config, self.model = config, model
@@ -191,12 +178,12 @@ def cost_line(cost: dict[str, Any] | None) -> str | None:
     """One sentence for a report, or None when there is nothing to say."""
     if not cost or cost.get("usd") is None:
         return None
-    discounts = ""
     saved = [
         f"${cost[key]:.4f} {name}"
         for key, name in (("batch_discount", "batch"), ("cache_discount", "prompt cache"))
         if cost.get(key)
     ]
+    discounts = ""
     if saved:
         discounts = f" (${cost['usd_online']:.4f} online, less {' and '.join(saved)} discount)"
     return (

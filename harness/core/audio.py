@@ -1,8 +1,5 @@
-"""Audio access for providers: content hashes, decoding, resampling and WAV encoding.
-
-Clips are read lazily and the encoded bytes are memoised in a small LRU, so each clip is
-encoded once per run while memory stays bounded however many clips a dataset has.
-"""
+"""Audio access for providers: content hashes, decoding, resampling and WAV encoding (memoised
+in a small LRU: each clip encoded once per run, memory bounded)."""
 
 from __future__ import annotations
 
@@ -24,8 +21,7 @@ MAX_CLIP_BYTES = 2**31  # a WAV sent as it is (two hours of CD audio is 1.3 GB)
 
 
 def file_sha256(path: Path) -> str:
-    """Content hash of a clip, computed once per path and version of the file (its size and
-    modification time) per process: an edit since is seen."""
+    """Content hash of a clip, once per path, size and modification time per process."""
     info = path.stat()
     return _file_sha256(path, info.st_size, info.st_mtime_ns)
 
@@ -37,8 +33,7 @@ def _file_sha256(path: Path, size: int, modified_ns: int) -> str:
 
 @cache
 def audio_ref(clip_id: str, path: Path) -> AudioRef:
-    """A clip's reference, made once per clip per process (every candidate's prompt needs
-    one, and the hash is `file_sha256`'s, itself computed once)."""
+    """A clip's reference, made once per clip per process."""
     return AudioRef(clip_id=clip_id, path=path, sha256=file_sha256(path))
 
 
@@ -62,8 +57,7 @@ def resample(
 
 
 def _is_pcm16_mono(data: bytes, sample_rate: int | None) -> bool:
-    """Whether WAV bytes are 16-bit PCM mono at `sample_rate` (any rate when None), from
-    the header alone (cheaper than opening the file with libsndfile)."""
+    """Whether WAV bytes are 16-bit PCM mono at `sample_rate` (any when None), from the header."""
     try:
         with wave.open(io.BytesIO(data)) as header:
             rate_ok = sample_rate is None or header.getframerate() == sample_rate

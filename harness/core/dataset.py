@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import io
 import json
-import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
@@ -38,7 +36,7 @@ import soundfile
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from harness.core.errors import DatasetError, HarnessError
-from harness.core.files import MAX_POOL_VALUES, open_file, read_jsonl
+from harness.core.files import MAX_POOL_VALUES, read_jsonl
 from harness.core.items import FIELDS, InFolder, Item, RelevanceForm, Schema, Turn, from_schema
 from harness.core.paths import contained
 
@@ -73,8 +71,7 @@ class Clip(BaseModel):
 
     @cached_property
     def path(self) -> Path:
-        """The audio file, checked to lie inside the dataset folder (once per clip: every
-        call that sends or keys the clip asks)."""
+        """The audio file, checked (once per clip) to lie inside the dataset folder."""
         if self.audio is None:
             raise HarnessError(
                 f"clip {self.id} has no audio (a text-only candidate): use inputs music: caption"
@@ -87,8 +84,7 @@ class Dataset(BaseModel):
     root: Path
     items: tuple[Item, ...]
     clips: dict[str, Clip]
-    # The items a scorer fits on (`Scorer.fit`) when they are not `items`: a shard's dataset
-    # (`harness.core.sharding`) keeps the whole dataset's, so its scores are the unsharded run's.
+    # The items a scorer fits on (`Scorer.fit`) when not `items`: a shard keeps the whole's.
     population: tuple[Item, ...] | None = None
 
     @cached_property
@@ -134,9 +130,8 @@ class Dataset(BaseModel):
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
-    """Cyclic garbage collection paused while a file's lines become objects: they make no
-    reference cycles, and every collection walks all the objects alive; reference counting
-    still frees what is dropped at once."""
+    """Cyclic garbage collection paused while a file's lines become objects (they make no
+    cycles, and each collection would walk every object alive)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -167,10 +162,7 @@ def load_clips(root: Path, *, check_audio: bool = True) -> dict[str, Clip]:
         if check_audio and clip.audio is not None:
             _check_audio(clip.path, clip.audio, path, line_no)
         clips[clip.id] = clip
-    # Keyed by copies of the ids made one after the other, so that they lie side by side in
-    # memory (each clip's own is among its line's objects): a pool's items look every
-    # candidate up here, and the lookups take half the time.
-    return {(cid + ".")[:-1]: clip for cid, clip in clips.items()}
+    return clips
 
 
 def _check_audio(file: Path, audio: str, path: Path, line_no: int, what: str = "audio") -> None:
@@ -178,55 +170,16 @@ def _check_audio(file: Path, audio: str, path: Path, line_no: int, what: str = "
     if not file.is_file():
         raise DatasetError(path, line_no, f"{what} file not found: {audio}")
     try:
-        frames = _frames(file)
+        frames = soundfile.info(str(file)).frames
     except (RuntimeError, soundfile.LibsndfileError) as exc:
         raise DatasetError(path, line_no, f"unreadable {what} {audio}: {exc}") from None
     if frames == 0:
         raise DatasetError(path, line_no, f"{what} file has no samples: {audio}")
 
 
-def _frames(file: Path) -> int:
-    """The frames an audio file's header announces: a PCM WAV's read from its chunk headers
-    (`_pcm_wav_frames`: once per clip of every run), any other file (float or extensible WAV,
-    FLAC, a damaged header) by libsndfile."""
-    if file.suffix.lower() == ".wav":
-        frames = _pcm_wav_frames(file)
-        if frames is not None:
-            return frames
-    return int(soundfile.info(str(file)).frames)
-
-
-def _pcm_wav_frames(file: Path) -> int | None:
-    """The frames of a plain PCM WAV (format tag 1) as the standard library's `wave` counts
-    them (the data chunk's size over the frame size), from the RIFF chunk headers alone,
-    without opening the file through `wave` or libsndfile. None for any other file."""
-    with open_file(file) as handle:
-        riff = handle.read(12)
-        if len(riff) < 12 or riff[:4] != b"RIFF" or riff[8:] != b"WAVE":
-            return None
-        frame_size = 0
-        while len(header := handle.read(8)) == 8:
-            name, size = header[:4], int.from_bytes(header[4:], "little")
-            if name == b"data":
-                return size // frame_size if frame_size else None
-            if name == b"fmt ":
-                fmt = handle.read(size + (size & 1))
-                if len(fmt) < 16:
-                    return None
-                tag, channels = struct.unpack_from("<HH", fmt)
-                (bits,) = struct.unpack_from("<H", fmt, 14)
-                if tag != 1 or not channels or not bits:
-                    return None
-                frame_size = channels * ((bits + 7) // 8)
-            else:
-                handle.seek(size + (size & 1), io.SEEK_CUR)
-    return None
-
-
 def load_items(root: Path, clips: dict[str, Clip], *, check_audio: bool = True) -> tuple[Item, ...]:
-    """The items of `root`/items.jsonl, each checked by the schema (whose message names the
-    field) and kept compact, its candidate ids the clips' own strings (one copy of each id
-    however many items name it)."""
+    """The items of `root`/items.jsonl, each checked by the schema and kept compact, its
+    candidate ids the clips' own strings (one copy of each id however many items name it)."""
     path = root / "items.jsonl"
     items: list[Item] = []
     seen: set[str] = set()

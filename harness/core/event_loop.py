@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import threading
 from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -19,19 +19,6 @@ def run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coroutine)
-    outcome: dict[str, Any] = {}
-    context = contextvars.copy_context()
-
-    def worker() -> None:
-        try:
-            outcome["value"] = context.run(asyncio.run, coroutine)
-        except BaseException as exc:  # re-raised in the caller's thread
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=worker, name="bgm-judge-run", daemon=True)
-    thread.start()
-    thread.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    value: T = outcome["value"]
-    return value
+    with ThreadPoolExecutor(1, thread_name_prefix="bgm-judge-run") as worker:
+        context = contextvars.copy_context()
+        return worker.submit(context.run, asyncio.run, coroutine).result()

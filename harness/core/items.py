@@ -1,11 +1,7 @@
-"""An item of a dataset (one line of `items.jsonl`, see `harness.core.dataset`) and its dialogue
-turns, as compact objects: slots, no per-instance dict, candidate ids shared with the clips'
-(a dataset's items name the same clips over and over), speaker names interned. A 100,000-item
-dataset is held in a few hundred bytes per item beyond its text.
-
-Validation is pydantic's (`Schema.Item`, whose messages name the field): `Item(...)`,
-`Item.model_validate` and `harness.core.dataset.load_items` validate with it, then keep the
-compact object (`from_schema`) and drop the validated model."""
+"""An item of a dataset (one line of `items.jsonl`) and its dialogue turns, as compact objects
+(a 100,000-item dataset in a few hundred bytes per item beyond its text): slots, candidate ids
+shared with the clips', speaker names interned. Validation is pydantic's (`Schema.Item`, whose
+messages name the field); the compact object is kept (`from_schema`), the model dropped."""
 
 from __future__ import annotations
 
@@ -13,7 +9,6 @@ import math
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import Annotated, Any, Literal, Self, overload
 
 import numpy as np
@@ -35,8 +30,7 @@ InFolder = Annotated[str, Field(min_length=1), AfterValidator(_inside_folder)]
 
 
 class Schema:
-    """The pydantic models an item is validated with (named as the objects they check, so
-    that their messages read as before)."""
+    """The pydantic models an item is validated with (named as the objects they check)."""
 
     class Turn(BaseModel):
         model_config = ConfigDict(extra="forbid", frozen=True)
@@ -115,10 +109,9 @@ _MAX_SPEAKER_ORDERS = 10_000
 
 
 class Dialogue(Sequence[Turn]):
-    """An item's turns in two objects: the speakers in order (a tuple shared by dialogues with
-    the same speakers in the same order) and the texts joined in one string; a `Turn` is made
-    when it is read. (A tuple of `Turn`s holds each text in its own string and each turn in
-    its own object: some 800 bytes more for a dialogue of eight turns.)"""
+    """An item's turns in two objects (some 800 bytes less than eight `Turn`s): the speakers in
+    order (a tuple shared by dialogues alike) and the texts joined in one string; a `Turn` is
+    made when it is read."""
 
     __slots__ = ("_speakers", "_texts")
     _speakers: tuple[str, ...]
@@ -324,11 +317,8 @@ def _gains(item: Item) -> NDArray[np.float64]:
         given = dict.fromkeys(item.relevant or (), 1.0) | (item.graded or {})
     else:
         raise ValueError(f"item {item.id} has no relevance judgement")
-    if len(given) > 8:  # a lookup table beats tuple.index
-        position = {cid: i for i, cid in enumerate(item.candidates)}
-        where = [position[cid] for cid in given]
-    else:
-        where = [item.candidates.index(cid) for cid in given]
+    position = {cid: i for i, cid in enumerate(item.candidates)}
+    where = [position[cid] for cid in given]
     gains = np.zeros(n)
     gains[where] = list(given.values())
     gains.flags.writeable = False
@@ -370,17 +360,9 @@ def _validated(data: Mapping[str, Any]) -> Schema.Item:
 
 
 def from_schema(checked: Schema.Item, ids: Mapping[str, str] | None) -> Item:
-    """The compact item of a validated one; candidate ids replaced by the equal strings of
+    """The compact item of a validated one, candidate ids replaced by the equal strings of
     `ids` (the clips' own) where given (KeyError if one is not there)."""
     return _new(*_schema_fields(checked, ids))
-
-
-def _looked_up(ids: Mapping[str, str], names: tuple[str, ...]) -> tuple[str, ...]:
-    """`ids[name]` for each name (KeyError if one is missing), by one `itemgetter`."""
-    if len(names) < 2:  # (an itemgetter of one name returns the value, of none fails)
-        return tuple(ids[name] for name in names)
-    found: tuple[str, ...] = itemgetter(*names)(ids)
-    return found
 
 
 def _schema_fields(
@@ -391,5 +373,5 @@ def _schema_fields(
     if ids is not None:  # KeyError: a candidate not in `ids`
         for name in ("candidates", "human_ranking", "relevant"):
             if fields[name] is not None:
-                fields[name] = _looked_up(ids, fields[name])
+                fields[name] = tuple(ids[cid] for cid in fields[name])
     return fields, dict(checked.model_extra) if checked.model_extra else None

@@ -1,12 +1,7 @@
-"""Paths that come from data (a clip's `audio`, an item's `context_audio`, a thread's name in
-an importer's input) kept inside the folder they belong to: the one check used wherever such
-a path is opened, served or written (dataset loading, `harness view`, `--embed-audio`,
-`harness annotate --export`, `harness construct stage4`, `harness import musicrs --audio`).
-
-The check is on the path as written: it must be relative, name no parent (`..`) and hold no
-NUL byte or drive (`C:`), with `/` and `\\` both taken as separators. A symbolic link inside the
-folder is followed: placing one there (an `audio` link to a larger disk) is the folder owner's
-choice, as is any file they copy in (docs/formats.md)."""
+"""Paths that come from data (a clip's `audio`, an item's `context_audio`, a thread's name)
+kept inside the folder they belong to: the one check wherever such a path is opened, served or
+written. It is on the path as written: relative, no `..`, no NUL byte or drive (`C:`), `/` and
+`\\` both separators. A symbolic link inside the folder is followed (the owner's choice)."""
 
 from __future__ import annotations
 
@@ -27,7 +22,6 @@ def inside(relative: str, what: str = "path") -> PurePosixPath:
 
 
 def _safe_parts(relative: str, what: str) -> list[str]:
-    """The parts of `relative` when it stays inside its folder (`inside`)."""
     if not isinstance(relative, str) or not relative.strip():
         raise UnsafePath(f"{what} is empty")
     if "\x00" in relative:

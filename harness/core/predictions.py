@@ -30,9 +30,8 @@ Predictions = Mapping[int, Mapping[str, Mapping[str, float | None]]]
 
 
 class ScoreRow(Mapping[str, float | None]):
-    """An item's scores as read from a predictions file: one float per candidate, in the
-    item's candidate order (NaN for null or absent), which `build_matrix` takes as it is,
-    instead of a dict of candidate strings and float objects."""
+    """An item's scores as read from a predictions file: one float per candidate in candidate
+    order (NaN for null or absent), which `build_matrix` takes as it is."""
 
     __slots__ = ("_position", "array", "candidates", "given")
 
@@ -93,8 +92,7 @@ def score_row(scores: dict[str, float | None], candidates: tuple[str, ...]) -> S
 
 class PredictionsBuilder:
     """Records merged, one at a time, into scores per (repeat, item, candidate); a candidate
-    scored by several calls (e.g. joint prompts in several orders) gets the mean of its
-    usable scores, summed in the order the records came."""
+    scored by several calls gets the mean of its usable scores, summed in record order."""
 
     def __init__(self) -> None:
         # a candidate's first usable score sits in its row; a list only for those scored twice
@@ -132,9 +130,8 @@ def predictions_from_records(records: Iterable[Record]) -> Predictions:
 
 
 def scores_from_ranking(ranking: Sequence[str], candidates: Sequence[str]) -> dict[str, float]:
-    """The one conversion of a ranked list (best first, any length) into scores: the listed
-    candidates in that order above every unlisted one, the unlisted tied below them
-    (n-1, n-2, ... for the listed, n-1-len(ranking) for the rest; n = len(candidates))."""
+    """The one conversion of a ranked list (best first, any length) into scores: n-1, n-2, ...
+    for the listed, n-1-len(ranking) for the rest, tied below (n = len(candidates))."""
     n = len(candidates)
     below = float(n - 1 - len(ranking))
     position = {cid: i for i, cid in enumerate(ranking)}
@@ -166,26 +163,21 @@ def read_predictions(path: Path, items: Sequence[Item]) -> Predictions:
     (`QID Q0 DOCNO RANK SCORE TAG`, harness.core.trec) is read as repeat 0.
 
     Every repeat 0..R-1 counts, one without a line as every score missing, so evaluating
-    costs R score matrices: R may not exceed the file's line count (`"repeat": 1000000` on
-    one line would ask for a million)."""
+    costs R score matrices: R may not exceed the file's line count."""
     if is_trec_run(path):
         return read_run(path, items)
+    collector = PredictionsCollector(path, items)
     with gc_paused():
-        return _read_predictions(path, items)
-
-
-def _prediction_lines(path: Path) -> Iterator[tuple[int, PredictionLine]]:
-    """Each non-blank line's prediction."""
-    for line_no, raw in lines(path, missing="predictions file not found"):
-        pred = prediction_line(path, line_no, raw)
-        if pred is not None:
-            yield line_no, pred
+        for line_no, raw in lines(path, missing="predictions file not found"):
+            pred = prediction_line(path, line_no, raw)
+            if pred is not None:
+                collector.add(line_no, pred)
+        return collector.predictions()
 
 
 def prediction_line(path: Path, line_no: int, raw: bytes) -> PredictionLine | None:
-    """A line's prediction; None if it is blank. A line is validated from its bytes as read
-    (no copy as text); one that does not validate so (blank, not UTF-8, not a prediction) is
-    validated again from its decoded text, whose error names the line and its reason."""
+    """A line's prediction; None if it is blank. A line that does not validate from its bytes
+    is validated again from its decoded text, whose error names the line and its reason."""
     try:
         return PredictionLine.model_validate_json(raw)
     except ValidationError:
@@ -196,13 +188,6 @@ def prediction_line(path: Path, line_no: int, raw: bytes) -> PredictionLine | No
             return PredictionLine.model_validate_json(line)
         except ValidationError as exc:
             raise DatasetError(path, line_no, pydantic_reason(exc)) from None
-
-
-def _read_predictions(path: Path, items: Sequence[Item]) -> Predictions:
-    collector = PredictionsCollector(path, items)
-    for line_no, pred in _prediction_lines(path):
-        collector.add(line_no, pred)
-    return collector.predictions()
 
 
 class PredictionsCollector:
@@ -259,8 +244,8 @@ class PredictionsCollector:
 
 
 def write_predictions(path: Path, predictions: Predictions, items: Sequence[Item]) -> None:
-    """Predictions in the form that `harness evaluate` reads (docs/formats.md), in dataset order
-    (candidates too), so that a run's file is the same however its calls completed."""
+    """Predictions as `harness evaluate` reads them (docs/formats.md), in dataset order
+    (candidates too): a run's file is the same however its calls completed."""
     with path.open("w", encoding="utf-8") as handle:
         for repeat in sorted(predictions):
             for item in items:

@@ -1,9 +1,7 @@
-"""Where a run's numbers came from, recorded in run.json's `provenance` block: the harness
-version and git commit, Python and the versions of the packages that shape the answers or
-the metrics, whether the installed packages equal the project's lock, when the run started and
-ended, and the endpoint every API provider actually called (a base URL from the environment
-included). Reports read the block back to mark runs whose endpoint is not the provider's
-official service, and runs made in an environment that drifted from the lock."""
+"""Where a run's numbers came from (run.json's `provenance`): the harness version and git
+commit, Python and the key packages' versions, whether the installed packages equal the lock,
+when the run started and ended, and the endpoint every API provider actually called. Reports
+mark runs whose endpoint is not official, or whose environment drifted from the lock."""
 
 from __future__ import annotations
 
@@ -22,11 +20,8 @@ from harness._version import __version__
 from harness.core.files import read_text
 
 ROOT = Path(__file__).resolve().parents[2]
-# The lock `make install` installs exactly (requirements/lock.txt, then the packages installed
-# without their dependencies); absent when the harness was installed from a wheel.
-LOCK_FILES = ("requirements/lock.txt", "requirements/no-deps.txt")
-# Installed by `python -m venv` itself, not by the lock.
-VENV_SEED = frozenset({"pip"})
+LOCK_FILES = ("requirements/lock.txt", "requirements/no-deps.txt")  # absent in a wheel install
+VENV_SEED = frozenset({"pip"})  # installed by `python -m venv` itself, not by the lock
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)", re.MULTILINE)
 
 KEY_PACKAGES = (
@@ -53,24 +48,19 @@ def now() -> str:
 def git_commit(root: Path | None = None) -> dict[str, Any] | None:
     """The commit of the checkout the harness runs from and whether its tracked files have
     changes; None when it was installed from a wheel or git is unavailable."""
-    root = root or Path(__file__).resolve().parents[2]
+    root = root or ROOT
     if not (root / ".git").exists():
         return None
-    try:
-        head = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-        status = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
+
+    def git(*args: str) -> str:
+        command = ["git", "-C", str(root), *args]
+        return subprocess.run(
+            command, capture_output=True, text=True, timeout=10, check=True
         ).stdout
+
+    try:
+        head = git("rev-parse", "HEAD").strip()
+        status = git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
         return None
     return {"commit": head, "dirty": bool(status.strip())}
@@ -108,9 +98,8 @@ def locked_versions(root: Path = ROOT) -> tuple[dict[str, str], str] | None:
 
 
 def installed_versions() -> dict[str, str]:
-    """Every distribution installed on sys.path, by normalised name. Read from the
-    `NAME-VERSION.dist-info` folder names, without parsing each METADATA file through
-    importlib.metadata (slow for the ~190 packages of the lock)."""
+    """Every distribution installed on sys.path, by normalised name, from the
+    `NAME-VERSION.dist-info` folder names (not each METADATA file)."""
     found: dict[str, str] = {}
     for entry in sys.path:
         folder = Path(entry or ".")
@@ -125,11 +114,9 @@ def installed_versions() -> dict[str, str]:
 
 @cache
 def environment(root: Path = ROOT) -> dict[str, Any]:
-    """`state`: `locked` when every installed package is pinned in the lock at the installed
-    version and every pinned one is installed, `drifted` otherwise (`differs` names each
-    package: `{"locked": version or None, "installed": version or None}`), `unlocked` when
-    there is no lock to compare with. The project itself and the venv's own pip are not
-    compared."""
+    """`state`: `locked` when the installed packages are exactly the lock's pins, `drifted`
+    otherwise (`differs`: `{name: {"locked": ..., "installed": ...}}`), `unlocked` without a
+    lock. The project itself and the venv's own pip are not compared."""
     lock = locked_versions(root)
     if lock is None:
         return {"state": "unlocked"}
@@ -154,9 +141,8 @@ def provenance(
     dataset: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The block run.json stores under `provenance`; `endpoints` maps a role (`provider`,
-    `summarizer`) to that provider's `endpoint()` (None for in-process models, left out);
-    `dataset` is where a Hugging Face dataset came from (its uri, the revision asked for and
-    the commit it resolved to, its fingerprint), left out for a dataset folder."""
+    `summarizer`) to that provider's `endpoint()` (None for in-process models: left out);
+    `dataset` is where a Hugging Face dataset came from."""
     block = {
         "harness_version": __version__,
         "git": git_commit(),
@@ -175,8 +161,7 @@ def provenance(
 
 def unofficial_endpoints(run_json: Mapping[str, Any]) -> list[str]:
     """One phrase per API endpoint of a run that is not its provider's official service,
-    e.g. "provider: http://127.0.0.1:8765 (from GEMINI_BASE_URL)"; empty for official ones,
-    in-process models, and runs made before provenance was recorded."""
+    e.g. "provider: http://127.0.0.1:8765 (from GEMINI_BASE_URL)"."""
     block = run_json.get("provenance")
     endpoints = block.get("endpoints") if isinstance(block, Mapping) else None
     if not isinstance(endpoints, Mapping):
@@ -191,7 +176,7 @@ def unofficial_endpoints(run_json: Mapping[str, Any]) -> list[str]:
 
 def drifted_packages(run_json: Mapping[str, Any]) -> list[str]:
     """One phrase per package whose installed version differed from the lock when the run was
-    made, e.g. "peft 0.20.0 (lock: 0.21.2)"; empty for locked, unlocked and older runs."""
+    made, e.g. "peft 0.20.0 (lock: 0.21.2)"."""
     block = run_json.get("provenance")
     env = block.get("environment") if isinstance(block, Mapping) else None
     if not isinstance(env, Mapping) or env.get("state") != "drifted":

@@ -1,6 +1,5 @@
 """`records.jsonl`: one line per model call, streamed as calls complete, sorted into dataset
-order when the run ends and read back (`harness.core.predictions` turns records into the
-predictions every metric reads)."""
+order when the run ends and read back."""
 
 from __future__ import annotations
 
@@ -39,9 +38,7 @@ FLUSH_EVERY_S = 0.1
 
 class RecordWriter:
     """Appends one JSON line per record, flushed at least every FLUSH_EVERY_S and when
-    closed: a kill loses at most the last tenth of a second's lines, whose answers the cache
-    holds already (a record is written once its answer is stored), so the re-run pays
-    nothing for them."""
+    closed: a kill loses at most those lines, whose answers the cache holds already."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -63,8 +60,8 @@ class RecordWriter:
 
 
 def read_records(path: Path) -> Iterator[Record]:
-    """Complete records of a file; a torn last line (a killed run) is skipped. A line that
-    is not a record (the file is read back as untrusted) is a DatasetError naming it."""
+    """Complete records of a file; a torn last line (a killed run) is skipped, a line that
+    is not a record is a DatasetError naming it."""
     for line_no, line in lines(path):
         if not line.endswith(b"\n"):
             return
@@ -76,8 +73,7 @@ def read_records(path: Path) -> Iterator[Record]:
 
 
 def scan_partial(path: Path) -> tuple[int, int]:
-    """(complete records, broken lines) of a records file a killed run left behind: a line
-    cut short by the kill has no newline or does not parse."""
+    """(complete records, broken lines) of a records file a killed run left behind."""
     complete = broken = 0
     for _, raw in lines(path):
         try:
@@ -92,8 +88,7 @@ def scan_partial(path: Path) -> tuple[int, int]:
 
 
 class RecordsFile:
-    """The records of a file, read from it again each time they are iterated: a run's
-    records are streamed to disk and never held in memory all at once."""
+    """The records of a file, read again at each iteration (never all held in memory)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -110,10 +105,9 @@ def order_key(
 
 
 def sort_records(source: Path, path: Path, item_order: list[str]) -> None:
-    """Move the records of `source` to `path` (atomically) in dataset order: by item, then
-    repeat, then candidates, records that tie keeping their order in `source`; so reruns
-    produce identical files. Only each line's sort key and place are held in memory; a file
-    already in order (a re-run answered from the cache) is renamed as it is."""
+    """Move the records of `source` to `path` (atomically) in dataset order (`order_key`, ties
+    in `source` order), so reruns produce identical files. Only each line's key and place are
+    held in memory; a file already in order is renamed as it is."""
     position = {item_id: i for i, item_id in enumerate(item_order)}
     places: list[tuple[int, int, list[str], int, int]] = []
     offset = 0

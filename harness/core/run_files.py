@@ -1,10 +1,7 @@
-"""A run folder's config.yaml, run.json and metrics.json read back as untrusted files: they
-were written by the harness, but a disk, a sync tool or a person may have changed them since.
-Every reader of a run folder (a re-run's check, `harness report`, `harness view`, `harness
-runs`, `load_run`) goes through here: a file that is too large, not UTF-8, not valid YAML or
-JSON (an alias bomb, a recursive alias, nesting too deep), not a mapping, or whose settings
-have the wrong type is one HarnessError line naming the file; nothing downstream walks an
-unbounded value."""
+"""A run folder's config.yaml, run.json and metrics.json read back as untrusted files (a disk,
+a sync tool or a person may have changed them). Every reader of a run folder goes through
+here: a file too large, not UTF-8, not valid YAML or JSON, not a mapping, or with settings of
+the wrong type is one HarnessError line naming the file."""
 
 from __future__ import annotations
 
@@ -26,8 +23,7 @@ class _Metrics(BaseModel):
 
 
 class _SavedConfig(BaseModel):
-    """The settings of a saved config.yaml that are read back, with their types (others are
-    kept as they are)."""
+    """The settings of a saved config.yaml that are read back, with their types."""
 
     model_config = ConfigDict(extra="allow")
     name: str | None = None
@@ -86,7 +82,6 @@ def read_json_file(path: Path, *, model: type[BaseModel] | None = None) -> dict[
 
 
 def read_run_json(path: Path) -> dict[str, Any]:
-    """A run folder's run.json (the run's counts and provenance), checked; {} when absent."""
     return read_json_file(path, model=_SavedStats)
 
 

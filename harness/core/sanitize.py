@@ -1,9 +1,6 @@
 """Text from outside (datasets, answers, labels) made safe for where it goes, one place per
-destination: Unicode text that encodes (`clean_text`), the terminal (`terminal_text`),
-spreadsheet cells (`csv_cell`, `write_csv`), and JSON numbers (`finite_json`, `dumps_json`).
-
-Every other module calls these instead of escaping on its own, so that a new output path
-cannot forget one of the cases."""
+destination: Unicode that encodes (`clean_text`), the terminal (`terminal_text`), spreadsheet
+cells (`csv_cell`, `write_csv`), and JSON numbers (`finite_json`, `dumps_json`)."""
 
 from __future__ import annotations
 
@@ -17,8 +14,7 @@ from typing import Any
 
 from rich.markup import escape
 
-# A lone surrogate is what JSON's "\ud800" decodes to in Python: a str that cannot be encoded
-# as UTF-8 (cache keys, records, the terminal all raise UnicodeEncodeError on it).
+# A lone surrogate (what JSON's "\ud800" decodes to) cannot be encoded as UTF-8.
 _SURROGATE = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
 
@@ -46,18 +42,15 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def terminal_text(value: object) -> str:
-    """Data (a dataset's text, a label, a path, an error message quoting either) as a string
-    safe to print on a rich console: control characters shown as escapes (`\\x1b`) instead of
-    acted on, lone surrogates replaced, and rich markup (`[bold]`, `[/x]`) escaped so that it
-    prints literally instead of styling or raising MarkupError."""
+    """Data as a string safe to print on a rich console: control characters shown as escapes
+    (`\\x1b`), lone surrogates replaced, rich markup (`[bold]`) escaped to print literally."""
     text = clean_text(str(value))
     text = _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
     return escape(text)
 
 
 # ---------------------------------------------------------------------------- CSV cells
-# What a spreadsheet reads as the start of a formula (OWASP's list): `=`, `+`, `-`, `@`, and
-# tab or carriage return in front of one.
+# What a spreadsheet reads as the start of a formula (OWASP's list).
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -94,8 +87,7 @@ def write_csv(path: Path, rows: Iterable[Mapping[str, object]]) -> None:
 
 # ----------------------------------------------------------------------------- JSON numbers
 def finite_json(value: Any) -> Any:
-    """`value` with every NaN or infinite float replaced by None (JSON has no such numbers;
-    `json.dumps` would write `NaN`, which strict readers refuse)."""
+    """`value` with every NaN or infinite float replaced by None (strict readers refuse `NaN`)."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
@@ -106,6 +98,5 @@ def finite_json(value: Any) -> Any:
 
 
 def dumps_json(value: Any, **options: Any) -> str:
-    """The one JSON encoder of the files the harness writes: numbers always finite (NaN and
-    infinities become null), never `NaN`/`Infinity` in the output."""
+    """The one JSON encoder of the files the harness writes: NaN and infinities become null."""
     return json.dumps(finite_json(value), allow_nan=False, **options)

@@ -1,10 +1,7 @@
-"""Keeping API keys out of everything the harness writes and prints.
-
-`scrub` removes the value of every variable whose name says it holds a secret
-(`*API_KEY`, `*_TOKEN`, `*_SECRET`), every value registered as in use (`register`: the keys
-providers actually read, whatever their variable's name, and credentials found in base
-URLs), anything shaped like an API key, and credentials written into URLs
-(`http://user:KEY@host`, `?key=KEY`).
+"""Keeping API keys out of everything the harness writes and prints: `scrub` removes the value
+of every variable named like a secret (`*API_KEY`, `*_TOKEN`, `*_SECRET`), every value
+`register`ed (keys providers read, credentials in base URLs), anything shaped like an API key,
+and credentials in URLs (`http://user:KEY@host`, `?key=KEY`).
 """
 
 from __future__ import annotations
@@ -33,8 +30,7 @@ def register(value: str | None) -> None:
 
 
 def env_secrets() -> frozenset[str]:
-    """The values of the variables whose name says they hold a secret (a scan of the whole
-    environment: a run takes it once, see `scrub_value`)."""
+    """The values of the variables named like a secret (a run scans once: `scrub_value`)."""
     return frozenset(v for k, v in os.environ.items() if _SECRET_NAME.search(k))
 
 
@@ -62,8 +58,7 @@ def scrub(text: str, named: frozenset[str] | None = None) -> str:
 
 
 def scrub_value(value: Any, named: frozenset[str] | None = None) -> Any:
-    """`value` (JSON-like: dicts, lists, strings) with every string scrubbed (`named` as in
-    `scrub`; the environment is scanned once for the whole value)."""
+    """`value` (JSON-like) with every string scrubbed (`named` as in `scrub`)."""
     named = env_secrets() if named is None else named
     if isinstance(value, str):
         return scrub(value, named)

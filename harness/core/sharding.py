@@ -1,10 +1,7 @@
-"""Sharded runs: `harness run EXP --shard I/N` runs the items whose id hashes to I (of N), into
-its own run folder, so that N machines (a Slurm job array) share one experiment.
-
-An item's shard is its id's BLAKE2b hash modulo N: it depends on the id alone, never on the
-item's position, so adding or removing items moves no other item to another shard. Each shard's
-folder holds `shard.json` (the shard, its item ids and the dataset's item count), which
-`harness merge` (`harness.runs.merge`) checks before it rebuilds the whole run.
+"""Sharded runs: `harness run EXP --shard I/N` runs the items whose id hashes to I (of N) into
+its own run folder, so N machines (a Slurm job array) share one experiment. The shard depends
+on the id alone (BLAKE2b modulo N): adding items moves no other. Each shard's folder holds
+`shard.json`, which `harness merge` checks before it rebuilds the whole run.
 """
 
 from __future__ import annotations
@@ -36,8 +33,7 @@ def shard_of(item_id: str, count: int) -> int:
 
 @dataclass(frozen=True, order=True)
 class Shard:
-    """Shard `index` of `count` (0-based, as Slurm's `$SLURM_ARRAY_TASK_ID` with
-    `--array=0-(N-1)`)."""
+    """Shard `index` of `count` (0-based, as Slurm's `$SLURM_ARRAY_TASK_ID`)."""
 
     index: int
     count: int
@@ -65,15 +61,13 @@ class Shard:
         return f".shard-{self.index}-of-{self.count}"
 
     def folder(self, results_dir: Path, subdir: Path) -> Path:
-        """The shard's run folder: the run's own, with `suffix` added to its name."""
         return results_dir / subdir.with_name(subdir.name + self.suffix)
 
     def holds(self, item_id: str) -> bool:
         return shard_of(item_id, self.count) == self.index
 
     def select(self, dataset: Dataset) -> Dataset:
-        """The shard's items (in dataset order). A scorer that learns from the run's items
-        (popularity) still fits on all of them (`population`), as the unsharded run does."""
+        """The shard's items (in dataset order); a scorer still fits on all (`population`)."""
         ids = [item.id for item in dataset.items if self.holds(item.id)]
         if not ids:
             raise HarnessError(
@@ -98,8 +92,8 @@ class Shard:
     def write_marker(
         self, folder: Path, dataset: Dataset, shard_items: Dataset, content: str
     ) -> None:
-        body = json.dumps(self.marker(dataset, shard_items, content), indent=2) + "\n"
-        write_atomic(folder / SHARD_FILE, body)
+        marker = self.marker(dataset, shard_items, content)
+        write_atomic(folder / SHARD_FILE, json.dumps(marker, indent=2) + "\n")
 
 
 class Marker(BaseModel):

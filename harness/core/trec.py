@@ -1,16 +1,11 @@
 """TREC run and qrels files, the form trec_eval, pytrec_eval, ranx and ir-measures read.
 
 A run line is `QID Q0 DOCNO RANK SCORE TAG`; a qrels line is `QID 0 DOCNO GAIN`. Every tool
-orders a query's documents by SCORE alone and breaks equal scores its own way (trec_eval by
-DOCNO, descending), so the harness writes scores that are never equal: the candidates in the
-run's order (score descending; equal scores in the item's candidate order, first listed first;
-candidates without a score last) get SCORE = N - RANK + 1. A run with ties therefore gives the
-tools one of its tie-breaks, while the harness's metrics are tie-aware (the expectation over
-every tie-break): the figures agree exactly for runs without ties (tie rate 0).
-
-Qrels carry every candidate of an item with its gain (0 for the others): the harness's
-relevance in any of its three forms, so an item without relevant candidates is still a query
-that scores 0 rather than one the tools leave out.
+breaks equal scores its own way, so the harness writes scores that are never equal: the
+candidates in `ranked` order get SCORE = N - RANK + 1. A run with ties gives the tools one of
+its tie-breaks, while the harness's metrics are tie-aware: the figures agree exactly for runs
+without ties. Qrels carry every candidate of an item with its gain (0 too), so an item without
+relevant candidates is a query that scores 0, not one the tools leave out.
 """
 
 from __future__ import annotations
@@ -25,14 +20,11 @@ from harness.core.items import Item
 
 Scores = Mapping[str, float | None]
 MAX_FIRST_LINE = 1 << 16  # a run line is a few dozen bytes; a predictions line may be long
-TrecScores = dict[
-    int, dict[str, dict[str, float | None]]
-]  # as harness.core.predictions.Predictions
+TrecScores = dict[int, dict[str, dict[str, float | None]]]  # as predictions.Predictions
 
 
 def is_trec_run(path: Path) -> bool:
-    """Whether the first non-blank line of `path` has the six fields of a run line (and is
-    not a JSON object)."""
+    """Whether the first non-blank line of `path` has the six fields of a run line."""
     try:
         for _, raw in lines(path, limit=MAX_FIRST_LINE):
             line = raw.decode("utf-8", errors="replace").strip()
@@ -150,10 +142,9 @@ def items_from_qrels(
     candidates: Mapping[str, Sequence[str]],
     queries: Mapping[str, str] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
-    """Items (one per query with candidates) and text-only clips (one per document, its
-    docno as title) in the dataset folder format; relevance is `relevant` when every gain is
-    0 or 1, else graded. Also the number of judged relevant documents left out because they
-    are not among their query's candidates."""
+    """Items (one per query with candidates), text-only clips (one per document, its docno as
+    title) in the dataset folder format (`relevant` when every gain is 0 or 1, else graded),
+    and how many judged relevant documents are left out (not among their query's candidates)."""
     items, docs, left_out = [], {}, 0
     for qid, listed in candidates.items():
         judged, pool = qrels.get(qid, {}), set(listed)

@@ -1,7 +1,6 @@
-"""YAML files (experiment and build files, a run's config.yaml), read safely and strictly: plain data
-only (safe loader), no key given twice (the last one would silently win), text that is
-UTF-8, and a bound on size: a document whose aliases would expand to more than MAX_VALUES
-values (an alias bomb, a recursive alias) is refused before anything expands it."""
+"""YAML files read safely and strictly: plain data only (safe loader), no key given twice, UTF-8
+text, and a document whose aliases would expand to more than MAX_VALUES values (an alias bomb,
+a recursive alias) refused before anything expands it."""
 
 from __future__ import annotations
 
@@ -75,9 +74,8 @@ def load_yaml(path: Path) -> Any:
     return parse_yaml(yaml_text(path), path)
 
 
-def parse_yaml(text: str, source: Path | str) -> Any:
-    """The YAML document `text` (from `source`, for the error line)."""
-    path = source
+def parse_yaml(text: str, path: Path | str) -> Any:
+    """The YAML document `text` (from `path`, for the error line)."""
     try:
         loader = _StrictLoader(text)  # its reader refuses control characters at once
     except yaml.YAMLError as exc:  # e.g. "unacceptable character #x008e"

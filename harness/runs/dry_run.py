@@ -1,16 +1,11 @@
 """`harness run --dry-run`: render every request of an experiment, count what the cache
 already answers, and estimate tokens and cost of the rest, without calling any model.
 
-Token counts are estimates: text at about 4 characters a token, audio at the provider's
-tokens per second of audio. Output tokens per call are the prompt variant's typical answer
-(a few tokens for a JSON score, hundreds for reasoning first) plus, for thinking models, a
-typical amount of thinking; `max_tokens` (a local judge's `max_new_tokens`) bounds them, so
-output and cost are shown as a range, open-ended where nothing caps the output. Summaries a
-`dialogue: summary` run would generate are looked up in the cache like the calls themselves;
-the missing ones are counted and rendered with a placeholder. API keys a call would need and
-that are not set are reported before anything else. The rendered requests of every run go to
-one file, `<results>/<experiment>.dry_run.jsonl` (a `run` field per line); no run folder is
-made. The typical time of each run's calls is estimated too (`harness.runs.estimates`).
+Text counts about 4 characters a token, audio the provider's tokens per second. Output per
+call is the variant's typical answer plus a thinking model's typical thinking, bounded by
+`max_tokens`: output and cost are ranges. Summaries a `dialogue: summary` run lacks are looked
+up in the cache; missing ones are counted and rendered with a placeholder. The rendered
+requests go to `<results>/<experiment>.dry_run.jsonl`; no run folder is made.
 """
 
 from __future__ import annotations
@@ -47,8 +42,7 @@ from providers import REGISTRY
 
 SUMMARY_PLACEHOLDER = "(a summary the run will generate)"
 SUMMARY_OUTPUT_TOKENS = 60  # one JSON sentence of 20-35 words
-# Typical thinking tokens per call of reasoning models (they vary with the prompt; billed as
-# output): Gemini 2.5 with its default dynamic budget, and OpenAI reasoning models by effort.
+# Typical thinking tokens per call (billed as output): Gemini 2.5's dynamic budget, OpenAI's by effort.
 GEMINI_THINKING = 1000
 REASONING_BY_EFFORT = {"minimal": 50, "low": 300, "medium": 1000, "high": 3000}
 _REASONING_MODELS = re.compile(r"^(gpt-5|o1|o3|o4)")
@@ -80,8 +74,7 @@ def thinking_tokens(config: ProviderConfig, model: str) -> int:
 
 
 def output_cap(runner: Runner) -> int | None:
-    """The most output tokens one call can take: `max_tokens`, or a local judge's
-    `max_new_tokens`; None when nothing caps it."""
+    """`max_tokens`, or a local judge's `max_new_tokens`; None when nothing caps the output."""
     settings = getattr(runner.provider, "settings", None)
     local = getattr(settings, "max_new_tokens", None)
     cap = runner.config.provider.max_tokens or local
@@ -89,8 +82,8 @@ def output_cap(runner: Runner) -> int | None:
 
 
 def _with_summaries(runner: Runner, dataset: Dataset) -> tuple[Dataset, list[ChatRequest]]:
-    """The dataset with the summaries a `dialogue: summary` run needs: the item's own, the
-    one the cache already holds, or a placeholder; and the summary requests still to make."""
+    """The dataset with the summaries a `dialogue: summary` run needs (its own, cached, or a
+    placeholder), and the summary requests still to make."""
     if runner.config.inputs.dialogue != "summary":
         return dataset, []
     missing = [item for item in dataset.items if not item.summary]
@@ -181,12 +174,6 @@ def _timing(estimate: Estimate, config: ExperimentConfig, summaries: int) -> Non
         estimate.timing = "local"
 
 
-def dry_run_file(configs: Sequence[ExperimentConfig], results_dir: Path) -> Path:
-    """Where the rendered requests of an experiment go: one file beside its run folders."""
-    first = configs[0]
-    return results_dir / f"{first.sweep or first.name}.dry_run.jsonl"
-
-
 def _price(estimate: Estimate, config: ExperimentConfig, kind: str, model: str) -> None:
     if kind != "judge":
         estimate.note = "scorer: runs locally, no tokens"
@@ -249,7 +236,7 @@ def dry_run(
             config, cache=cache, results_dir=results_dir, show_progress=False, shard=shard
         )
         estimates.append(estimate_run(runner, output_tokens))
-    path = dry_run_file(configs, results_dir)
+    path = results_dir / f"{configs[0].sweep or configs[0].name}.dry_run.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as handle:
         for estimate in estimates:
@@ -264,9 +251,8 @@ def dry_run(
 def unset_keys(
     configs: Sequence[ExperimentConfig], *, cache: ResponseCache, results_dir: Path
 ) -> list[str]:
-    """Why the runs cannot start: each API key that is not set while calls the cache does
-    not answer need it (a run answered wholly from the cache needs no key). Checked by
-    `harness run` before the first call of the first run, not halfway through a sweep."""
+    """Why the runs cannot start: each API key that is not set while uncached calls need it
+    (checked before the first call of the first run, not halfway through a sweep)."""
     estimates = []
     for config in configs:
         if REGISTRY[config.provider.name].extra != "api":

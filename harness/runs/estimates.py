@@ -1,11 +1,6 @@
-"""What `harness run --dry-run` prints: each run's estimate (requests, tokens, cost and
-time), the API keys it lacks, and the table.
-
-Time is the time the calls of a run take at its `max_concurrency` and `rpm`, each call taking
-a typical API latency (TYPICAL_LATENCY_S, plus the output at OUTPUT_TOKENS_PER_S): a rough
-guide, not a measurement. Runs go one after another, so the total is their sum. Local judges
-and scorers are not estimated (their speed is the machine's); batch runs are answered within
-the provider's window (up to 24 hours).
+"""What `harness run --dry-run` prints: each run's estimate (requests, tokens, cost and a rough
+time: the calls at `max_concurrency` and `rpm`, each TYPICAL_LATENCY_S plus its output at
+OUTPUT_TOKENS_PER_S; runs one after another), the API keys it lacks, and the table.
 """
 
 from __future__ import annotations
@@ -53,8 +48,8 @@ class Estimate:
 
 
 def call_seconds(calls: int, output_tokens: int, *, concurrency: int, rpm: float | None) -> float:
-    """Wall time of `calls` API calls producing `output_tokens` in all: each takes the
-    typical latency plus its output, `concurrency` at a time, no faster than `rpm` allows."""
+    """Wall time of `calls` API calls producing `output_tokens` in all, `concurrency` at a
+    time, no faster than `rpm` allows."""
     if calls <= 0:
         return 0.0
     per_call = TYPICAL_LATENCY_S + output_tokens / calls / OUTPUT_TOKENS_PER_S
@@ -125,8 +120,7 @@ def estimate_table(estimates: Sequence[Estimate], output_tokens: int | None) -> 
         caption=_caption(output_tokens),
         caption_justify="left",
     )
-    # The run's whole name (`..._full_audio` and `..._summary_audio` must differ); the
-    # other columns wrap first.
+    # The run's whole name (`..._full_audio` and `..._summary_audio` differ); others wrap.
     widest = max((len(e.name) for e in estimates), default=3)
     table.add_column("run", no_wrap=True, min_width=min(widest, 80))
     named = all(e.model in e.name for e in estimates)  # a sweep's names hold the model

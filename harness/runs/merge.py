@@ -1,14 +1,9 @@
 """`harness merge SHARD_FOLDERS... --out RUN`: the run folder of a sharded run, rebuilt from its
-shards (`harness run --shard I/N`, `harness.core.sharding`).
-
-The shards are checked first: each is a finished shard's folder (shard.json, records.jsonl,
-config.yaml, run.json), all of one configuration and one split N, each shard 0..N-1 exactly
-once, and each holding the items the dataset assigns to it now (the dataset has not changed
-since). Then the records are sorted as a run sorts them and evaluated by the run's own
-evaluation path (`run_folder.evaluate_run`), and the folder is written by the run's own writer
-(`run_folder.write_run_folder`): records.jsonl, metrics.json and report.md are byte for byte
-those of the unsharded run given the same answers. run.json sums the shards' counts (the cost
-is recomputed from the records) and lists the shards under `merged_from`.
+shards. The shards are checked first (`merge_checks`): finished, of one configuration and one
+split, each shard once, each holding the items the dataset assigns it now. Then the records are
+sorted, evaluated and written by the run's own code (`run_folder`): records.jsonl, metrics.json
+and report.md are byte for byte the unsharded run's. run.json sums the shards' counts (the cost
+recomputed) and lists them under `merged_from`.
 """
 
 from __future__ import annotations
@@ -148,7 +143,7 @@ def _check_items(shards: Sequence[ShardRun], dataset: Dataset) -> None:
 
 def sum_counts(blocks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The shards' run.json counts added up: numbers summed, mappings merged key by key,
-    anything else (a first error message, a model name) taken from the first that has it."""
+    anything else taken from the first that has it."""
     out: dict[str, Any] = {}
     keys = list(dict.fromkeys(key for block in blocks for key in block))
     for key in keys:

@@ -1,9 +1,7 @@
 """What `harness merge` checks of each shard before it trusts an answer of it: its records are
-the ones its run.json counts (none torn, dropped, doubled or edited since: `records_sha256`),
-of the items the shard holds, the candidates those items have and the repeats the run asks;
-its run.json has counts of the right types and names the run's model; every shard ran on the
-dataset as it is now (`dataset_sha256` of shard.json) and rendered the same templates. A shard
-of another harness version is a warning."""
+the ones its run.json counts (none torn, dropped, doubled or edited), of its items, their
+candidates and the run's repeats; its run.json names the run's model; every shard ran on the
+dataset as it is now and rendered the same templates. Another harness version is a warning."""
 
 from __future__ import annotations
 
@@ -111,8 +109,7 @@ def shard_records(
 def check_content(
     folders: Sequence[Path], markers: Sequence[Marker], dataset: Dataset, config: ExperimentConfig
 ) -> None:
-    """Each shard ran on its items as the dataset holds them now (their content, not only
-    their ids)."""
+    """Each shard ran on its items as the dataset holds them now (content, not only ids)."""
     for folder, marker in zip(folders, markers, strict=True):
         if marker.dataset_sha256 is None:
             continue

@@ -1,8 +1,6 @@
-"""A run's folder: what a finished run's records evaluate to (`evaluate_run`: metrics.json,
-for the runner and for `harness merge` alike), what it writes there (`write_run_folder`), and
-the check that it belongs to one configuration: re-running under the same name with settings that change
-the results is refused (unless the user asks to overwrite), so a finished run is never
-silently replaced by a different one."""
+"""A run's folder: what a finished run's records evaluate to (`evaluate_run`, for the runner
+and `harness merge` alike), what it writes there (`write_run_folder`), and the check that it
+belongs to one configuration: a finished run is never silently replaced by a different one."""
 
 from __future__ import annotations
 
@@ -36,18 +34,15 @@ from harness.scoring.evaluation import (
 from harness.scoring.stats import position_top1_rates
 from providers import provider_class
 
-# Settings of a run that never change its records or metrics: `items`, the items a sequential
-# comparison has asked so far (it grows batch by batch, and more items of one configuration
-# extend its run), `cache` (a seed cache: where answers come from, not what they are), and
-# `tracking` (where a run is logged).
+# Settings that never change a run's records or metrics: `items` (a sequential comparison's
+# items so far: more items extend its run), `cache` (a seed cache) and `tracking`.
 NOT_RESULTS = frozenset({"items", "cache", "tracking"})
 PROVIDER_BLOCKS = frozenset({"provider", "summarizer", "user_simulator", "retriever"})
 
 
 def _calls_only(block: Mapping[str, Any]) -> set[str]:
-    """The settings of a provider block that change how its model is called and never a
-    run's records (`CallSetting`s); with `endpoint_id` its base URLs too: a named pool of
-    equivalent servers answers the same whichever servers it has (a shard's own node)."""
+    """The settings of a provider block that never change a run's records (`CallSetting`s);
+    with `endpoint_id` its base URLs too (a named pool answers the same whichever servers)."""
     try:
         options = provider_class(str(block.get("name"))).Options
     except (ConfigError, ImportError):  # a provider no longer known, or its extra not installed
@@ -95,8 +90,7 @@ def check_run_folder(out_dir: Path, config: ExperimentConfig, *, overwrite: bool
             f"{exc} (not a readable config.yaml): move the folder away or pass --overwrite "
             "(overwrite=True in Python)"
         ) from None
-    # config.yaml is written scrubbed (a key in a base URL): compare like with like; one
-    # written before `protocol:` was the only selector says its protocol as this one does
+    # compare scrubbed with scrubbed, and an older file's protocol as this one says it
     previous = {**previous, "protocol": protocol_of(previous).name}
     changes = config_differences(previous, scrub_value(config.model_dump(mode="json")))
     if changes:
@@ -120,13 +114,11 @@ def write_run_folder(
     human: Mapping[str, Any] | None = None,
     subset: Sequence[str] | None = None,
 ) -> None:
-    """Write an evaluated run's files beside its (final) records.jsonl: predictions.jsonl,
-    metrics.json, run.json (counts, cost, provenance), config.yaml and report.md. run.json and
-    config.yaml are scrubbed (a key in a base URL). `subset`: the items of a run on part of
-    its dataset (a sequential comparison's), listed in config.yaml as `items`."""
+    """Write an evaluated run's files beside its records.jsonl: predictions.jsonl, metrics.json,
+    run.json, config.yaml (scrubbed; `subset` listed as `items`) and report.md."""
     if (out_dir / "records.jsonl").is_file():  # so that a merge can tell it is the same file
         stats = {**stats, "records_sha256": sha256_of(out_dir / "records.jsonl")}
-    stats = scrub_value(dict(stats))  # for run.json and report.md alike (D4)
+    stats = scrub_value(dict(stats))
     write_predictions(out_dir / "predictions.jsonl", predictions, items)
     (out_dir / "metrics.json").write_text(dumps_json(metrics, indent=2) + "\n")
     (out_dir / "run.json").write_text(scrub(dumps_json(stats, indent=2)) + "\n")
@@ -137,17 +129,11 @@ def write_run_folder(
     write_run_report(out_dir / "report.md", config, metrics, stats, human=human)
 
 
-def run_options(config: ExperimentConfig) -> dict[str, Any]:
-    """The run's evaluation options (keyword arguments of `evaluate_records`), read as a
-    report reads them from the run's config.yaml."""
-    return evaluation_options(config.model_dump())
-
-
 def evaluate_items(
-    config: ExperimentConfig, items: Sequence[Item], records: Iterable[Record]
+    config: ExperimentConfig, items: Sequence[Item], records: Iterable[Record] | RecordsPass
 ) -> Evaluation:
-    """The records' metrics under the run's settings (repeats, missing scores, bootstrap)."""
-    return evaluate_records(items, records, **run_options(config))
+    """The records' metrics under the run's settings, as a report reads them from config.yaml."""
+    return evaluate_records(items, records, **evaluation_options(config.model_dump()))
 
 
 def evaluate_run(
@@ -160,10 +146,8 @@ def evaluate_run(
     cost: RunCost | None = None,
 ) -> tuple[Evaluation, dict[str, Any]]:
     """A run's evaluation and its metrics.json: the metrics, the failure counts, and the
-    blocks of the prompt variant (`position_top1`), the judge's expected scores and the
-    protocol's where they apply. `records` is iterated once (adding each to `cost`, when
-    given), and again only for a block that its records call for (a run's records are read
-    from its file each time)."""
+    blocks of the variant (`position_top1`), expected scores and protocol where they apply.
+    `records` is iterated once (adding each to `cost`), again only for a block needing it."""
     joint = config.kind == "judge" and get_variant(config.prompt).mode == "joint"
     predictions = RecordsPass()
     judged: list[Record] = []  # a joint run's judge records (not a retriever's)
@@ -175,7 +159,7 @@ def evaluate_run(
         if joint and record.raw is not None:
             judged.append(record)
         predictions.add(record)
-    evaluation = evaluate_records(dataset.items, predictions, **run_options(config))
+    evaluation = evaluate_items(config, dataset.items, predictions)
     metrics = evaluation.to_json()
     metrics["parse_failures"] = parse_failures
     metrics["errors"] = errors

@@ -34,16 +34,8 @@ from harness.protocols import call_plan
 from harness.protocols.call_window import run_in_window
 from harness.protocols.plans import Call, CallPlan, check_inputs
 from harness.protocols.summaries import Summaries
-from harness.runs.run_folder import (
-    check_run_folder,
-    evaluate_items,
-    evaluate_run,
-    write_run_folder,
-)
-from harness.scoring.evaluation import (
-    Evaluation,
-    no_scores_reason,
-)
+from harness.runs.run_folder import check_run_folder, evaluate_items, evaluate_run, write_run_folder
+from harness.scoring.evaluation import Evaluation, no_scores_reason
 from harness.scoring.human_ceiling import human_ceiling
 from harness.scoring.metrics import Aggregate
 from providers import Judge, Provider, create_provider
@@ -61,10 +53,8 @@ class RunResult:
     aggregate: Aggregate
     human: Aggregate | None = None  # the human ceiling, when the items carry annotations
     groups: dict[str, Aggregate] = field(default_factory=dict)  # per item group
-    # API endpoints that are not the provider's official service (run.json provenance).
-    unofficial: list[str] = field(default_factory=list)
-    # the metrics.json blocks of the run's protocol (`harness.config.protocols`)
-    protocol: dict[str, Any] = field(default_factory=dict)
+    unofficial: list[str] = field(default_factory=list)  # API endpoints not official
+    protocol: dict[str, Any] = field(default_factory=dict)  # the protocol's metrics blocks
 
     @property
     def complete(self) -> bool:
@@ -98,9 +88,7 @@ class Runner:
         shard: Shard | None = None,
     ) -> None:
         self.config = config
-        # Only these items of the dataset, in dataset order (a sequential comparison asks
-        # batch by batch); config.yaml then lists them as `items`.
-        self.items = None if items is None else set(items)
+        self.items = None if items is None else set(items)  # only these (config.yaml `items`)
         self.overwrite = overwrite
         self.cache = cache
         self.shard = shard  # `--shard I/N`: only the items of that shard, in its own folder
@@ -138,20 +126,20 @@ class Runner:
 
     async def prepare_summaries(self, dataset: Dataset) -> None:
         """Generate (or take from the cache) the summaries that items and examples lack."""
-        if self.config.inputs.dialogue == "summary":
-            evaluated = [(item, Path(self.config.dataset)) for item in dataset.items]
-            examples = [(e.item, e.source) for e in self.plan.examples(dataset)]
-            await self.summaries.ensure(
-                evaluated + examples,
-                config=self.config,
-                answerer=self.answerer,
-                console=self.console,
-                show_progress=self.show_progress,
-            )
+        if self.config.inputs.dialogue != "summary":
+            return
+        evaluated = [(item, Path(self.config.dataset)) for item in dataset.items]
+        examples = [(e.item, e.source) for e in self.plan.examples(dataset)]
+        await self.summaries.ensure(
+            evaluated + examples,
+            config=self.config,
+            answerer=self.answerer,
+            console=self.console,
+            show_progress=self.show_progress,
+        )
 
     async def prepare_plan(self, dataset: Dataset) -> None:
-        """Refuse inputs the items lack, then do what the plan needs before its calls (the
-        retriever's scores of a `rerank:` run)."""
+        """Refuse inputs the items lack, then do what the plan needs before its calls."""
         check_inputs(self.config, dataset, self.provider.kind)
         await self.plan.prepare(dataset, self.cache, self.summary_of)
 
@@ -175,8 +163,7 @@ class Runner:
         check_inputs(self.config, dataset, self.provider.kind)
         self.check_metrics_step(dataset)
         self.dataset_sha256 = dataset.content_sha256(audio=self.config.sends_audio)
-        # One process per run folder: a second one is refused (naming the first).
-        lock = RunFolderLock(self.out_dir).acquire()
+        lock = RunFolderLock(self.out_dir).acquire()  # a second process is refused
         finished = False
         try:
             if self.shard is not None:
@@ -188,8 +175,8 @@ class Runner:
             lock.release(failed=not finished)
 
     def check_metrics_step(self, dataset: Dataset) -> None:
-        """Evaluate placeholder scores before any call, so that whatever would fail at the
-        metrics step (an item without a human ranking, ...) fails before anything is paid."""
+        """Evaluate placeholder scores before any call: what would fail at the metrics step
+        fails before anything is paid."""
         placeholder = (
             Record(
                 item_id=item.id,
@@ -219,8 +206,7 @@ class Runner:
         calls = self.iter_calls(dataset)
         first = next(calls, None)  # set-up and template errors stop the run before any call
         records_path = self.out_dir / "records.jsonl"
-        # Streamed to a partial file and renamed when complete: records.jsonl is never left
-        # half-written, and a partial file found here means the last run was killed.
+        # Streamed to a partial file and renamed when complete (one found: a killed run).
         partial = records_path.with_name("records.partial.jsonl")
         self._report_interrupted(partial)
         writer = RecordWriter(partial)
@@ -256,10 +242,8 @@ class Runner:
             ) from None
 
     def in_flight_limit(self) -> int | None:
-        """How many calls are started ahead of their answers: a few times the concurrency,
-        so the next requests are rendered while these are answered, and memory stays flat in
-        the number of calls; None (all of them) in batch mode, where a batch collects every
-        request the cache does not answer."""
+        """How many calls are started ahead of their answers (memory stays flat in the
+        number of calls); None (all) in batch mode, where a batch collects every miss."""
         if self.answerer.batch is not None:
             return None
         return max(IN_FLIGHT_MIN, IN_FLIGHT_PER_SLOT * self.config.provider.max_concurrency)
@@ -286,8 +270,8 @@ class Runner:
         self.stats.output_tokens += record.output_tokens or 0
 
     def _finish(self, dataset: Dataset, records: Iterable[Record], started: float) -> RunResult:
-        """Evaluate the run's records (and price a judge's calls in the same pass), then
-        write its folder."""
+        """Evaluate the run's records (pricing a judge's calls in the same pass), write its
+        folder."""
         cost = None
         if self.provider.kind == "judge":
             cost = RunCost(self.config.provider, self.provider.model)
@@ -323,8 +307,7 @@ class Runner:
     def evaluate(
         self, dataset: Dataset, records: Iterable[Record], cost: RunCost | None = None
     ) -> tuple[Evaluation, dict[str, Any]]:
-        """The run's evaluation and its metrics.json (`run_folder.evaluate_run`), the
-        records' calls added to `cost` when given."""
+        """The run's evaluation and its metrics.json, the records' calls added to `cost`."""
         return evaluate_run(
             self.config,
             dataset,
@@ -335,8 +318,8 @@ class Runner:
         )
 
     def run_stats(self, records: Iterable[Record], cost: RunCost | None = None) -> dict[str, Any]:
-        """run.json: the run's counts, the plan's, the cost (`cost`, when it was added up
-        already, as the records were evaluated) and the provenance."""
+        """run.json: the run's counts, the plan's, the cost (`cost` when added up already)
+        and the provenance, scrubbed (a key in a base URL, a model name that is the key)."""
         stats = self.stats.to_json() | self.plan.extra_stats()
         stats["dataset_sha256"] = self.dataset_sha256
         templates = self.plan.template_hash.used | self.answerer.template_hash.used
@@ -358,8 +341,6 @@ class Runner:
             endpoints={"provider": self.provider.endpoint(), "summarizer": summaries.endpoint},
             dataset=read_source(self.config.dataset),
         )
-        # scrubbed here, for run.json and everything made from it (the console's endpoint
-        # line, report.md): a key in a base URL, a model name that is the key (D4, D5)
         return scrub_value(stats)  # type: ignore[no-any-return]
 
 

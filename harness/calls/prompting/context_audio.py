@@ -1,11 +1,9 @@
 """The item's own audio on the query side (MusiCRS's audio of a thread), cut to a budget.
 
-A judge hears one excerpt per item: at most `max_clips` of the item's files (a seeded sample
-when it has more, kept in their listed order), each cut to an equal share of `max_seconds`
-at a seeded offset when it is longer, joined and written as 16-bit mono WAV at
-`sample_rate`. The same item, files, budget and seed give the same bytes, so the excerpt's
-hash (part of the cache key) is stable across runs. MusiCRS sends up to 10 clips, 300 s in
-all, at 16 kHz, with random offsets; those are the defaults.
+A judge hears one excerpt per item: at most `max_clips` of the item's files (a seeded sample,
+in listed order), each cut to an equal share of `max_seconds` at a seeded offset, joined as
+16-bit mono WAV at `sample_rate`: the same inputs give the same bytes (the excerpt's hash is in
+the cache key). The defaults are MusiCRS's: up to 10 clips, 300 s in all, at 16 kHz.
 """
 
 from __future__ import annotations

@@ -11,15 +11,11 @@ that no example is an item evaluated in the same run.
     example_scores: [8.5, 6.0, 3.5, 1.5]   # score shown for human rank 1..N
     allow_clip_overlap: false # accept examples that show a clip the run evaluates
 
-An example shows its dialogue and every candidate with a score. The scores follow the
-human ranking: by default evenly spaced from 8.5 (rank 1) down to 1.5 (rank N), or the
-`example_scores` given.
-
-A run is refused when an example is an evaluated item (same id in the same dataset, or the
-same dialogue anywhere), and when an example shows a clip whose audio (by SHA-256 of its
-bytes, whatever its id or folder) is a candidate of an evaluated item, unless
-`allow_clip_overlap: true`: a worked example's score of that very clip would tell the model
-the answer.
+An example shows its dialogue and every candidate with a score following the human ranking
+(by default evenly spaced from 8.5 down to 1.5). A run is refused when an example is an
+evaluated item (same id in the same dataset, or the same dialogue anywhere), or shows a clip
+whose audio (by SHA-256) is a candidate of an evaluated item, unless `allow_clip_overlap`: its
+score would tell the model the answer.
 """
 
 from __future__ import annotations
@@ -28,7 +24,7 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -37,6 +33,7 @@ from harness.core.dataset import Clip, Dataset, Item, load_dataset
 from harness.core.errors import HarnessError
 
 DEFAULT_K = 2
+M = TypeVar("M", bound=BaseModel)
 TOP_SCORE, BOTTOM_SCORE = 8.5, 1.5
 
 
@@ -68,13 +65,18 @@ def dialogue_key(item: Item) -> str:
     return hashlib.sha256(text.casefold().encode("utf-8")).hexdigest()
 
 
-def few_shot_options(options: Mapping[str, Any]) -> FewShotOptions:
+def read_options(model: type[M], options: Mapping[str, Any]) -> M:
+    """`prompt_options` read as `model`; HarnessError names the first bad field."""
     try:
-        return FewShotOptions.model_validate(dict(options))
+        return model.model_validate(dict(options))
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise HarnessError(f"prompt_options.{where}: {first['msg']}") from None
+
+
+def few_shot_options(options: Mapping[str, Any]) -> FewShotOptions:
+    return read_options(FewShotOptions, options)
 
 
 def score_ladder(n: int) -> tuple[float, ...]:
@@ -137,9 +139,8 @@ def check_no_leak(
     *,
     allow_clip_overlap: bool = False,
 ) -> None:
-    """Refuse a run whose prompts would show the model an item it is evaluated on: the same
-    item of the same dataset, or the same dialogue from any dataset; or (given the run's
-    `clips`) a clip whose audio is a candidate of an evaluated item, unless allowed."""
+    """Refuse a run whose examples would tell the model an answer (module docstring); the
+    clips are checked when the run's `clips` are given."""
     examples, evaluated = list(examples), list(evaluated)
     _check_items(examples, evaluated, run_dataset)
     if clips is not None and not allow_clip_overlap:

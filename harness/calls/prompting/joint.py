@@ -1,14 +1,11 @@
 """Joint (all clips in one request) prompts: clip labels, presentation order and position bias.
 
-A joint prompt shows the candidates in a presentation order and the model answers by label
-("Clip 1" ... "Clip N"). The order is the item's candidate order (`fixed`) or, with
-`permuted`, a row of a cyclic Latin square seeded per item: repeats 0..N-1 of an item take
-the N rows of one square in a seeded order, so that each candidate sits in each position
-exactly once, and every further N repeats take a fresh square (of orders not shown yet, while
-there are any) or, with `squares: K`, go round the first K squares again (repeats of one
-order: how stable a sampling judge is at the same order). Fewer than N repeats show distinct rows, so no candidate sits twice in one
-position. Averaging over repeats then cancels position bias, and the bias itself can be
-measured from the records, which keep the presentation order.
+The model answers by label ("Clip 1" ... "Clip N"). The order is the item's candidate order
+(`fixed`) or, with `permuted`, a row of a cyclic Latin square seeded per item: repeats 0..N-1
+take the N rows of one square in a seeded order (each candidate in each position once), every
+further N repeats a fresh square (of orders not shown yet, while there are any) or, with
+`squares: K`, the first K squares again. Averaging over repeats cancels position bias, which
+the records (they keep the presentation order) can measure.
 """
 
 from __future__ import annotations
@@ -17,9 +14,9 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from harness.core.errors import HarnessError
+from harness.calls.prompting.fewshot import read_options
 
 Order = Literal["fixed", "permuted"]
 SCORE: dict[str, Any] = {"type": "number", "minimum": 0, "maximum": 10}
@@ -39,8 +36,7 @@ def presentation_order(
     repeat: int,
     squares: int | None = None,
 ) -> list[str]:
-    """The order of repeat `repeat`; with `squares`, the repeats go round that many squares
-    (`squares: 1` and 12 repeats of 4 candidates: each of 4 orders three times)."""
+    """The order of repeat `repeat`; with `squares`, the repeats go round that many squares."""
     if order == "fixed":
         return list(candidates)
     n = len(candidates)
@@ -58,10 +54,9 @@ _FRESH_DRAWS = 64
 def latin_square(
     candidates: Sequence[str], *, seed: int, item_id: str, block: int
 ) -> list[list[str]]:
-    """The rows of block `block` of an item: the N rotations of a seeded base order, in a
-    seeded order. Each block's base order is drawn so that its rotations differ from those of
-    earlier blocks (there are (N-1)! such classes; after that, blocks may repeat rows)."""
-    # A string seed is hashed with SHA-512 by `random`, so the squares are stable across runs.
+    """The rows of block `block` of an item: the N rotations of a seeded base order (its
+    rotations unlike earlier blocks' while (N-1)! classes last), in a seeded order. A string
+    seed is hashed with SHA-512 by `random`: the squares are stable across runs."""
     used: set[tuple[str, ...]] = set()
     rows: list[list[str]] = []
     for index in range(block + 1):
@@ -116,9 +111,4 @@ class JointOptions(BaseModel):
 
 
 def joint_options(options: Mapping[str, Any]) -> JointOptions:
-    try:
-        return JointOptions.model_validate(dict(options))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise HarnessError(f"prompt_options.{where}: {first['msg']}") from None
+    return read_options(JointOptions, options)

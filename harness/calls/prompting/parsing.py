@@ -1,8 +1,6 @@
 """Strict parsing of judge answers. A rejected answer is never turned into a score: the
-result carries the reason, and the raw text is kept by the caller.
-
-The one leniency: a single markdown code fence around the whole answer is unwrapped,
-because chat models add it even when told not to, and it changes nothing about the value.
+result carries the reason, and the raw text is kept by the caller. The one leniency: a
+markdown code fence around the whole answer is unwrapped (chat models add it unasked).
 """
 
 from __future__ import annotations
@@ -52,7 +50,6 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
-# One decoder for every answer (it holds no state between calls).
 _STRICT = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_no_duplicate_keys)
 
 
@@ -170,12 +167,9 @@ def _check_labels(given: list[str], labels: list[str]) -> None:
 
 def parse_joint(text: str, candidates: list[str], *, partial: bool = False) -> ParsedAnswer:
     """`{"scores": {label: score, ...}}` or `{"ranking": [label, ...]}` (best first), with
-    every label of the prompt exactly once. `candidates` are in presentation order, so label
-    i maps to candidates[i]. A ranking becomes scores N-1 .. 0, kept with the ranking.
-
-    With `partial` (pools of many candidates) a ranking may be any prefix: unlisted
-    candidates tie below the listed ones, and unknown or repeated labels are skipped and
-    counted in `extra` rather than rejecting the answer."""
+    every label once; label i is candidates[i] (presentation order). A ranking becomes scores
+    N-1 .. 0, kept with the ranking. With `partial` a ranking may be any prefix: unlisted
+    candidates tie below, unknown or repeated labels are skipped and counted in `extra`."""
     from harness.calls.prompting.joint import clip_labels
 
     labels = clip_labels(len(candidates))
@@ -287,8 +281,7 @@ SUMMARY_WORDS_ACCEPTED = (12, 50)  # what the parser accepts: models miss counts
 
 
 def parse_summary(text: str) -> str:
-    """`{"summary": "one sentence"}`; raises ParseError. The word count is checked loosely
-    (SUMMARY_WORDS_ACCEPTED) so that a near miss is kept; the count is recorded."""
+    """`{"summary": "one sentence"}` of SUMMARY_WORDS_ACCEPTED words; raises ParseError."""
     summary = text_field(text, "summary")
     words = len(summary.split())
     low, high = SUMMARY_WORDS_ACCEPTED
@@ -301,8 +294,7 @@ def parse_summary(text: str) -> str:
 
 # ---------------------------------------------------------------- free-text answers
 def text_field(text: str, key: str) -> str:
-    """`{"<key>": "some text"}`, exactly that key, a non-empty string (whitespace collapsed);
-    raises ParseError."""
+    """`{"<key>": "some text"}`, a non-empty string (whitespace collapsed); raises ParseError."""
     obj = loads_object(text)
     if set(obj) != {key}:
         raise ParseError("wrong_keys", f"expected exactly the key {key!r}, got {sorted(obj)[:5]}")
@@ -313,8 +305,7 @@ def text_field(text: str, key: str) -> str:
 
 
 def parse_description(text: str, candidates: list[str]) -> ParsedAnswer:
-    """`{"description": "..."}` (prompt `describe`): no scores of its own; a retriever ranks
-    the candidates by the description, kept in `extra.description`."""
+    """`{"description": "..."}` (prompt `describe`), kept in `extra`: a retriever ranks by it."""
     try:
         description = text_field(text, "description")
     except ParseError as exc:

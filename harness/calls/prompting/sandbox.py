@@ -1,15 +1,12 @@
 """The Jinja sandbox prompt templates render in: immutable, reading only files inside the
-prompts folder (a link that leads out of it is refused), and bounded, so that a template can
-neither reach outside its context nor exhaust memory or time.
+prompts folder (links out of it refused), and bounded in memory and time.
 
-Bounds: no operator, method or filter makes a string or list longer than `MAX_TEXT` (nor
-takes a width or count above it), `**` makes no number above `MAX_POWER_BITS` bits, a
-rendered block is at most `MAX_OUTPUT` characters, and a render stops after `MAX_SECONDS`
-(checked at every operator, call, attribute, item, output chunk and loop step: every
-`{% for %}` iterates through `bounded_iter`, so a loop with an empty body is checked too).
-What joins, replaces, concatenates (`~`), formats or serialises (`tojson`) is measured
-before it is built, so a 10 GB string is refused, not allocated and then refused. Breaking
-a bound raises jinja2's SecurityError, which the renderer reports as the template's fault.
+No operator, method or filter makes a string or list longer than `MAX_TEXT` (nor takes a width
+or count above it), `**` makes no number above `MAX_POWER_BITS` bits, a rendered block is at
+most `MAX_OUTPUT` characters, and a render stops after `MAX_SECONDS` (checked at every
+operator, call, attribute, item, output chunk and `{% for %}` step). Joins, replaces, `~`,
+formats and `tojson` are measured before they are built, so a 10 GB string is never allocated.
+Breaking a bound raises jinja2's SecurityError: the template's fault.
 """
 
 from __future__ import annotations
@@ -59,11 +56,10 @@ class FolderLoader(jinja2.FileSystemLoader):
 
 
 @contextmanager
-def time_limit(seconds: float | None = None) -> Iterator[None]:
-    """Rendering inside this block stops (SecurityError) once `seconds` (default
-    MAX_SECONDS) have passed."""
+def time_limit(seconds: float = MAX_SECONDS) -> Iterator[None]:
+    """Rendering inside this block stops (SecurityError) once `seconds` have passed."""
     previous = getattr(_local, "deadline", None)
-    _local.deadline = time.monotonic() + (MAX_SECONDS if seconds is None else seconds)
+    _local.deadline = time.monotonic() + seconds
     try:
         yield
     finally:
@@ -91,7 +87,7 @@ def check_output(chunks: Iterator[str]) -> str:
 
 def _check_size(value: Any) -> None:
     if isinstance(value, str | bytes | list | tuple) and len(value) > MAX_TEXT:
-        raise SecurityError(f"a value longer than {MAX_TEXT:,} items")
+        raise _too_long()
 
 
 def _too_long() -> SecurityError:
@@ -255,7 +251,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
             for sequence, count in ((left, right), (right, left)):
                 repeats = isinstance(sequence, str | list | tuple) and isinstance(count, int)
                 if repeats and len(sequence) * count > MAX_TEXT:
-                    raise SecurityError(f"a value longer than {MAX_TEXT:,} items")
+                    raise _too_long()
         elif operator == "**" and isinstance(left, int) and isinstance(right, int):
             if right > 0 and abs(left) > 1 and right * abs(left).bit_length() > MAX_POWER_BITS:
                 raise SecurityError(f"a number of more than {MAX_POWER_BITS} bits")
@@ -292,17 +288,18 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         check_time()
-        value = super().getattr(obj, attribute)
-        if obj is getattr(_local, "watched", None):
-            _local.reads[attribute] = value
-        return value
+        return _watched(obj, attribute, super().getattr(obj, attribute))
 
     def getitem(self, obj: Any, argument: Any) -> Any:
         check_time()
-        value = super().getitem(obj, argument)
-        if obj is getattr(_local, "watched", None):
-            _local.reads[argument] = value
-        return value
+        return _watched(obj, argument, super().getitem(obj, argument))
+
+
+def _watched(obj: Any, name: Any, value: Any) -> Any:
+    """`value`, read as `obj.name`, recorded when `obj` is watched (`reads_of`)."""
+    if obj is getattr(_local, "watched", None):
+        _local.reads[name] = value
+    return value
 
 
 @contextmanager

@@ -1,8 +1,7 @@
 """Prompt rendering: Jinja templates from `prompts/` in a sandbox with StrictUndefined.
 
-A template defines two blocks, `system` and `user`. Audio goes into the user turn where the
-template writes `{{ clip.audio }}`: that renders a placeholder which is then split out into
-an audio part, so the same template serves every provider's wire format.
+A template defines two blocks, `system` and `user`. `{{ clip.audio }}` in the user turn renders
+a placeholder that is split out into an audio part, so one template serves every wire format.
 """
 
 from __future__ import annotations
@@ -31,13 +30,11 @@ from harness.calls.prompting.sandbox import (
 from harness.core.errors import HarnessError
 from harness.core.types import AudioRef
 
-# The project's prompts/ folder in a source checkout; a wheel carries the same files as
-# harness/bundled_prompts (see pyproject.toml).
+# prompts/ in a source checkout; a wheel carries them as harness/bundled_prompts.
 _CHECKOUT_PROMPTS = Path(__file__).resolve().parents[3] / "prompts"
 _BUNDLED_PROMPTS = Path(__file__).resolve().parents[2] / "bundled_prompts"
 DEFAULT_PROMPTS_DIR = _CHECKOUT_PROMPTS if _CHECKOUT_PROMPTS.is_dir() else _BUNDLED_PROMPTS
-# A placeholder carries a secret drawn when the process starts, so that no text of a dataset
-# (a dialogue quoting "<|audio:0|>", a caption) can be taken for one.
+# A placeholder carries a secret drawn at start-up, so no dataset text can be taken for one.
 _NONCE = secrets.token_hex(16)
 _PLACEHOLDER = re.compile(rf"<\|audio:{_NONCE}:(\d+)\|>")
 
@@ -68,9 +65,9 @@ def prompts_dir() -> Path:
 
 @lru_cache(maxsize=8)
 def environment(directory: Path) -> BoundedSandbox:
-    """The sandbox of one prompts folder. Its compiled templates are not checked against
-    the files at every render (four `stat`s a call): `reload_templates` drops them, and each
-    run calls it as it starts (`TemplateHashes`), so a run renders the files it hashed."""
+    """The sandbox of one prompts folder, its templates not checked against the files at
+    every render: each run drops them as it starts (`TemplateHashes`), so it renders the
+    files it hashed."""
     return BoundedSandbox(
         loader=FolderLoader(directory, *PLUGIN_FOLDERS),
         undefined=jinja2.StrictUndefined,
@@ -135,8 +132,7 @@ def _sources(name: str, folder: Path) -> Iterator[tuple[str, str, nodes.Template
 
 
 class TemplateHashes:
-    """`template_hash` computed once per template for as long as this object lives (one run:
-    reading and parsing the templates again for every item cost more than the call)."""
+    """`template_hash` computed once per template for as long as this object lives (a run)."""
 
     def __init__(self, directory: Path | None = None) -> None:
         self.directory = directory
@@ -144,8 +140,7 @@ class TemplateHashes:
         reload_templates()  # a new run renders the templates as they are now
 
     @property
-    def used(self) -> dict[str, str]:
-        """The templates hashed so far, by name (run.json's `templates`)."""
+    def used(self) -> dict[str, str]:  # run.json's `templates`
         return dict(self._hashes)
 
     def __call__(self, name: str) -> str:
@@ -178,7 +173,7 @@ def render(
 ) -> RenderedPrompt:
     """Render template `name` with `context`; `audio[i]` replaces placeholder i."""
     system, user = _render_text(name, context, directory or prompts_dir())
-    return _with_audio(name, system, user, audio)
+    return _filled(system, _audio_slots(name, system, user), audio)
 
 
 def render_each(
@@ -191,13 +186,9 @@ def render_each(
 ) -> list[RenderedPrompt]:
     """`render(name, {**context, slot: views[i]}, audio[i])` for each i, rendering again only
     where the text could differ: a render records which fields of the view it read, and a
-    later view that has the same values there gets the same text (its own audio).
-
-    Rendering is deterministic (nothing random is offered), so the text depends only on the
-    shared context and what was read of the view; reads are seen only when every use of
-    `slot` in the template and all it includes is a plain `x.name` or `x['name']` (the object
-    handed to a filter, test, macro or variable would escape the record): otherwise each view
-    is rendered in full.
+    later view with the same values there gets the same text (rendering is deterministic).
+    Reads are seen only when every use of `slot` in the template and all it includes is a
+    plain `x.name` or `x['name']`; otherwise each view is rendered in full.
     """
     folder = directory or prompts_dir()
     if not views or not _read_by_name_only(name, folder, slot):
@@ -234,8 +225,7 @@ _read_by_name: dict[tuple[Path, str, str], bool] = {}
 
 
 def _read_by_name_only(name: str, folder: Path, slot: str) -> bool:
-    """Every use of variable `slot` in template `name` and the templates it names, all of them
-    named literally, is `slot.field` or `slot['field']`."""
+    """Every use of `slot` in template `name` and those it names literally is `slot.field`."""
     key = (folder, name, slot)
     if key not in _read_by_name:
         _read_by_name[key] = all(
@@ -275,9 +265,7 @@ def _render_text(name: str, context: dict[str, Any], folder: Path) -> tuple[str,
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateError(f"template {exc.name}:{exc.lineno}: {exc.message}") from None
     except (ArithmeticError, LookupError, TypeError, ValueError, RecursionError) as exc:
-        # A template is user code: its runtime failures (a range too big for the sandbox,
-        # endless macro recursion, a bad format string) are the user's to fix.
-        reason = f"{type(exc).__name__}: {exc}"
+        reason = f"{type(exc).__name__}: {exc}"  # a template is user code: the user's to fix
         raise TemplateError(f"template {name} failed while rendering: {reason}") from None
 
 
@@ -290,11 +278,6 @@ def _audio_slots(name: str, system: str, user: str) -> Slots:
         raise TemplateError(f"template {name} puts audio in the system block")
     pieces = _PLACEHOLDER.split(user)
     return tuple(piece if i % 2 == 0 else int(piece) for i, piece in enumerate(pieces) if piece)
-
-
-def _with_audio(name: str, system: str, user: str, audio: list[AudioRef]) -> RenderedPrompt:
-    """The prompt with `audio[i]` where the user text has placeholder i."""
-    return _filled(system, _audio_slots(name, system, user), audio)
 
 
 def _filled(system: str, slots: Slots, audio: list[AudioRef]) -> RenderedPrompt:

@@ -1,19 +1,14 @@
 from __future__ import annotations
 
 import gc
-import io
 import json
-import tempfile
-import wave
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from harness.core.dataset import _frames, _pcm_wav_frames, gc_paused, load_dataset
+from harness.core.dataset import gc_paused, load_dataset
 from harness.core.errors import DatasetError, HarnessError
 from harness.scoring.metrics import build_matrix
 
@@ -293,37 +288,3 @@ def test_nested_pauses_leave_the_collector_as_they_found_it() -> None:
             assert not gc.isenabled()
         assert not gc.isenabled()
     assert gc.isenabled()
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    frames=st.integers(0, 3000),
-    channels=st.integers(1, 2),
-    subtype=st.sampled_from(["PCM_16", "PCM_24", "PCM_32", "PCM_U8", "FLOAT", "DOUBLE"]),
-    extra=st.binary(max_size=9),  # a chunk before the data (odd sizes are padded)
-)
-def test_a_wavs_frames_from_its_chunk_headers_are_what_wave_and_libsndfile_count(
-    frames: int, channels: int, subtype: str, extra: bytes
-) -> None:
-    """`_pcm_wav_frames` (issue 26) agrees with the standard library's `wave` on every PCM
-    WAV, also with a chunk of any size before the data, and leaves every other file to
-    libsndfile (None)."""
-    buffer = io.BytesIO()
-    signal = np.zeros((frames, channels), dtype=np.float32)
-    soundfile.write(buffer, signal, 8000, format="WAV", subtype=subtype)
-    data = buffer.getvalue()
-    if extra:  # a chunk right after the RIFF header, the RIFF size grown to match
-        chunk = b"junk" + len(extra).to_bytes(4, "little") + extra + b"\0" * (len(extra) & 1)
-        riff_size = (len(data) - 8 + len(chunk)).to_bytes(4, "little")
-        data = b"RIFF" + riff_size + b"WAVE" + chunk + data[12:]
-    with tempfile.TemporaryDirectory() as folder:
-        file = Path(folder) / "clip.wav"
-        file.write_bytes(data)
-        ours = _pcm_wav_frames(file)
-        assert _frames(file) == soundfile.info(str(file)).frames == frames
-        try:
-            with wave.open(str(file)) as header:
-                expected: int | None = header.getnframes()
-        except wave.Error:
-            expected = None
-        assert ours == expected
