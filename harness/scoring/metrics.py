@@ -1,13 +1,10 @@
 """Aggregation of the tie-aware ranking metrics (docs/metrics.md) over items and repeats.
 
-Scores come per item in the item's candidate order, NaN for a missing score; relevance as
-the matching gains (`Item.relevance`). Per-item values come from the metric table
-(`harness.scoring.registry`) on padded (items x max N) blocks sorted once
-(`harness.scoring.ranking`: closed-form expectations over uniformly random tie-breaking).
-Reported: the `ranking` metrics always (`hit@1`, `mrr`, `ndcg`, `kendall_tau_b`); the
-`retrieval` families (`hit@K`, `recall@K`, `precision@K`, `ndcg@K`) at each K of `at`; the
-`single-gold` ones (`median_rank`, `mean_rank`) when every evaluated item has exactly one
-relevant candidate. An item without any relevant candidate scores 0 on every metric.
+Scores come per item in candidate order (NaN: missing), relevance as the matching gains.
+Per-item values come from the metric table (`registry`) on padded blocks sorted once
+(`ranking`: closed-form expectations over random tie-breaking). Reported: the `ranking`
+metrics always, the `retrieval` families at each K of `at`, the `single-gold` ones when every
+item has exactly one relevant candidate. An item without a relevant candidate scores 0.
 """
 
 from __future__ import annotations
@@ -79,10 +76,8 @@ def _cutoffs(at: Sequence[int]) -> tuple[int, ...]:
 def per_item_metrics(
     scores: FloatArray, relevance: FloatArray, *, at: Sequence[int] = ()
 ) -> dict[str, FloatArray]:
-    """Metric values per item for one block of items with the same candidate count N.
-
-    `scores` must already have missing values replaced (policy `worst` uses -inf).
-    """
+    """Metric values per item for one block of items with the same candidate count N
+    (`scores` with missing values replaced already: policy `worst` uses -inf)."""
     lengths = np.full(scores.shape[0], scores.shape[1], dtype=np.int64)
     values, _ = block_metrics(scores, relevance, lengths, metric_names(at))
     return values
@@ -148,11 +143,8 @@ class ScoreMatrix:
 def build_matrix(
     items: Sequence[Item], predictions: Mapping[str, Mapping[str, float | None]]
 ) -> ScoreMatrix:
-    """Align predictions ({item_id: {candidate: score}}) to the items' candidate order.
-
-    An item without a prediction, or a candidate without a score, counts as missing. An item
-    without a relevance judgement cannot be evaluated (HarnessError).
-    """
+    """Align predictions ({item_id: {candidate: score}}) to the items' candidate order (NaN
+    where missing); an item without a relevance judgement is a HarnessError."""
     scores, relevance = [], []
     scaled: dict[int, FloatArray] = {}  # by the gains array: items share equal ones
     for item in items:
@@ -176,9 +168,8 @@ def build_matrix(
 
 
 def _unit_scale(gains: FloatArray) -> FloatArray:
-    """`gains` times the power of two that brings the largest into [0.5, 1): every metric is
-    scale-free and the product is exact, so results do not change, but sums of gains near
-    the float maximum (1e308) no longer overflow to inf and make nDCG NaN."""
+    """`gains` times the power of two that brings the largest into [0.5, 1) (exact; metrics
+    are scale-free): sums of gains near 1e308 no longer overflow to inf and make nDCG NaN."""
     top = float(gains.max(initial=0.0))
     if top <= 0.0:
         return gains
@@ -245,8 +236,7 @@ def _per_item(matrix: ScoreMatrix, missing: MissingPolicy, at: tuple[int, ...]) 
 def per_item_values(
     matrix: ScoreMatrix, *, missing: MissingPolicy = "worst", at: Sequence[int] = ()
 ) -> dict[str, FloatArray]:
-    """Every metric's value per item of one repeat, items in matrix order (NaN for an item
-    that `exclude` drops)."""
+    """Every metric's value per item of one repeat (NaN for an item `exclude` drops)."""
     return _per_item(matrix, missing, _cutoffs(at)).values
 
 
