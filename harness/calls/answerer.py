@@ -356,14 +356,19 @@ def _is_count(name: str, value: Any) -> bool:
     return name.endswith("_tokens") and isinstance(value, int) and not isinstance(value, bool)
 
 
+def reask_request(request: ChatRequest, answer: str, reason: str) -> ChatRequest:
+    """The request with the model's unusable answer and a turn saying why it was rejected
+    (`prompts/reask.jinja`), so a greedy model is not asked the same prompt again."""
+    reply = render("reask.jinja", {"answer": answer, "reason": reason}, []).parts
+    return request.with_follow_up(answer, "".join(str(p) for p in reply))
+
+
 def reask_step(
     first_key: str, request: ChatRequest, answer: str, reason: str | None
 ) -> tuple[ChatRequest, str]:
-    """The re-ask after an unusable `answer` to `request` (first attempt's key `first_key`):
-    the request with the answer and a turn saying why it was rejected (`prompts/reask.jinja`,
-    so a greedy model is not asked the same prompt again), and its cache key."""
-    reply = render("reask.jinja", {"answer": answer, "reason": reason or "unusable"}, []).parts
-    request = request.with_follow_up(answer, "".join(str(p) for p in reply))
+    """The re-ask after an unusable `answer` (`reask_request`) and its cache key, derived
+    from the first attempt's key `first_key`."""
+    request = reask_request(request, answer, reason or "unusable")
     follow_ups = request.key_fields()["follow_ups"]
     return request, cache_key({"reask_of": first_key, "follow_ups": follow_ups})
 

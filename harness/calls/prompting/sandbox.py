@@ -56,10 +56,10 @@ class FolderLoader(jinja2.FileSystemLoader):
 
 
 @contextmanager
-def time_limit(seconds: float = MAX_SECONDS) -> Iterator[None]:
-    """Rendering inside this block stops (SecurityError) once `seconds` have passed."""
+def time_limit(seconds: float | None = None) -> Iterator[None]:
+    """Rendering inside this block stops (SecurityError) once `seconds` (MAX_SECONDS) pass."""
     previous = getattr(_local, "deadline", None)
-    _local.deadline = time.monotonic() + seconds
+    _local.deadline = time.monotonic() + (MAX_SECONDS if seconds is None else seconds)
     try:
         yield
     finally:
