@@ -156,18 +156,20 @@ class Answerer:
             task.exception()  # would print the unread failure with its traceback at exit
 
     async def _invoke(self, request: Request) -> dict[str, Any]:
-        """One fresh answer, retried on transient errors only: tenacity takes over after a
-        first transient failure, counting that attempt and the time it took."""
+        """One fresh answer, retried on transient errors only; no retry after a wait
+        (Retry-After included) that would end past max_retry_time_s."""
         cfg = self.settings
-        started = time.monotonic()
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(cfg.max_attempts) | stop_before_delay(cfg.max_retry_time_s),
+            wait=_retry_after_or_backoff(cfg.retry_wait_s, cfg.retry_max_wait_s),
+            retry=retry_if_exception(lambda exc: isinstance(exc, ProviderError) and exc.transient),
+            reraise=True,
+        )
         try:
-            try:
-                return await self._attempt(request)
-            except ProviderError as exc:
-                if not exc.transient or cfg.max_attempts <= 1:
-                    raise
-                first = exc
-            return await self._retry(request, first, time.monotonic() - started)
+            async for attempt in retrying:
+                with attempt:
+                    self.stats.retries += attempt.retry_state.attempt_number > 1
+                    return await self._attempt(request)
         except ProviderError as exc:
             if exc.transient and (exc.retry_after or 0.0) >= cfg.max_retry_time_s:
                 exc.args = (
@@ -176,24 +178,6 @@ class Answerer:
                 )
             self._note_failure(exc)
             raise
-
-    async def _retry(self, request: Request, first: ProviderError, spent: float) -> dict[str, Any]:
-        """The attempts after a first one that failed with `first`, `spent` seconds ago; none
-        after a wait (Retry-After included) that would end past max_retry_time_s."""
-        cfg = self.settings
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(cfg.max_attempts)
-            | stop_before_delay(cfg.max_retry_time_s - spent),
-            wait=_retry_after_or_backoff(cfg.retry_wait_s, cfg.retry_max_wait_s),
-            retry=retry_if_exception(lambda exc: isinstance(exc, ProviderError) and exc.transient),
-            reraise=True,
-        )
-        async for attempt in retrying:
-            with attempt:
-                if attempt.retry_state.attempt_number == 1:
-                    raise first  # the attempt already made: its wait and stop apply
-                self.stats.retries += 1
-                return await self._attempt(request)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _attempt(self, request: Request) -> dict[str, Any]:
