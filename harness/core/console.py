@@ -17,9 +17,8 @@ def terminal(stderr: bool = False) -> Console:
 
 
 class RunProgress:
-    """A run's progress bar: calls done of how many, and how many were cached, failed or
-    unparsable. `done` is called once per call and draws at most every `every` seconds (a
-    warm re-run answers thousands of calls a second)."""
+    """A run's progress bar: calls done of how many, cached, failed and unparsable; drawn at
+    most every `every` seconds."""
 
     def __init__(self, name: str, console: Console, *, show: bool, every: float = 0.1) -> None:
         self.every = every

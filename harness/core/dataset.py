@@ -1,24 +1,10 @@
 """Dataset folder format (docs/formats.md): `items.jsonl` + `clips.jsonl` + audio files.
 
-An item (one line of `items.jsonl`) has an `id`, its `candidates` (clip ids, at least two) and
-what the candidates are chosen for: a `dialogue` (turns), a text `query`, `context_audio`
-(audio files relative to the dataset folder, e.g. songs the user played), or several of these;
-at least one must be given (a MusiCRS-style item may have a query and no turns). Optional:
-`summary`, `group` (a label for per-group breakdowns) and `annotations` (per-annotator
-rankings, each a permutation of the candidates).
-
-Relevance comes in exactly one of three forms:
-- `human_ranking`: a permutation of the candidates, best first; graded gain N-1-position.
-- `relevant`: candidate ids that are all equally relevant (gain 1; the others 0). May be empty:
-  the item then scores 0 on every metric.
-- `relevance`: {candidate id: gain}, gains finite and >= 0; candidates not listed have gain 0.
-An item with none of them loads (datasets are built before they are annotated: stage 3,
-`harness annotate`) but cannot be evaluated (`harness.scoring.metrics.build_matrix` refuses it).
-
-A clip (one line of `clips.jsonl`) has an `id` and at least one of `audio` (a file relative to
-the dataset folder), `caption` and `title`: a text-only candidate (a song title) has no audio.
-
-Every validation failure raises `DatasetError` naming the file, the line and the reason.
+An item has an `id`, its `candidates` (at least two) and at least one of a `dialogue`, a text
+`query` and `context_audio`; relevance comes in exactly one of three forms (`human_ranking`,
+`relevant`, `relevance`), or none until it is annotated (then it loads but cannot be
+evaluated). A clip has an `id` and at least one of `audio`, `caption` and `title`. Every
+validation failure raises `DatasetError` naming the file, the line and the reason.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""JSON text as cache keys and report pages write it (reading JSON back is
-harness.core.files' `parse_json`), and where the first JSON object of a model's answer
-closes (`first_object_end`: a local judge's stop)."""
+"""JSON text as cache keys and report pages write it, and where the first JSON object of a
+model's answer closes (`first_object_end`: a local judge's stop)."""
 
 from __future__ import annotations
 

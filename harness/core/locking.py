@@ -1,6 +1,5 @@
-"""One process at a time per run folder: an exclusive lock on `.lock` inside it, held while a
-run writes there. The operating system drops the lock when its process ends, however it
-ends, so a killed run never leaves a stale one behind."""
+"""One process at a time per run folder: an exclusive lock on `.lock` inside it, which the
+operating system drops when its process ends, however it ends (never a stale lock)."""
 
 from __future__ import annotations
 
@@ -29,8 +28,7 @@ def make_folder(folder: Path, what: str) -> None:
 
 
 class RunFolderLock:
-    """Held from `acquire` until `release`; a second holder is refused with one line naming
-    the process that holds it."""
+    """Held from `acquire` until `release`; a second holder is refused, naming the first."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -60,8 +58,7 @@ class RunFolderLock:
         return self
 
     def release(self, *, failed: bool = False) -> None:
-        """Let go; after a run that failed before writing anything, remove the folder it
-        made (so that a refused input leaves nothing behind)."""
+        """Let go; after a run that failed before writing anything, remove the folder it made."""
         if self._handle is None:
             return
         lock_file = self.folder / LOCK_NAME

@@ -1,8 +1,6 @@
 """The contract between the harness and its providers: the `provider:` block's common settings,
-what a provider is asked (a chat request or a score request) and answers, the audio reference
-a request carries, and the one error a provider raises. Both `harness` and `providers` import
-these types; this module imports nothing of either.
-"""
+what a provider is asked and answers, the audio reference a request carries, and the one error
+a provider raises. It imports nothing of `harness` or `providers`."""
 
 from __future__ import annotations
 
@@ -210,8 +208,7 @@ class ScoreRequest:
 
 
 class Scores(list[float]):
-    """A scorer's answer with notes for the run's record (e.g. that the query was
-    truncated); a plain list[float] is an answer without notes."""
+    """A scorer's answer with notes for the run's record (e.g. that the query was truncated)."""
 
     def __init__(self, values: Iterable[float], extra: dict[str, Any] | None = None) -> None:
         super().__init__(values)

@@ -1,15 +1,5 @@
-"""Worked examples for few-shot prompts: where they come from, their scores, and the check
-that no example is an item evaluated in the same run.
-
-`prompt_options` of a few-shot run:
-
-    k: 2                      # how many examples (default: len(example_ids), else 2)
-    examples: data/train      # dataset folder they come from (default: the run's dataset)
-    example_ids: [d101, d102] # exactly these items, in this order; or
-    example_split: dev        # the first k items whose `split` field is this value
-    example_audio: false      # also send the examples' clips as audio (music: audio only)
-    example_scores: [8.5, 6.0, 3.5, 1.5]   # score shown for human rank 1..N
-    allow_clip_overlap: false # accept examples that show a clip the run evaluates
+"""Worked examples for few-shot prompts (`prompt_options`: `FewShotOptions`, docs/prompts.md):
+where they come from, their scores, and the check that no example is an evaluated item.
 
 An example shows its dialogue and every candidate with a score following the human ranking
 (by default evenly spaced from 8.5 down to 1.5). A run is refused when an example is an

@@ -56,9 +56,8 @@ def sequential_compare(
     missing: MissingChoice = "exclude",
     grid: int = 1000,
 ) -> Comparison:
-    """Compare B with A on `source` sequentially (see the module docstring). `finite`: the
-    sequence covers the mean over the compared items (sampling without replacement);
-    otherwise the mean over items drawn like them (i.i.d.)."""
+    """Compare B with A sequentially (module docstring). `finite`: the mean over the compared
+    items (sampling without replacement), else over items drawn like them (i.i.d.)."""
     _, width = metric_spec(metric)
     coverage = Coverage.of(
         source.item_ids, source.answered, missing, source.labels, source.unshared
@@ -133,8 +132,7 @@ def fixed_compare(
     missing: MissingChoice = "exclude",
     n_permutations: int = 10000,
 ) -> Comparison:
-    """Compare B with A on every compared item (or the first `max_items` of the seeded
-    order) at once, with a paired test (see the module docstring)."""
+    """Compare B with A on every compared item (or `max_items`) at once, by a paired test."""
     metric_spec(metric)
     coverage = Coverage.of(
         source.item_ids, source.answered, missing, source.labels, source.unshared

@@ -91,8 +91,7 @@ class Coverage:
         }
 
     def warning(self, labels: tuple[str, str]) -> str | None:
-        """What to know before reading the result, as `harness evaluate` warns; None when
-        both sides answered every item."""
+        """What to know before reading the result; None when both answered every item."""
         n = len(self.items)
         unshared = f"; {self.unshared} item(s) only one of the datasets holds are left out"
         if self.both == n:
@@ -122,8 +121,7 @@ def _audio_digest(dataset: Dataset, relative: str) -> str:
 
 
 def _item_view(dataset: Dataset, item_id: str) -> dict[str, Any]:
-    """What an item is to a judge: its fields, its candidates' clips and the bytes of every
-    audio file it names."""
+    """What an item is to a judge: its fields, its clips and every audio file's bytes."""
     from harness.core.items import FIELDS
 
     item = dataset.item(item_id)
@@ -141,8 +139,7 @@ def _item_view(dataset: Dataset, item_id: str) -> dict[str, Any]:
 
 
 def check_same_items(datasets: tuple[Dataset, Dataset], ids: Iterable[str]) -> None:
-    """Stop unless the items `ids` are the same in A's and B's dataset (nothing to check
-    when both are the same folder), naming the first item and what differs."""
+    """Stop unless the items `ids` are the same in A's and B's dataset, naming what differs."""
     a, b = datasets
     if Path(a.root).resolve() == Path(b.root).resolve():
         return

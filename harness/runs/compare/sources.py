@@ -1,8 +1,6 @@
-"""Where the two sides of a comparison get their per-item metric values: finished runs or
-predictions files (every value known up front), or experiment files, asked batch by batch
-through the one runner (cache, retries, resume, concurrency and batch mode as in `harness
-run`). Per-item values always come from the one evaluation path (`evaluate_records`),
-repeats averaged per item."""
+"""Where the two sides of a comparison get their per-item metric values (`evaluate_records`,
+repeats averaged): finished runs or predictions files (known up front), or experiment files
+asked batch by batch through the one runner."""
 
 from __future__ import annotations
 
@@ -28,8 +26,7 @@ from harness.scoring.metrics import MissingPolicy
 
 
 def metric_spec(metric: str) -> tuple[tuple[int, ...], float]:
-    """(the cut-offs the metric needs, the width of its range): `--metric` takes a per-item
-    metric of the metric table with a bound (`harness.scoring.registry`)."""
+    """(the cut-offs the metric needs, the width of its range): a bounded per-item metric."""
     spec = registry.comparable(metric)
     if spec is None:
         names = [m.name for m in registry.metrics() if registry.comparable(m.at(1))]
@@ -58,9 +55,8 @@ def per_item_metric(
 
 
 class PairSource(Protocol):
-    """Both sides of a comparison: their labels, the items both datasets hold (in dataset
-    order), the items each side answered, and per-item values of the items asked so far
-    (an item without a value is absent)."""
+    """Both sides of a comparison: labels, the items both datasets hold (dataset order), the
+    items each side answered, and per-item values of the items asked so far."""
 
     labels: tuple[str, str]
     item_ids: list[str]
@@ -70,8 +66,7 @@ class PairSource(Protocol):
     def values(self, asked: Sequence[str]) -> tuple[dict[str, float], dict[str, float]]: ...
 
     def spent(self) -> tuple[int | None, float | None]:
-        """Model calls made so far (None: not known), and their price in USD (None: not
-        priced)."""
+        """Model calls made so far, and their price in USD (None: not known)."""
         ...
 
     def full(self, visited: int) -> tuple[int | None, float | None]:
@@ -80,8 +75,7 @@ class PairSource(Protocol):
 
 
 def _shared_items(a: Dataset, b: Dataset) -> tuple[list[str], int]:
-    """The ids of the items both datasets hold, checked to be the same items, and how many
-    items only one of them holds."""
+    """The ids of the items both datasets hold (checked alike), and how many only one holds."""
     other = {item.id for item in b.items}
     shared = [item.id for item in a.items if item.id in other]
     if not shared:
@@ -105,8 +99,7 @@ def _run_data(path: Path, dataset: Path | None) -> RunData:
 
 @dataclass
 class ValuesSource:
-    """Per-item values known up front (synthetic data, or values computed elsewhere through
-    `per_item_metric`); visiting an item costs nothing."""
+    """Per-item values known up front; visiting an item costs nothing."""
 
     a_values: dict[str, float]
     b_values: dict[str, float]
@@ -131,8 +124,7 @@ class ValuesSource:
 
 
 class FinishedSource(ValuesSource):
-    """Two finished runs (run folders) or predictions files: every value is known, and a
-    visited item "costs" the calls its runs made for it (none for predictions)."""
+    """Two finished runs or predictions files: a visited item "costs" its runs' calls."""
 
     def __init__(self, a: RunData, b: RunData, metric: str) -> None:
         values = [
@@ -170,10 +162,8 @@ class FinishedSource(ValuesSource):
 
 @dataclass
 class RunSource:
-    """Two experiment files (one configuration each), asked batch by batch: each batch
-    re-runs both configurations on every item asked so far, so the items asked before come
-    back from the cache and only the new ones reach the model. Their run folders are in
-    `results_dir/A/` and `results_dir/B/`."""
+    """Two experiment files (one configuration each), asked batch by batch: each batch re-runs
+    both on every item asked so far (earlier ones from the cache), into `results_dir/A|B/`."""
 
     configs: tuple[ExperimentConfig, ExperimentConfig]
     cache: ResponseCache
