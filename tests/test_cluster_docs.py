@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.experiment import load_experiments
+from harness.config.loading import load_experiments
 from harness.core.sharding import Shard
 from harness.runs.runner import run_folder
 

@@ -1,40 +1,24 @@
-"""Experiment files: one run, or a sweep that expands to one run per combination.
-
-Every provider block (`provider:`, each entry of `providers:`, `summarizer:`) is validated
-against its provider's own options when the file loads, so an unknown or misspelt key is one
-line naming the file, the block and the key, before anything runs.
-"""
+"""The settings of a run (`ExperimentConfig`) and of a sweep (`SweepConfig`, which expands
+to one run per combination of its providers, prompts and inputs). `harness.config.loading`
+reads them from a file; `harness.config.validation` reports every mistake at once."""
 
 from __future__ import annotations
 
 import itertools
 import re
-import warnings
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Self
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from harness.calls.prompting.context_audio import ContextAudioBudget
 from harness.config.blocks import MetricsOptions, RefineOptions, RerankOptions, TrackingOptions
-from harness.config.overrides import apply_overrides
+from harness.config.inputs import Inputs, Pin
 from harness.config.protocols import get_protocol, legacy_protocol, protocol_prompts
 from harness.config.sources import HFSource, folder_for, is_hf_source, parse_hub_id
-from harness.config.validation import located, raise_all, unknown_keys, validation_errors
-from harness.core.errors import ConfigError, ConfigErrors, DeprecatedSetting, HarnessError
+from harness.core.errors import HarnessError
 from harness.core.types import BASE_FIELDS, ProviderConfig
-from harness.core.yaml_files import key_lines, parse_yaml, yaml_text
 from harness.scoring.metrics import MAX_BOOTSTRAP, MissingPolicy
 from providers import REGISTRY, ProviderBlock, provider_class, provider_options
 
@@ -44,29 +28,6 @@ MAX_NAME = 200  # a run's folder name: file systems allow 255 bytes
 def provider_config(name: str, **options: Any) -> ProviderConfig:
     """`provider_config("gemini", model="gemini-2.5-pro")`: a validated provider block."""
     return provider_options({"name": name, **options})
-
-
-class Inputs(BaseModel):
-    """What a model is given: the query side (the dialogue in full, its summary, the item's
-    text `query`, or nothing; plus the item's own `context_audio`) and the candidates (their
-    audio, or their caption/title)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    dialogue: Literal["full", "summary", "query", "none"] = "full"
-    music: Literal["audio", "caption"] = "audio"
-    context_audio: bool = False
-
-    @model_validator(mode="after")
-    def _something_to_go_on(self) -> Inputs:
-        if self.dialogue == "none" and not self.context_audio:
-            raise ValueError("dialogue: none needs context_audio: true (nothing on the query side)")
-        return self
-
-    @property
-    def label(self) -> str:
-        """How run names and reports show the inputs (`query_caption_context-audio`)."""
-        parts = [self.dialogue, self.music] + (["context-audio"] if self.context_audio else [])
-        return "_".join(parts)
 
 
 class CacheOptions(BaseModel):
@@ -223,14 +184,6 @@ class ExperimentConfig(_Common):
         return self
 
 
-@dataclass(frozen=True)
-class Pin:
-    """What one entry of a sweep's `providers:` pins for its own runs."""
-
-    inputs: Inputs | None = None
-    prompts: tuple[str, ...] | None = None
-
-
 class SweepConfig(_Common):
     providers: list[ProviderBlock] = Field(min_length=1)
     prompts: list[str] = Field(default_factory=lambda: ["zero_shot"], min_length=1)
@@ -248,19 +201,10 @@ class SweepConfig(_Common):
 
     def expand(self) -> list[ExperimentConfig]:
         runs = []
-        common = self.model_dump(
-            exclude={
-                "providers",
-                "prompts",
-                "inputs",
-                "name",
-                "protocol",
-                "summarizer",
-                "rerank",
-                "user_simulator",
-                "retriever",
-            }
+        per_run = (
+            "providers prompts inputs name protocol summarizer rerank user_simulator retriever"
         )
+        common = self.model_dump(exclude=set(per_run.split()))
         pins = self._pins or [Pin()] * len(self.providers)
         seen: set[tuple[str, str, Inputs]] = set()
         for (provider, pin), prompt, entry_inputs in itertools.product(
@@ -328,183 +272,3 @@ def _distinct_names(runs: list[ExperimentConfig]) -> list[ExperimentConfig]:
                 run = run.model_copy(update={"name": f"{run.name}_{label}"})
         out.append(run)
     return out
-
-
-def _validate_blocks(
-    raw: dict[str, Any], path: Path | str
-) -> tuple[dict[str, Any], list[Pin], list[ConfigError]]:
-    """The file's settings with every provider block validated against its provider's
-    options, the inputs and prompts each sweep entry pins, and every mistake of those."""
-    raw, errors = dict(raw), []
-
-    def checked(block: Any, field: str) -> Any:
-        try:
-            return provider_options(block, source=path, field=field)
-        except ConfigErrors as exc:
-            errors.extend(exc.errors)
-        except ConfigError as exc:
-            errors.append(exc)
-        return block
-
-    for field in ("provider", "summarizer", "user_simulator", "retriever"):
-        if isinstance(raw.get(field), Mapping):
-            raw[field] = checked(raw[field], field)
-    rerank = raw.get("rerank")
-    if isinstance(rerank, Mapping) and isinstance(rerank.get("retriever"), Mapping):
-        raw["rerank"] = {**rerank, "retriever": checked(rerank["retriever"], "rerank.retriever")}
-    pins: list[Pin] = []
-    entries: list[Any] = list(raw["providers"]) if isinstance(raw.get("providers"), list) else []
-    for i, entry in enumerate(entries):
-        if not isinstance(entry, Mapping):
-            pins.append(Pin())  # pydantic names the problem
-            continue
-        block, field = dict(entry), f"providers.{i}"
-        try:
-            inputs = _pinned_inputs(block.pop("inputs", None), field, path)
-            prompts = _pinned_prompts(block.pop("prompts", None), field, path, raw.get("prompts"))
-            pins.append(Pin(inputs, prompts))
-        except ConfigError as exc:
-            errors.append(exc)
-        entries[i] = checked(block, field)
-    if entries:
-        raw["providers"] = entries
-    return raw, pins, errors
-
-
-def _pinned_prompts(pin: Any, field: str, path: Path | str, listed: Any) -> tuple[str, ...] | None:
-    if pin is None:
-        return None
-    names = [pin] if isinstance(pin, str) else pin
-    known = _as_list(listed) if listed is not None else ["zero_shot"]
-    if not isinstance(names, list) or not names or any(n not in known for n in names):
-        reason = f"a list of the sweep's prompts ({', '.join(map(str, known))})"
-        raise ConfigError(path, f"{field}.prompts", reason)
-    return tuple(names)
-
-
-def _pinned_inputs(pin: Any, field: str, path: Path | str) -> Inputs | None:
-    if pin is None:
-        return None
-    try:
-        return Inputs.model_validate(pin)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        reason = first["msg"].removeprefix("Value error, ")
-        raise ConfigError(path, f"{field}.inputs.{where}", reason) from None
-
-
-def load_experiments(
-    path: str | Path,
-    *,
-    overrides: Sequence[str] = (),
-    replace: Mapping[str, Any] | None = None,
-) -> list[ExperimentConfig]:
-    """Parse and validate an experiment or sweep file (providers, their options, prompt
-    variants), with `--set KEY=VALUE` overrides (and `replace`: top-level settings, as
-    `harness.run(..., limit=5)` gives them) applied first; errors name the file (and the
-    overrides), the line, the field and the reason, every one of them at once."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(path, None, "experiment file not found")
-    text = yaml_text(path)
-    raw = parse_yaml(text, path)
-    if not isinstance(raw, dict):
-        raise ConfigError(path, None, "expected a mapping of settings")
-    lines = key_lines(text)
-    return experiments_from(raw, path, overrides=overrides, replace=replace, lines=lines)
-
-
-def experiments_from(
-    raw: Mapping[str, Any],
-    path: Path | str,
-    *,
-    overrides: Sequence[str] = (),
-    replace: Mapping[str, Any] | None = None,
-    lines: Mapping[tuple[str, ...], int] | None = None,
-) -> list[ExperimentConfig]:
-    """The runs of an experiment's settings (a file's mapping, or one given in Python): a
-    sweep expands, and `name` names the sweep, not each run."""
-    raw = dict(raw)
-    if overrides:
-        raw = apply_overrides(raw, overrides)
-    raw.update(replace or {})
-    lines = lines or {}
-    given = [*overrides, *(f"{k}={v!r}" for k, v in (replace or {}).items())]
-    source = f"{path} with --set {' --set '.join(given)}" if given else path
-    is_sweep = any(isinstance(raw.get(k), list) for k in ("providers", "prompts", "inputs"))
-    if is_sweep and "provider" in raw:
-        error = ConfigError(source, "provider", "a sweep lists 'providers', not 'provider'")
-        raise located(error, lines)
-    model = SweepConfig if is_sweep else ExperimentConfig
-    note = _legacy_note(raw, is_sweep)
-    if note:
-        warnings.warn(f"{source}: {note}", DeprecatedSetting, stacklevel=2)
-    known = set(model.model_fields) | {"columns"}  # columns: of a hf:// dataset
-    problems = unknown_keys(raw, known, source, lines)
-    raw, pins, failed = _validate_blocks({k: v for k, v in raw.items() if k in known}, source)
-    skip = {str(error.field).split(".")[0] for error in failed}  # the blocks said their own
-    if is_sweep:
-        raw = {**raw, **{k: _as_list(raw[k]) for k in ("prompts", "inputs") if k in raw}}
-    config = None
-    try:
-        config = model.model_validate({k: v for k, v in raw.items() if k not in skip})
-    except ValidationError as exc:
-        problems += validation_errors(exc, source, lines, model, skip)
-    raise_all([*problems, *(located(error, lines) for error in failed)])
-    assert config is not None
-    try:
-        if isinstance(config, SweepConfig):
-            config._pins = pins
-        runs = config.expand() if isinstance(config, SweepConfig) else [config]
-    except ValueError as exc:
-        raise ConfigError(source, None, str(exc)) from None
-    try:
-        _check_prompts(source, runs)
-    except ConfigError as exc:
-        raise located(exc, lines) from None
-    return runs
-
-
-def _legacy_note(raw: Mapping[str, Any], is_sweep: bool) -> str | None:
-    """What to write instead of a protocol selected as before `protocol:` (`legacy_protocol`)."""
-    runs = [raw]
-    if is_sweep:
-        providers, prompts = _as_list(raw.get("providers")), _as_list(raw.get("prompts"))
-        runs = [{**raw, "provider": p, "prompt": q} for p in providers for q in prompts]
-    chosen = {name for run in runs if (name := legacy_protocol(run))}
-    if "describe" in chosen:
-        return "prompt: describe is read as protocol: describe; write protocol: describe"
-    if chosen:
-        return "a rerank: block is read as protocol: rerank; add protocol: rerank"
-    return None
-
-
-def _check_prompts(path: Path | str, runs: list[ExperimentConfig]) -> None:
-    """Fail on an unknown prompt variant or `prompt_options` key before anything runs."""
-    from harness.calls.prompting.variants import VARIANTS, check_options
-    from harness.core.errors import HarnessError
-
-    for run in runs:
-        try:
-            check_options(run.prompt_options)
-        except HarnessError as exc:
-            raise ConfigError(path, "prompt_options", str(exc)) from None
-        field = "prompts" if run.sweep is not None else "prompt"
-        if run.prompt not in VARIANTS:
-            reason = f"unknown prompt variant {run.prompt!r} (known: {', '.join(VARIANTS)})"
-            raise ConfigError(path, field, reason)
-        if run.kind == "scorer" and run.inputs.context_audio:
-            reason = "inputs.context_audio goes to judges only; pin this scorer's inputs"
-            raise ConfigError(path, f"{run.provider.name} ({run.name})", reason)
-        if run.kind == "judge":
-            try:
-                variant = VARIANTS[run.prompt]
-                variant.check_inputs(run.inputs.dialogue, run.inputs.context_audio)
-                variant.check_protocol(run.protocol)
-            except HarnessError as exc:
-                raise ConfigError(path, field, str(exc)) from None
-
-
-def _as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]

@@ -1,6 +1,7 @@
 """Every mistake of an experiment file at once, each on one line with its line number: an
-unknown key with the nearest known one (`promt` -> did you mean `prompt`?), and every field
-pydantic refuses."""
+unknown key with the nearest known one (`promt` -> did you mean `prompt`?), every field
+pydantic refuses, every provider block checked against its provider's own options, and the
+prompt variants the runs ask for."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, ValidationError
 
+from harness.config.inputs import Inputs, Pin
+from harness.config.protocols import legacy_protocol
 from harness.core.errors import ConfigError, ConfigErrors, did_you_mean
+from providers import provider_options
 
 
 def raise_all(errors: Sequence[ConfigError]) -> None:
@@ -96,3 +100,85 @@ def located(error: ConfigError, lines: Mapping[tuple[str, ...], int]) -> ConfigE
     if not error.field or error.field.startswith("line "):
         return error
     return ConfigError(error.path, where(error.field.split("."), lines), error.reason)
+
+
+def validate_blocks(
+    raw: dict[str, Any], path: Path | str
+) -> tuple[dict[str, Any], list[Pin], list[ConfigError]]:
+    """The file's settings with every provider block validated against its provider's
+    options, the inputs and prompts each sweep entry pins, and every mistake of those."""
+    raw, errors = dict(raw), []
+
+    def checked(block: Any, field: str) -> Any:
+        try:
+            return provider_options(block, source=path, field=field)
+        except ConfigErrors as exc:
+            errors.extend(exc.errors)
+        except ConfigError as exc:
+            errors.append(exc)
+        return block
+
+    for field in ("provider", "summarizer", "user_simulator", "retriever"):
+        if isinstance(raw.get(field), Mapping):
+            raw[field] = checked(raw[field], field)
+    rerank = raw.get("rerank")
+    if isinstance(rerank, Mapping) and isinstance(rerank.get("retriever"), Mapping):
+        raw["rerank"] = {**rerank, "retriever": checked(rerank["retriever"], "rerank.retriever")}
+    pins: list[Pin] = []
+    entries: list[Any] = list(raw["providers"]) if isinstance(raw.get("providers"), list) else []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, Mapping):
+            pins.append(Pin())  # pydantic names the problem
+            continue
+        block, field = dict(entry), f"providers.{i}"
+        try:
+            inputs = _pinned_inputs(block.pop("inputs", None), field, path)
+            prompts = _pinned_prompts(block.pop("prompts", None), field, path, raw.get("prompts"))
+            pins.append(Pin(inputs, prompts))
+        except ConfigError as exc:
+            errors.append(exc)
+        entries[i] = checked(block, field)
+    if entries:
+        raw["providers"] = entries
+    return raw, pins, errors
+
+
+def _pinned_prompts(pin: Any, field: str, path: Path | str, listed: Any) -> tuple[str, ...] | None:
+    if pin is None:
+        return None
+    names = [pin] if isinstance(pin, str) else pin
+    known = as_list(listed) if listed is not None else ["zero_shot"]
+    if not isinstance(names, list) or not names or any(n not in known for n in names):
+        reason = f"a list of the sweep's prompts ({', '.join(map(str, known))})"
+        raise ConfigError(path, f"{field}.prompts", reason)
+    return tuple(names)
+
+
+def _pinned_inputs(pin: Any, field: str, path: Path | str) -> Inputs | None:
+    if pin is None:
+        return None
+    try:
+        return Inputs.model_validate(pin)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        reason = first["msg"].removeprefix("Value error, ")
+        raise ConfigError(path, f"{field}.inputs.{where}", reason) from None
+
+
+def legacy_note(raw: Mapping[str, Any], is_sweep: bool) -> str | None:
+    """What to write instead of a protocol selected as before `protocol:` (`legacy_protocol`)."""
+    runs = [raw]
+    if is_sweep:
+        providers, prompts = as_list(raw.get("providers")), as_list(raw.get("prompts"))
+        runs = [{**raw, "provider": p, "prompt": q} for p in providers for q in prompts]
+    chosen = {name for run in runs if (name := legacy_protocol(run))}
+    if "describe" in chosen:
+        return "prompt: describe is read as protocol: describe; write protocol: describe"
+    if chosen:
+        return "a rerank: block is read as protocol: rerank; add protocol: rerank"
+    return None
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]

@@ -223,7 +223,8 @@ def _warn(lines: list[str]) -> None:
 def _configs(
     experiment: Experiment, settings: Sequence[str], overrides: Mapping[str, Any]
 ) -> list[ExperimentConfig]:
-    from harness.config.experiment import ExperimentConfig, experiments_from, load_experiments
+    from harness.config.experiment import ExperimentConfig
+    from harness.config.loading import experiments_from, load_experiments
 
     if isinstance(experiment, ExperimentConfig) and not (settings or overrides):
         return [experiment]

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from harness.calls.cache import ResponseCache
-from harness.config.experiment import load_experiments
+from harness.config.loading import load_experiments
 from harness.fake_api import FakeServer
 from tests.conftest import run_experiment
 from tests.reliability.conftest import (

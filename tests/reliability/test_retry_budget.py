@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.calls.cache import ResponseCache
-from harness.config.experiment import load_experiments
+from harness.config.loading import load_experiments
 from harness.fake_api import FakeServer
 from tests.conftest import run_experiment
 from tests.reliability.conftest import MakeDataset, fast_settings, read_jsonl, write_experiment

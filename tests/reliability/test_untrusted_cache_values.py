@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from harness.calls.cache import ResponseCache
 from harness.cli.main import app
-from harness.config.experiment import load_experiments
+from harness.config.loading import load_experiments
 from harness.fake_api import FakeServer
 from harness.runs.runner import Runner
 from tests.reliability.conftest import MakeDataset, fast_settings, write_experiment

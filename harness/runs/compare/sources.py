@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harness.calls.cache import ResponseCache
-from harness.config.experiment import ExperimentConfig, load_experiments
+from harness.config.experiment import ExperimentConfig
+from harness.config.loading import load_experiments
 from harness.core.dataset import Dataset, Item
 from harness.core.errors import HarnessError
 from harness.core.event_loop import run_coroutine

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from harness.calls.cache import ResponseCache
-from harness.config.experiment import load_experiments
+from harness.config.loading import load_experiments
 from harness.fake_api import FakeServer
 from harness.runs.runner import RunResult
 from tests.conftest import run_experiment

@@ -260,7 +260,7 @@ def test_audio_candidates_are_clips_in_a_listwise_prompt(
 def test_the_musicrs_experiment_file_loads_with_its_audio_lines_uncommented(
     tmp_path: Path,
 ) -> None:
-    from harness.config.experiment import load_experiments
+    from harness.config.loading import load_experiments
 
     source = (Path(__file__).parents[3] / "experiments" / "musicrs.yaml").read_text()
     runs = load_experiments(Path(__file__).parents[3] / "experiments" / "musicrs.yaml")

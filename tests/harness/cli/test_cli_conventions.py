@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 import harness
 import harness.core.errors
 from harness.cli.main import app
-from harness.config.experiment import load_experiments
+from harness.config.loading import load_experiments
 
 runner = CliRunner()
 

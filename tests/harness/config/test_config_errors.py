@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.experiment import load_experiments
+from harness.config.loading import load_experiments
 from harness.config.validation import ConfigErrors
 
 SWEEP = """name: bad

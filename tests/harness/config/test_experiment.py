@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.experiment import load_experiments
+from harness.config.loading import load_experiments
 from harness.config.validation import ConfigErrors
 from harness.core.errors import ConfigError
 

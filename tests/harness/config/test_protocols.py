@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.config.experiment import load_experiments
+from harness.config.loading import load_experiments
 from harness.config.protocols import PROTOCOLS, protocol_of
 from harness.core.errors import ConfigError, DeprecatedSetting
 from harness.runs.run_folder import check_run_folder

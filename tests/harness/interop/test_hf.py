@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli.main import app
-from harness.config.experiment import load_experiments
+from harness.config.loading import load_experiments
 from harness.config.sources import HFSource, folder_for, is_hf_source, parse_hub_id
 from harness.core.errors import ConfigError, HarnessError
 from harness.interop.hf import materialize

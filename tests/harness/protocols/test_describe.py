@@ -14,7 +14,8 @@ from rouge_score import rouge_scorer
 from sacrebleu.metrics.bleu import BLEU
 
 from harness.calls.prompting.parsing import parse_description
-from harness.config.experiment import ExperimentConfig, load_experiments
+from harness.config.experiment import ExperimentConfig
+from harness.config.loading import load_experiments
 from harness.core.dataset import Clip, Item
 from harness.core.errors import ConfigError, HarnessError
 from harness.core.records import Record

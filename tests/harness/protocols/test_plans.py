@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 import harness.calls.prompting.templates as prompts
-from harness.config.experiment import ExperimentConfig, Inputs, provider_config
+from harness.config.experiment import ExperimentConfig, provider_config
+from harness.config.inputs import Inputs
 from providers.mock import MockJudge
 from tests.conftest import run_config, write_tiny_dataset
 

@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.calls.cache import ResponseCache
-from harness.config.experiment import ExperimentConfig, RefineOptions, load_experiments
+from harness.config.experiment import ExperimentConfig, RefineOptions
+from harness.config.loading import load_experiments
 from harness.core.dataset import Clip, Item
 from harness.core.errors import ConfigError, HarnessError
 from harness.core.records import Record

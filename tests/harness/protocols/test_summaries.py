@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from harness.calls.cache import ResponseCache
-from harness.config.experiment import ExperimentConfig, Inputs, provider_config
+from harness.config.experiment import ExperimentConfig, provider_config
+from harness.config.inputs import Inputs
 from harness.core.errors import DatasetError
 from harness.core.records import read_records
 from harness.protocols.summaries import SUMMARY_SCHEMA

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from harness.cli.main import app
-from harness.config.experiment import load_experiments, provider_config
+from harness.config.experiment import provider_config
+from harness.config.loading import load_experiments
 from harness.reports.formatting import markdown_table
 from harness.reports.labels import generated_labels, shorten_unique
 from providers import create_provider

@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 
 from harness.calls.cache import ResponseCache
 from harness.cli.main import app
-from harness.config.experiment import ExperimentConfig, load_experiments
+from harness.config.experiment import ExperimentConfig
+from harness.config.loading import load_experiments
 from harness.core.errors import HarnessError
 from harness.core.sharding import Shard
 from harness.fake_api import FakeServer

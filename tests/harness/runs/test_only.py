@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import harness
-from harness.config.experiment import load_experiments
+from harness.config.loading import load_experiments
 
 
 def test_only_keeps_the_other_finished_runs_in_the_sweep(

@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 from harness.calls.prompting.fewshot import check_no_leak, load_examples
 from harness.cli.main import app
-from harness.config.experiment import ExperimentConfig, load_experiments
+from harness.config.experiment import ExperimentConfig
+from harness.config.loading import load_experiments
 from harness.core.dataset import load_dataset
 from harness.core.records import read_records
 from harness.fake_api import FakeServer

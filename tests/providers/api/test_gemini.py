@@ -14,7 +14,8 @@ import pytest
 
 from harness.calls.cache import ResponseCache
 from harness.calls.prompting.variants import POINTWISE_SCHEMA
-from harness.config.experiment import ExperimentConfig, load_experiments, provider_config
+from harness.config.experiment import ExperimentConfig, provider_config
+from harness.config.loading import load_experiments
 from harness.core.errors import ConfigError
 from harness.core.records import Record
 from harness.core.types import ChatRequest, ProviderError

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from harness.config.experiment import ExperimentConfig, load_experiments, provider_config
+from harness.config.experiment import ExperimentConfig, provider_config
+from harness.config.loading import load_experiments
 from harness.core.dataset import Item
 from harness.core.errors import ConfigError
 from harness.core.types import ScoreCandidate, ScoreRequest

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from harness.calls.cache import ResponseCache
 from harness.cli.main import app
-from harness.config.experiment import load_experiments
+from harness.config.loading import load_experiments
 from harness.core.records import read_records
 from harness.fake_api import FakeServer
 from harness.reports.loading import load_run
