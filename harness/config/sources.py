@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from harness.core.errors import HarnessError
 
 HF_PREFIX = "hf://"
+ADDED_FIELDS = ("annotations", "annotators", "feedback")  # mappable since issue 47
 
 
 class _Table(BaseModel):
@@ -36,6 +37,10 @@ class ItemColumns(_Table):
     relevance: str | None = None  # {candidate: gain}
     group: str | None = None
     summary: str | None = None
+    annotations: str | None = None  # per-annotator rankings (the human-ceiling row)
+    annotators: str | None = None
+    feedback: str | None = None
+    # An item's own `split` is read from a column named `split`: `split:` here names the table.
 
 
 class ClipColumns(_Table):
@@ -43,6 +48,7 @@ class ClipColumns(_Table):
     audio: str | None = None  # an `Audio` column, or {bytes}/{array, sampling_rate}/a path
     caption: str | None = None
     title: str | None = None
+    aspects: str | None = None
 
 
 class Columns(BaseModel):
@@ -96,7 +102,12 @@ def data_root() -> Path:
 def folder_for(source: HFSource) -> Path:
     """Where `source` is written: data/hf/<name>-<12 hex of the source and mapping>."""
     uri = source.uri if source.uri.startswith(HF_PREFIX) else str(Path(source.uri).resolve())
-    key = json.dumps([uri, source.columns.model_dump(mode="json")], sort_keys=True)
+    columns = source.columns.model_dump(mode="json")
+    for table, added in (("items", ADDED_FIELDS), ("clips", ("aspects",))):
+        for field in added if columns[table] else ():  # unmapped, the folder is as before
+            if columns[table][field] is None:
+                del columns[table][field]
+    key = json.dumps([uri, columns], sort_keys=True)
     name = re.sub(r"[^A-Za-z0-9_.\-]+", "_", uri.removeprefix(HF_PREFIX).split("@")[0])
     name = name.strip("_")[-60:] or "dataset"
     return data_root() / "hf" / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"

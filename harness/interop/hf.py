@@ -58,8 +58,12 @@ ITEM_FIELDS = (
     "relevance",
     "group",
     "summary",
+    "annotations",
+    "annotators",
+    "split",
+    "feedback",
 )
-CLIP_FIELDS = ("id", "audio", "caption", "title")
+CLIP_FIELDS = ("id", "audio", "caption", "title", "aspects")
 _FORMATS = {"WAV": "wav", "FLAC": "flac", "OGG": "ogg", "MP3": "mp3", "AIFF": "aiff"}
 
 
@@ -103,7 +107,7 @@ def load_table(uri: str, table: _Table) -> tuple[datasets.Dataset, dict[str, Any
 
 
 def _column(data: datasets.Dataset, mapping: _Table, field: str, *, required: bool) -> str | None:
-    given = getattr(mapping, field)
+    given = None if field == "split" else getattr(mapping, field)  # `split:` names the table
     name = given or field
     if name in data.column_names:
         return str(name)
@@ -146,6 +150,10 @@ def _field(field: str, value: Any, titles: dict[str, str] | None) -> Any:
     if field in ("candidates", "human_ranking", "relevant"):
         ids = _ids(value)
         return ids if titles is None else [_title(titles, t) for t in ids]
+    if field == "annotations":
+        if not isinstance(value, list):
+            raise ValueError(f"expected a list of rankings, not {type(value).__name__}")
+        return [_field("human_ranking", ranking, titles) for ranking in value]
     if field == "relevance":
         if not isinstance(value, Mapping):
             raise ValueError(f"expected a mapping of ids to gains, not {type(value).__name__}")
@@ -250,10 +258,10 @@ def _clips(
     wanted = [c for c in cols.values() if c is not None]
     for index, row in enumerate(data.select_columns(wanted)):
         clip: dict[str, Any] = {"id": str(row[cols["id"]])}
-        for field in ("caption", "title"):
+        for field in ("caption", "title", "aspects"):
             col = cols[field]
             if col is not None and row[col] is not None:
-                clip[field] = str(row[col])
+                clip[field] = _ids(row[col]) if field == "aspects" else str(row[col])
         if audio is not None and row[audio] is not None:
             where = f"{uri}: clips row {index} ({audio})"
             name = _audio_file(row[audio], audio_dir, where, roots)
@@ -277,6 +285,7 @@ def materialize(source: HFSource, out: Path | None = None) -> Path:
         "columns": columns.model_dump(mode="json", exclude_none=True),
         "fingerprint": items_data._fingerprint,
         "clips_fingerprint": None if clips_data is None else clips_data._fingerprint,
+        "fields": [*ITEM_FIELDS, *CLIP_FIELDS],  # a folder written reading fewer is written again
     }
     if clips_origin and clips_origin.get("split"):
         record["clips_split"] = clips_origin["split"]

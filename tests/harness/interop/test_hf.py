@@ -29,6 +29,7 @@ COLUMNS = (
     "  items: {split: items, id: thread, dialogue: turns, human_ranking: ranked}\n"
     "  clips: {split: clips, id: clip, audio: wav, caption: text}\n"
 )
+FOLDER_HASH_BEFORE_ISSUE_47 = "aa5181bec726"  # of hf://someone/tiny-bgm with no columns:
 
 
 @pytest.fixture
@@ -277,3 +278,54 @@ def test_bad_rows_and_audio_name_the_row(tmp_path: Path) -> None:
     source = HFSource.model_validate({"uri": str(tmp_path / "saved"), "columns": columns})
     with pytest.raises(HarnessError, match=r"clips row 0 \(audio\): audio soundfile cannot read"):
         materialize(source)
+
+
+def test_annotations_split_feedback_and_aspects_are_kept(tmp_path: Path) -> None:
+    """Issue 47 #3: the fields beside the relevance (per-annotator rankings and their names,
+    the item's split, its feedback, a clip's aspects) reach the dataset folder, read from the
+    column of their own name or mapped from another; the human-ceiling row needs them."""
+    items = {
+        "id": ["d1", "d2"],
+        "query": ["rain songs", "sun songs"],
+        "candidates": [["a", "b", "c"], ["b", "c"]],
+        "human_ranking": [["c", "a", "b"], ["b", "c"]],
+        "votes": [[["c", "a", "b"], ["a", "c", "b"]], [["b", "c"], ["c", "b"]]],
+        "annotators": [["ann1", "ann2"], ["ann1", "ann2"]],
+        "split": ["test", "dev"],
+        "feedback": ["too slow", "more drums"],
+    }
+    clips = {
+        "id": ["a", "b", "c"],
+        "caption": ["soft piano", "loud drums", "rainy guitar"],
+        "tags": [["calm"], ["energetic", "drums"], []],
+    }
+    tables = {
+        "items": datasets.Dataset.from_dict(items),
+        "clips": datasets.Dataset.from_dict(clips),
+    }
+    datasets.DatasetDict(tables).save_to_disk(str(tmp_path / "saved"))
+    columns = {
+        "items": {"split": "items", "annotations": "votes"},
+        "clips": {"split": "clips", "aspects": "tags"},
+    }
+    source = HFSource.model_validate({"uri": str(tmp_path / "saved"), "columns": columns})
+    from harness.core.dataset import load_dataset
+
+    data = load_dataset(materialize(source))
+    first, second = data.items
+    assert first.annotations == (("c", "a", "b"), ("a", "c", "b"))
+    extra = first.model_extra or {}
+    assert (extra["annotators"], extra["split"], extra["feedback"]) == (
+        ["ann1", "ann2"],
+        "test",
+        "too slow",
+    )
+    assert (second.model_extra or {})["split"] == "dev"
+    assert data.clips["b"].aspects == ("energetic", "drums")
+
+
+def test_a_mapping_without_the_new_fields_keeps_its_folder() -> None:
+    """Reading annotations, annotators, feedback and aspects did not move the folder of a
+    mapping that names none of them (a re-run finds its data and its finished runs)."""
+    source = HFSource.model_validate({"uri": "hf://someone/tiny-bgm", "columns": {}})
+    assert folder_for(source).name == "someone_tiny-bgm-" + FOLDER_HASH_BEFORE_ISSUE_47
