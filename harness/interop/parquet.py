@@ -1,9 +1,9 @@
 """Runs as typed Parquet tables (`harness export parquet`), and back (`harness.load_run`).
 
-`records.parquet`: one row per record (model call) and run (`run`: the run folder's name),
-with the columns of `records_schema()`; `scores` is a map from candidate id to score (null where the answer gave none), `extra` the
+`records.parquet`: one row per record (model call) and run (`run`: the run folder's name,
+with as many parent folders as tell runs of one name apart; `sweep`: its sweep, or null), with the columns of `records_schema()`; `scores` is a map from candidate id to score (null where the answer gave none), `extra` the
 record's `extra` (and any other field) as JSON text. `items.parquet`: one row per item and
-run: the run, the item, its group, its number of candidates and relevant candidates, then one
+run: the run, its sweep, the item, its group, its number of candidates and relevant candidates, then one
 float64 column per metric (the item's value, averaged over repeats; null where the run's
 missing-score policy excluded the item or the run has no such metric).
 """
@@ -46,6 +46,7 @@ def records_schema() -> pa.Schema:
     return pa.schema(
         [
             ("run", pa.string()),
+            ("sweep", pa.string()),
             ("item_id", pa.string()),
             ("repeat", pa.int32()),
             ("candidates", pa.list_(pa.string())),
@@ -63,7 +64,7 @@ def records_schema() -> pa.Schema:
     )
 
 
-def records_table(records: Iterable[Record], run: str) -> pa.Table:
+def records_table(records: Iterable[Record], run: str, sweep: str | None = None) -> pa.Table:
     rows = []
     for record in records:
         row = record.model_dump(exclude={"extra"})
@@ -71,7 +72,8 @@ def records_table(records: Iterable[Record], run: str) -> pa.Table:
             row.pop(key, None)
         extra = {**record.extra, **(record.model_extra or {})}
         row["scores"] = list(record.scores.items())
-        rows.append({"run": run, **row, "extra": json.dumps(extra, sort_keys=True)})
+        extra_text = json.dumps(extra, sort_keys=True)
+        rows.append({"run": run, "sweep": sweep, **row, "extra": extra_text})
     return _pa().Table.from_pylist(rows, schema=records_schema())
 
 
@@ -116,7 +118,7 @@ def items_table(runs: Sequence[RunData], run_labels: Sequence[str]) -> pa.Table:
     for run in runs:
         names += [n for n in run.aggregate.per_item if n not in names]
     columns: dict[str, list[Any]] = {
-        k: [] for k in ("run", "item_id", "group", "n_candidates", "n_relevant")
+        k: [] for k in ("run", "sweep", "item_id", "group", "n_candidates", "n_relevant")
     }
     values: dict[str, list[float | None]] = {name: [] for name in names}
     for run, run_name in zip(runs, run_labels, strict=True):
@@ -125,6 +127,7 @@ def items_table(runs: Sequence[RunData], run_labels: Sequence[str]) -> pa.Table:
             if item.id not in position:
                 continue
             columns["run"].append(run_name)
+            columns["sweep"].append(run.config.get("sweep"))
             columns["item_id"].append(item.id)
             columns["group"].append(item.group)
             columns["n_candidates"].append(len(item.candidates))
@@ -136,6 +139,7 @@ def items_table(runs: Sequence[RunData], run_labels: Sequence[str]) -> pa.Table:
                 values[name].append(None if value is None or np.isnan(value) else value)
     fields = [
         ("run", pa.string()),
+        ("sweep", pa.string()),
         ("item_id", pa.string()),
         ("group", pa.string()),
         ("n_candidates", pa.int32()),
@@ -151,7 +155,10 @@ def write_parquet(runs: Sequence[RunData], out: Path) -> list[Path]:
 
     out.mkdir(parents=True, exist_ok=True)
     names = run_names(runs)
-    tables = [records_table(run.records, name) for run, name in zip(runs, names, strict=True)]
+    tables = [
+        records_table(run.records, name, run.config.get("sweep"))
+        for run, name in zip(runs, names, strict=True)
+    ]
     written = [out / RECORDS_FILE, out / ITEMS_FILE]
     pq.write_table(pa.concat_tables(tables), written[0])
     pq.write_table(items_table(runs, names), written[1])
@@ -161,6 +168,8 @@ def write_parquet(runs: Sequence[RunData], out: Path) -> list[Path]:
 def read_records_parquet(path: Path) -> pd.DataFrame:
     schema = records_schema()
     table = read_parquet(path)
+    if "sweep" not in table.column_names:  # exported before the column was written
+        table = table.append_column("sweep", _pa().nulls(table.num_rows, _pa().string()))
     missing = [n for n in schema.names if n not in table.column_names]
     if missing:
         raise HarnessError(

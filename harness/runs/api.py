@@ -335,7 +335,7 @@ def _as_predictions(predictions: PredictionsGiven, items: Sequence[Item]) -> Pre
 
 def load_run(folder: str | Path) -> pd.DataFrame:
     """A run's records.jsonl as a pandas DataFrame, one row per model call, in the schema of
-    `harness export parquet`'s records.parquet (run, item_id, repeat, candidates, raw,
+    `harness export parquet`'s records.parquet (run, sweep, item_id, repeat, candidates, raw,
     attempts, scores, error, parse_error, cache_hit, latency_s, input_tokens, output_tokens,
     extra); `.attrs` holds the run's metrics.json and config.yaml. A records.parquet file
     is read as well (every run it holds)."""
@@ -348,10 +348,13 @@ def load_run(folder: str | Path) -> pd.DataFrame:
     path = folder / "records.jsonl"
     if not path.is_file():
         raise HarnessError(f"{folder}: no records.jsonl (is this a finished run folder?)")
-    frame = records_frame(records_table(read_records(path), folder.name))
-    metrics, config = folder / "metrics.json", folder / "config.yaml"
-    if metrics.is_file():
-        frame.attrs["metrics"] = read_json_file(metrics)
-    if config.is_file():
-        frame.attrs["config"] = read_run_config(config)
+    settings = (
+        read_run_config(folder / "config.yaml") if (folder / "config.yaml").is_file() else None
+    )
+    sweep = settings.get("sweep") if settings else None
+    frame = records_frame(records_table(read_records(path), folder.name, sweep))
+    if (folder / "metrics.json").is_file():
+        frame.attrs["metrics"] = read_json_file(folder / "metrics.json")
+    if settings is not None:
+        frame.attrs["config"] = settings
     return frame

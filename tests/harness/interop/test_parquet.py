@@ -97,3 +97,22 @@ def test_runs_whose_folders_share_a_name_keep_their_own_rows(tmp_path: Path) -> 
         names = sorted({row["run"] for row in rows})
         assert len(names) == 2, names
         assert sum(row["run"] == names[0] for row in rows) == len(rows) // 2
+
+
+def test_every_row_names_its_sweep(tmp_path: Path) -> None:
+    """Issue 47 #5: two sweeps exported together (`results/quickstart results/quick5`) had no
+    sweep column to group by; an export written before it reads back with a null sweep."""
+    from harness.core.records import Record
+    from harness.interop.parquet import records_table
+
+    pool = write_pool_dataset(tmp_path / "pool", 3, 10)
+    folder = run(tmp_path, pool, "popular", {"name": "popularity"})
+    out = tmp_path / "parquet"
+    result = runner.invoke(app, ["export", "parquet", str(folder.parent), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    for table in ("items", "records"):
+        assert {r["sweep"] for r in pq.read_table(out / f"{table}.parquet").to_pylist()} == {"pool"}
+    assert set(harness.load_run(folder)["sweep"]) == {"pool"}
+    record = Record(item_id="d0", candidates=["a", "b"], scores={"a": 1.0, "b": 0.0})
+    pq.write_table(records_table([record], "run").drop_columns(["sweep"]), out / "old.parquet")
+    assert harness.load_run(out / "old.parquet")["sweep"].isna().all()
