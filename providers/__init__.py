@@ -70,6 +70,14 @@ _BUILT_IN: dict[str, Entry] = {
         "judge",
         "Scripted answers for tests (valid, malformed, failing)",
     ),
+    "jury": Entry(
+        "providers.jury:Jury", "judge", "Judges answering together (mean, Borda or majority)"
+    ),
+    "simulated": Entry(
+        "providers.simulated:SimulatedJudge",
+        "judge",
+        "A seeded judge of known position bias, noise and human agreement (for validation)",
+    ),
     "random": Entry(
         "providers.scorers.random_baseline:RandomScorer", "scorer", "Seeded uniform random baseline"
     ),

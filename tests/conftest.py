@@ -127,6 +127,7 @@ SLOW_TESTS = frozenset(
         "tests/harness/reports/test_protocol_report.py",
         "tests/harness/reports/test_publication.py",  # figures in three formats
         "tests/harness/scoring/test_metrics_bruteforce.py",  # every ranking of every tie pattern
+        "tests/harness/scoring/test_reliability_recovery.py",  # 100 seeds of simulated judges
         "tests/reliability/test_parser_fuzz.py",  # hypothesis at high example counts
         "tests/reliability/test_secrets.py",  # runs with faults, then a scan of every file
         "tests/harness/construct/test_embed.py",  # the packaged sentence-embedding model

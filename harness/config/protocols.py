@@ -116,6 +116,8 @@ register_protocol(
         "rank",
         "rank each item's candidates: a judge's prompts, or a scorer's similarities",
         plans={"judge": f"{_PLANS}:JudgeCalls", "scorer": f"{_PLANS}:ScorerCalls"},
+        blocks=("reliability",),  # a judge's (`harness.runs.run_folder.evaluate_run`)
+        report="harness.reports.reliability_tables:reliability_section",
     )
 )
 register_protocol(

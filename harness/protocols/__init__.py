@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness.config.experiment import ExperimentConfig
 from harness.config.protocols import get_protocol, resolve
-from harness.protocols.plans import CallPlan
+from harness.protocols.plans import CallPlan, JudgeCalls
 from providers import Provider
 
 __all__ = ["call_plan"]
@@ -18,6 +18,11 @@ __all__ = ["call_plan"]
 def call_plan(
     config: ExperimentConfig, provider: Provider, workdir: Path | None = None
 ) -> CallPlan:
-    """The plan that the run's protocol names for its kind of provider."""
+    """The plan that the run's protocol names for its kind of provider (a jury's judge
+    calls: `JuryCalls`)."""
     plan: type[CallPlan] = resolve(get_protocol(config.protocol).plans[provider.kind])
+    if plan is JudgeCalls and provider.config.name == "jury":
+        from harness.protocols.jury import JuryCalls
+
+        plan = JuryCalls
     return plan(config, provider, workdir)

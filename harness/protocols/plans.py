@@ -51,6 +51,7 @@ class Call:
     candidates: tuple[str, ...]
     request: Request
     key: str
+    member_keys: tuple[str, ...] = ()  # a jury's: each member's key (`harness.protocols.jury`)
 
 
 def check_inputs(config: ExperimentConfig, dataset: Dataset, kind: str) -> None:

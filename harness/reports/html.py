@@ -21,6 +21,7 @@ from harness.reports.browser_data import ORDER_SHOWN, TOP_K, item_data
 from harness.reports.labels import shorten_unique
 from harness.reports.media import AudioMode, audio_sources
 from harness.reports.protocol_tables import protocol_sections
+from harness.reports.sensitivity import sensitivity_section
 from harness.reports.tables import (
     PAIRED_HEADER,
     POSITION_HEADER,
@@ -146,7 +147,8 @@ def render_html(
             comparison_rows(runs)
             + ([human_row(analysis.human, table_metrics(runs))] if analysis.human else []),
         ),
-        "protocol_sections": protocol_sections([(run.label, run.metrics_json()) for run in runs]),
+        "protocol_sections": protocol_sections([(run.label, run.metrics_json()) for run in runs])
+        + sensitivity_section(runs),
         "paired": (PAIRED_HEADER, paired_rows(analysis)) if analysis.paired else None,
         "agreement": (["", *analysis.agreement.labels], agreement_rows(analysis)),
         "position": (POSITION_HEADER, position_bias_rows(analysis))

@@ -22,6 +22,7 @@ from harness.scoring.evaluation import (
     expected_score_records,
 )
 from harness.scoring.metrics import Aggregate, FloatArray
+from harness.scoring.reliability import judge_reliability
 from providers import REGISTRY
 
 
@@ -40,7 +41,8 @@ class RunData:
     scores: dict[str, FloatArray]  # item id -> mean score over repeats, candidate order
     score: Literal["greedy", "expected"] = "greedy"  # which score the metrics are of
     groups: dict[str, Aggregate] = field(default_factory=dict)  # per item group
-    # the metrics.json blocks of the run's protocol (`harness.config.protocols`)
+    # the metrics.json blocks of the run's protocol (`harness.config.protocols`) and a
+    # ranking judge's `reliability` (`harness.scoring.reliability`)
     protocol: dict[str, Any] = field(default_factory=dict)
 
     def metrics_json(self) -> dict[str, Any]:
@@ -149,6 +151,13 @@ def load_run(
     evaluation = evaluate_records(data.items, evaluated, **options)
     chosen = {"n_bootstrap": options["n_bootstrap"], "seed": options["seed"]}
     protocol = protocol_of(config).blocks_of(data, records, evaluation.to_json(), **chosen)
+    scores = evaluation.mean_scores()
+    if _ranking_judge(config):
+        provider = config.get("provider") or {}
+        sampled = float(provider.get("temperature") or 0.0) > 0
+        protocol["reliability"] = judge_reliability(
+            data.items, records, scores, sampled=sampled, **chosen
+        )
     return RunData(
         path=path,
         label=str(config.get("name") or path.name),
@@ -157,11 +166,17 @@ def load_run(
         records=records,
         dataset=data,
         aggregate=evaluation.aggregate,
-        scores=evaluation.mean_scores(),
+        scores=scores,
         score=used,
         groups=evaluation.groups,
         protocol=protocol,
     )
+
+
+def _ranking_judge(config: dict[str, Any]) -> bool:
+    """A judge's run of the rank protocol: its records carry a reliability block."""
+    entry = REGISTRY.get(str((config.get("provider") or {}).get("name")))
+    return entry is not None and entry.kind == "judge" and protocol_of(config).name == "rank"
 
 
 def _dataset(root: Path, datasets: dict[Path, Dataset] | None) -> Dataset:

@@ -15,6 +15,7 @@ from harness.reports.analysis import Analysis
 from harness.reports.latex import comparison_tex, pivot_tex
 from harness.reports.media import data_uri
 from harness.reports.pivot import pivot_csv_rows
+from harness.reports.sensitivity import sensitivity_markdown
 from harness.reports.tables import (
     agreement_csv_rows,
     comparison_csv_rows,
@@ -53,7 +54,9 @@ def write_report(
     runs = analysis.runs
     figures = report_figures(analysis)
     files: dict[str, str | bytes | list[dict[str, Any]]] = {
-        "comparison.md": comparison_markdown(analysis, title),
+        "comparison.md": "\n".join(
+            [comparison_markdown(analysis, title), *sensitivity_markdown(runs)]
+        ),
         "comparison.csv": comparison_csv_rows(runs) + human_csv_rows(analysis.human),
         "comparison.tex": comparison_tex(runs, marks=[run_marks(run) for run in runs]),
         "agreement.csv": agreement_csv_rows(analysis),

@@ -31,6 +31,7 @@ from harness.scoring.evaluation import (
     evaluation_options,
     expected_score_records,
 )
+from harness.scoring.reliability import judge_reliability
 from harness.scoring.stats import position_top1_rates
 from providers import provider_class
 
@@ -146,17 +147,19 @@ def evaluate_run(
     cost: RunCost | None = None,
 ) -> tuple[Evaluation, dict[str, Any]]:
     """A run's evaluation and its metrics.json: the metrics, the failure counts, and the
-    blocks of the variant (`position_top1`), expected scores and protocol where they apply.
-    `records` is iterated once (adding each to `cost`), again only for a block needing it."""
+    blocks of the variant (`position_top1`), expected scores, protocol and a ranking judge's
+    reliability where they apply. `records` is iterated once (adding each to `cost`), again
+    only for a block needing it."""
     joint = config.kind == "judge" and get_variant(config.prompt).mode == "joint"
+    ranking = config.kind == "judge" and config.protocol == "rank"  # its reliability block
     predictions = RecordsPass()
-    judged: list[Record] = []  # a joint run's judge records (not a retriever's)
+    judged: list[Record] = []  # a ranking judge's records, else a joint run's answered ones
     has_expected = False
     for record in records:
         if cost is not None:
             cost.add(record)
         has_expected = has_expected or "expected_score" in record.extra
-        if joint and record.raw is not None:
+        if ranking or (joint and record.raw is not None):
             judged.append(record)
         predictions.add(record)
     evaluation = evaluate_items(config, dataset.items, predictions)
@@ -164,7 +167,8 @@ def evaluate_run(
     metrics["parse_failures"] = parse_failures
     metrics["errors"] = errors
     if joint:
-        metrics["position_top1"] = position_top1_rates(judged, dataset.items)
+        answered = [record for record in judged if record.raw is not None]
+        metrics["position_top1"] = position_top1_rates(answered, dataset.items)
     expected = expected_score_records(list(records)) if has_expected else None
     if expected is not None:
         metrics["expected_score"] = evaluate_items(
@@ -172,4 +176,10 @@ def evaluate_run(
         ).aggregate.to_json()
     options = {"n_bootstrap": config.n_bootstrap, "seed": config.seed}
     metrics |= get_protocol(config.protocol).blocks_of(dataset, records, metrics, **options)
+    if ranking:
+        sampled = config.provider.temperature > 0
+        scores = evaluation.mean_scores()
+        metrics["reliability"] = judge_reliability(
+            dataset.items, judged, scores, sampled=sampled, **options
+        )
     return evaluation, metrics

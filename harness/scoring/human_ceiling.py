@@ -21,7 +21,8 @@ from harness.scoring.metrics import Aggregate, aggregate, build_matrix
 HUMAN_ROW = "human (leave-one-out)"
 
 
-def _annotators(item: Item) -> list[str]:
+def annotator_names(item: Item) -> list[str]:
+    """The names of the item's annotators (`annotators`), else "annotator 1", "annotator 2", ..."""
     names = (item.model_extra or {}).get("annotators")
     count = len(item.annotations or ())
     if isinstance(names, list) and len(names) == count:
@@ -36,14 +37,14 @@ def human_ceiling(
     annotated = [item for item in items if item.annotations and len(item.annotations) >= 2]
     if not annotated:
         return None
-    names = list(dict.fromkeys(name for item in annotated for name in _annotators(item)))
+    names = list(dict.fromkeys(name for item in annotated for name in annotator_names(item)))
     matrices = []
     for name in names:
         pseudo: list[Item] = []
         scores: dict[str, dict[str, float | None]] = {}
         for item in annotated:
             rankings = list(item.annotations or ())
-            mine = _annotators(item)
+            mine = annotator_names(item)
             if name in mine:
                 index = mine.index(name)
                 others = rankings[:index] + rankings[index + 1 :]

@@ -337,15 +337,21 @@ def position_bias(records: Iterable[Record], items: Iterable[Item] = ()) -> Posi
     calls = int(top1["calls"])
     if not calls:
         return None
+    rates = np.array(top1["model"], dtype=np.float64)
+    p_value = uniform_p_value(rates * calls)
+    return PositionBias(calls, rates, np.array(top1["human"], dtype=np.float64), p_value)
+
+
+def uniform_p_value(observed: FloatArray) -> float:
+    """Chi-square goodness-of-fit p-value of counts per position against equal counts."""
     from scipy.special import chdtrc  # chi-square survival function; slow-ish to import
 
-    rates = np.array(top1["model"], dtype=np.float64)
-    n = len(rates)
-    observed = rates * calls
+    n = len(observed)
     expected = observed.sum() / n
+    if n < 2 or expected <= 0:
+        return 1.0
     statistic = float(((observed - expected) ** 2 / expected).sum())
-    p_value = float(chdtrc(n - 1, statistic)) if n > 1 else 1.0
-    return PositionBias(calls, rates, np.array(top1["human"], dtype=np.float64), p_value)
+    return float(chdtrc(n - 1, statistic))
 
 
 def _top_shares(scores: Sequence[float | None]) -> list[float] | None:

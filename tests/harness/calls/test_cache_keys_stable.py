@@ -21,8 +21,10 @@ from providers import REGISTRY, create_provider, provider_options
 GOLDEN = Path(__file__).with_name("cache_keys.json")
 BASE_URLS = ["http://127.0.0.1:9/v1", "http://127.0.0.1:10/v1"]
 REQUIRED: dict[str, dict[str, Any]] = {
+    "jury": {"members": [{"name": "mock"}, {"name": "mock", "seed": 1}]},
     "mock": {"answers": {"default": '{"score": 5}'}},
     "openai-compatible": {"base_url": BASE_URLS[0], "model": "Qwen/Qwen2.5-Omni-7B"},
+    "simulated": {"dataset": "data/sample"},
 }
 CHAT = ChatRequest(
     system="You rate music.",

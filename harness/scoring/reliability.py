@@ -1,0 +1,277 @@
+"""Can this judge be trusted? The judge-reliability block of metrics.json
+(docs/metrics.md#judge-reliability): how the judge's answers move with the presentation order
+(position consistency, preference fairness) and between repeats of the same prompt (repetition
+stability), how well they agree with the human annotators (`harness.scoring.human_agreement`),
+and how often its calls fail, do not parse, are refused or tie at the top.
+
+An answer is one full ranking of an item: a joint call (its candidates in presentation order),
+or a pointwise run's calls of one item and repeat together (no presentation order). Each figure
+is a mean over items of a per-item value, with a percentile-bootstrap 95% CI over items. A
+figure the run's design cannot give is left out, and `not_measured` says why and which
+`--set` settings of the run measure it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from harness.core.dataset import Item
+from harness.core.records import Record
+from harness.scoring.human_agreement import human_agreement
+from harness.scoring.metrics import kendall_tau_b
+from harness.scoring.sorted_block import FloatArray, IntArray
+from harness.scoring.stats import paired_bootstrap_ci, uniform_p_value
+
+NDBool = NDArray[np.bool_]
+
+
+def refused(record: Record) -> bool:
+    """The service declined to answer (a content filter, a model's refusal message)."""
+    return bool(record.extra.get("blocked") or record.extra.get("refusal"))
+
+
+@dataclass(frozen=True)
+class Answers:
+    """A judge's answers as arrays: each one's item (index into the items), presentation
+    order (a code shared by equal orders; -1 without one), scores in the item's candidate
+    order (missing -inf, padding NaN) and the candidate shown at each position (-1: none);
+    and per call (record) its item and whether it failed, did not parse or was refused."""
+
+    item: IntArray
+    order: IntArray
+    scores: FloatArray
+    shown: IntArray
+    width: IntArray
+    call_item: IntArray
+    call_flags: FloatArray  # calls x (error, parse failure, refusal)
+    repeats: int
+
+    @classmethod
+    def of(cls, items: Sequence[Item], records: Iterable[Record]) -> Answers:
+        """The answers of a judge's records (one pass) that scored at least one candidate."""
+        index = {item.id: i for i, item in enumerate(items)}
+        rows: list[tuple[int, int, list[str], Mapping[str, float | None]]] = []
+        pointwise: dict[tuple[int, int], dict[str, float | None]] = {}
+        calls: list[tuple[int, bool, bool, bool]] = []
+        repeats: set[int] = set()
+        for record in records:
+            at = index.get(record.item_id)
+            if at is None:
+                continue
+            calls.append(
+                (at, record.error is not None, record.parse_error is not None, refused(record))
+            )
+            repeats.add(record.repeat)
+            if not any(v is not None for v in record.scores.values()):
+                continue
+            if len(record.candidates) > 1:
+                rows.append((at, record.repeat, record.candidates, record.scores))
+            else:
+                pointwise.setdefault((at, record.repeat), {}).update(record.scores)
+        rows += [(at, r, [], scores) for (at, r), scores in pointwise.items()]
+        rows.sort(key=lambda row: row[:3])  # records.jsonl's order, however they came
+        n, width = len(rows), max((len(item.candidates) for item in items), default=0)
+        answers = cls(
+            np.zeros(n, dtype=np.int64),
+            np.full(n, -1, dtype=np.int64),
+            np.full((n, width), np.nan),
+            np.full((n, width), -1, dtype=np.int64),
+            np.zeros(n, dtype=np.int64),
+            np.array([c[0] for c in calls], dtype=np.int64),
+            np.array([c[1:] for c in calls], dtype=np.float64).reshape(len(calls), 3),
+            len(repeats),
+        )
+        codes: dict[tuple[str, ...], int] = {}
+        for row, (at, _, shown, scores) in enumerate(rows):
+            candidates = items[at].candidates
+            answers.item[row], answers.width[row] = at, len(candidates)
+            values = [scores.get(cid) for cid in candidates]
+            answers.scores[row, : len(candidates)] = [-np.inf if v is None else v for v in values]
+            if shown:
+                answers.order[row] = codes.setdefault(tuple(shown), len(codes))
+                answers.shown[row, : len(shown)] = [candidates.index(cid) for cid in shown]
+        return answers
+
+    @property
+    def top_shares(self) -> FloatArray:
+        """Each candidate's share of the answer's top pick (1/k each of k tied at the top)."""
+        filled = np.where(np.isnan(self.scores), -np.inf, self.scores)
+        top = filled == filled.max(axis=1, keepdims=True, initial=-np.inf)
+        shares: FloatArray = top / np.maximum(top.sum(axis=1, keepdims=True), 1)
+        return shares
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """Every pair of answers of one item: its item, whether the two orders are equal (answers
+    without one count as equal) or both given and different, the chance that their top
+    picks agree (ties split at random), and the Kendall tau-b between their scores."""
+
+    item: IntArray
+    same: NDBool
+    different: NDBool
+    top_agree: FloatArray
+    tau: FloatArray
+
+    @classmethod
+    def of(cls, answers: Answers) -> Pairs:
+        by_item = np.argsort(answers.item, kind="stable")
+        _, starts, sizes = np.unique(answers.item[by_item], return_index=True, return_counts=True)
+        first, second = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+        for size in np.unique(sizes):  # the items with `size` answers, all at once
+            i, j = np.triu_indices(int(size), 1)
+            at = starts[sizes == size][:, None]
+            first.append(by_item[(at + i).ravel()])
+            second.append(by_item[(at + j).ravel()])
+        a, b = np.concatenate(first), np.concatenate(second)
+        tau = np.zeros(a.size)
+        for w in np.unique(answers.width[a]):
+            sel = answers.width[a] == w
+            tau[sel] = kendall_tau_b(answers.scores[a[sel], :w], answers.scores[b[sel], :w])
+        shares = answers.top_shares
+        same = answers.order[a] == answers.order[b]
+        ordered = (answers.order[a] >= 0) & (answers.order[b] >= 0)
+        return cls(answers.item[a], same, ordered & ~same, (shares[a] * shares[b]).sum(1), tau)
+
+
+class Block:
+    """The figures of one judge's answers on `n_items` items, as metrics.json writes them."""
+
+    def __init__(self, answers: Answers, n_items: int, n_bootstrap: int, seed: int) -> None:
+        self.answers, self.n_items = answers, n_items
+        self.n_bootstrap, self.seed = n_bootstrap, seed
+
+    def mean(self, values: FloatArray, item: IntArray) -> dict[str, Any] | None:
+        """The mean over items of each item's mean of `values`, with its bootstrap CI; None
+        when no item has a value."""
+        total = np.bincount(item, weights=values, minlength=self.n_items)
+        count = np.bincount(item, minlength=self.n_items)
+        per_item = total[count > 0] / count[count > 0]
+        if per_item.size == 0:
+            return None
+        low, high = paired_bootstrap_ci(per_item, n_bootstrap=self.n_bootstrap, seed=self.seed)
+        return {
+            "mean": round(float(per_item.mean()), 6),
+            "ci95": [round(low, 6), round(high, 6)],
+            "n_items": int(per_item.size),
+        }
+
+    def position(self, pairs: Pairs) -> dict[str, Any]:
+        """Position consistency (pairs of answers in different orders) and preference
+        fairness (the top pick's position, against 1/N by a chi-square test)."""
+        k = pairs.different
+        answers = self.answers
+        ordered = np.flatnonzero(answers.order >= 0)
+        shown, shares = answers.shown[ordered], answers.top_shares[ordered]
+        picked = np.take_along_axis(shares, np.maximum(shown, 0), axis=1)
+        picked = np.where(shown >= 0, picked, np.nan)
+        width = int(answers.width[ordered].max())
+        rates = [
+            self.mean(picked[keep, p], answers.item[ordered][keep])
+            for p in range(width)
+            if (keep := np.isfinite(picked[:, p])).any()
+        ]
+        return {
+            "position_consistency": {
+                "top_pick": self.mean(pairs.top_agree[k], pairs.item[k]),
+                "tau_b": self.mean(pairs.tau[k], pairs.item[k]),
+            },
+            "preference_fairness": {
+                "top1_rate": rates,
+                "uniform": round(1.0 / width, 6),
+                "p_value": uniform_p_value(np.nansum(picked, axis=0)[:width]),
+            },
+        }
+
+    def stability(self, pairs: Pairs) -> dict[str, Any]:
+        """Repetition stability: pairs of answers to the same prompt."""
+        k = pairs.same
+        return {
+            "repetition_stability": {
+                "tau_b": self.mean(pairs.tau[k], pairs.item[k]),
+                "top_pick_change": self.mean(1.0 - pairs.top_agree[k], pairs.item[k]),
+            }
+        }
+
+    def rates(self) -> dict[str, Any]:
+        """Per item, the share of its calls that failed, did not parse or were refused, and of
+        its answers whose top score is shared."""
+        answers = self.answers
+        names = ("error", "parse_failure", "refusal")
+        out = {
+            name: self.mean(answers.call_flags[:, c], answers.call_item)
+            for c, name in enumerate(names)
+        }
+        tied = ((answers.top_shares > 0).sum(axis=1) > 1).astype(np.float64)
+        return out | {"tie": self.mean(tied, answers.item)}
+
+
+def _suggest(reason: str, *settings: str) -> dict[str, Any]:
+    return {"reason": reason, "set": list(settings)}
+
+
+def unmeasured(answers: Answers, pairs: Pairs, sampled: bool) -> dict[str, Any]:
+    """What the design leaves out, each with the `--set` settings of a run that measures it."""
+    width = int(answers.width.max(initial=0))
+    joint = bool((answers.order >= 0).any())
+    permuted = bool(pairs.different.any())
+    out: dict[str, Any] = {}
+    if not joint:
+        why = _suggest(
+            "one candidate per prompt: no presentation order to vary",
+            "prompt=joint",
+            "prompt_options.order=permuted",
+            f"repeats={width}",
+        )
+        out |= {"position_consistency": why, "preference_fairness": why}
+    elif not permuted:
+        why = _suggest(
+            "every item shown in one order only",
+            "prompt_options.order=permuted",
+            f"repeats={width}",
+        )
+        out |= {"position_consistency": why, "preference_fairness": why}
+    squares = ("prompt_options.squares=1", f"repeats={3 * width}") if permuted else ("repeats=3",)
+    if not sampled:
+        reason = "greedy decoding (temperature 0): a repeat is the cached answer"
+        out["repetition_stability"] = _suggest(reason, "provider.temperature=0.7", *squares)
+    elif not pairs.same.any():
+        reason = "no order shown twice to an item" if answers.repeats > 1 else "one repeat"
+        out["repetition_stability"] = _suggest(reason, *squares)
+    return out
+
+
+def judge_reliability(
+    items: Sequence[Item],
+    records: Iterable[Record],
+    scores: Mapping[str, FloatArray],
+    *,
+    sampled: bool,
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The block of a judge's `records` (read once; one per call): `scores` are its mean
+    scores per item (candidate order), for the agreement with humans; `sampled`: whether a
+    repeat is a fresh answer (temperature > 0) rather than the cached one."""
+    answers = Answers.of(items, records)
+    pairs = Pairs.of(answers)
+    figures = Block(answers, len(items), n_bootstrap, seed)
+    missing = unmeasured(answers, pairs, sampled)
+    block: dict[str, Any] = {
+        "n_items": len(np.unique(answers.item)),
+        "n_answers": len(answers.item),
+    }
+    if "position_consistency" not in missing:
+        block |= figures.position(pairs)
+    if "repetition_stability" not in missing:
+        block |= figures.stability(pairs)
+    agreement, left_out = human_agreement(items, scores, n_bootstrap=n_bootstrap, seed=seed)
+    block |= agreement | {"rates": figures.rates()}
+    if missing or left_out:
+        block["not_measured"] = missing | left_out
+    return block

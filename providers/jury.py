@@ -1,0 +1,90 @@
+"""A jury of judges (Verga et al. 2024, "Replacing Judges with Juries", PoLL): every member
+answers the same prompt through the call path under its own cache key
+(`harness.protocols.plans.JudgeCalls`), so a jury costs nothing over its members' runs, and
+its record keeps each member's answer. Its scores combine the members' parsed scores:
+
+- `mean`: each candidate's mean score over the members that scored it;
+- `borda`: the sum over members of the number of candidates each ranks below it (ties half,
+  a missing score below every other);
+- `majority`: the share of members whose top pick it is (k tied at a member's top: 1/k each).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field, field_validator
+
+from harness.core.types import ChatRequest, ChatResponse, ProviderConfig, ProviderError
+from providers import REGISTRY, ProviderBlock, create_provider
+from providers.base import Judge
+
+Scores = Mapping[str, float | None]
+
+
+class JuryOptions(ProviderConfig):
+    members: list[ProviderBlock] = Field(min_length=2, description="the judges' provider blocks")
+    combine: Literal["mean", "borda", "majority"] = "borda"
+
+    @field_validator("members")
+    @classmethod
+    def _judges(cls, members: list[ProviderConfig]) -> list[ProviderConfig]:
+        for member in members:
+            if REGISTRY[member.name].kind != "judge" or member.name == "jury":
+                raise ValueError(f"a jury's members are judges, not {member.name!r}")
+        return members
+
+
+def combine(
+    how: str, answers: Sequence[Scores], candidates: Sequence[str]
+) -> dict[str, float | None]:
+    """The jury's score of each candidate from the members' parsed `answers` (an answer that
+    did not parse is an empty mapping and counts for none)."""
+    given = [a for a in answers if any(a.get(c) is not None for c in candidates)]
+    if not given:
+        return dict.fromkeys(candidates)
+    values = np.array([[np.nan if a.get(c) is None else a[c] for c in candidates] for a in given])
+    if how == "mean":
+        counts = (~np.isnan(values)).sum(axis=0)
+        total = np.where(counts > 0, np.nansum(values, axis=0) / np.maximum(counts, 1), np.nan)
+        return {
+            c: None if np.isnan(v) else float(v) for c, v in zip(candidates, total, strict=True)
+        }
+    filled = np.where(np.isnan(values), -np.inf, values)
+    if how == "borda":
+        below = (filled[:, :, None] > filled[:, None, :]).sum(axis=2)
+        tied = (filled[:, :, None] == filled[:, None, :]).sum(axis=2) - 1
+        points = (below + tied / 2).sum(axis=0)
+    else:
+        top = filled == filled.max(axis=1, keepdims=True)
+        points = (top / top.sum(axis=1, keepdims=True)).sum(axis=0) / len(given)
+    return {c: float(p) for c, p in zip(candidates, points, strict=True)}
+
+
+class Jury(Judge):
+    default_model = "jury"
+    Options = JuryOptions
+    config: JuryOptions
+
+    def __init__(self, config: ProviderConfig) -> None:
+        super().__init__(config)
+        self.members = [create_provider(member) for member in self.config.members]
+
+    def identity(self) -> dict[str, Any]:
+        return {"combine": self.config.combine, "members": [m.identity() for m in self.members]}
+
+    @property
+    def deterministic(self) -> bool:
+        return all(member.deterministic for member in self.members)
+
+    def missing_key(self) -> str | None:
+        return next((key for m in self.members if (key := m.missing_key())), None)
+
+    async def generate(self, request: ChatRequest) -> ChatResponse:
+        raise ProviderError("a jury asks its members (JudgeCalls)", transient=False)
+
+    async def aclose(self) -> None:
+        for member in self.members:
+            await member.aclose()
