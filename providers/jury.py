@@ -18,6 +18,7 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from harness.core.types import ChatRequest, ChatResponse, ProviderConfig, ProviderError
+from harness.scoring.alpha import ranks
 from providers import REGISTRY, ProviderBlock, create_provider
 from providers.base import Judge
 
@@ -52,14 +53,12 @@ def combine(
         return {
             c: None if np.isnan(v) else float(v) for c, v in zip(candidates, total, strict=True)
         }
-    filled = np.where(np.isnan(values), -np.inf, values)
-    if how == "borda":
-        below = (filled[:, :, None] > filled[:, None, :]).sum(axis=2)
-        tied = (filled[:, :, None] == filled[:, None, :]).sum(axis=2) - 1
-        points = (below + tied / 2).sum(axis=0)
+    ranked = np.array([ranks(row) for row in values])  # 1 = best, ties share, missing last
+    if how == "borda":  # N - rank: the candidates ranked below, ties half
+        points = (len(candidates) - ranked).sum(axis=0)
     else:
-        top = filled == filled.max(axis=1, keepdims=True)
-        points = (top / top.sum(axis=1, keepdims=True)).sum(axis=0) / len(given)
+        top = ranked == ranked.min(axis=1, keepdims=True)
+        points = (top / top.sum(axis=1, keepdims=True)).mean(axis=0)
     return {c: float(p) for c, p in zip(candidates, points, strict=True)}
 
 

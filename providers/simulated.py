@@ -1,19 +1,12 @@
-"""A simulated judge whose biases are known: the instrument the judge-reliability block is
-validated on (tests/harness/scoring/test_reliability_recovery.py). Each answer is one of:
-
-- with probability `malformed`, text that is not JSON (a parse failure);
-- else with probability `ties`, the same score for every clip;
-- else with probability `position_bias`, the clips ranked in the order shown (primacy);
-- else with probability `noise`, a fresh uniformly random ranking;
-- else the judge's own ranking of the item, fixed per item: the item's human ranking with
-  probability `agreement` (drawn once per item), else a random one (also fixed per item).
-
-A ranking becomes scores 10 (best) down to 0 in equal steps. It reads which clips it was shown,
-in which order, from the prompt: the audio parts' clip ids, or the captions of the project's
-templates (`Clip 2 (described in words): ...`), and finds the item in its `dataset` (the one
-whose candidates they are and whose dialogue the prompt shows). Seeded: the answer depends on
-`seed`, the item, the order shown and, when sampling (temperature > 0), on how many identical
-requests this judge answered before (each repeat a fresh draw)."""
+"""A simulated judge whose biases are known, on which the judge-reliability block is
+validated (tests/harness/scoring/test_reliability_recovery.py; docs/providers.md#simulated).
+Each answer is, in turn: not JSON (probability `malformed`); the same score for every clip
+(`ties`); the clips in the order shown (`position_bias`); a fresh random ranking (`noise`);
+else the judge's own ranking of the item, the human one with probability `agreement` (drawn
+once per item) and a random one fixed per item otherwise. Rankings become scores 10 down to 0.
+It finds the item and the order of its clips in the prompt (audio parts' clip ids, or the
+templates' `Clip 2 (described in words): ...` captions). Seeded by `seed`, the item, the order
+and, when sampling (temperature > 0), how many identical requests it answered before."""
 
 from __future__ import annotations
 
@@ -90,15 +83,8 @@ class SimulatedJudge(Judge):
     def __init__(self, config: ProviderConfig) -> None:
         super().__init__(config)
         self._asked: Counter[str] = Counter()
-        options = self.config
-        self.biases = Biases(
-            options.position_bias,
-            options.noise,
-            options.agreement,
-            options.ties,
-            options.malformed,
-            options.seed or 0,
-        )
+        fields = set(Biases.__dataclass_fields__) - {"seed"}
+        self.biases = Biases(**self.config.model_dump(include=fields), seed=self.config.seed or 0)
 
     @cached_property
     def dataset(self) -> Dataset:

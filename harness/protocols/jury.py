@@ -66,11 +66,6 @@ class JuryCalls(JudgeCalls):
             for m, a, s, e in zip(self.provider.members, asked, parsed, errors, strict=True)
         ]
         usable = any(parsed)
-
-        def total(name: str) -> int | None:
-            counts = [getattr(a, name) for a in asked if getattr(a, name) is not None]
-            return sum(counts) if counts else None
-
         return Record(
             item_id=call.item_id,
             candidates=candidates,
@@ -80,7 +75,7 @@ class JuryCalls(JudgeCalls):
             error=errors[0] if all(errors) else None,
             parse_error=None if usable or all(errors) else "no member's answer parsed",
             cache_hit=all(a.cache_hit for a in asked),
-            input_tokens=total("input_tokens"),
-            output_tokens=total("output_tokens"),
+            input_tokens=sum(a.input_tokens or 0 for a in asked),
+            output_tokens=sum(a.output_tokens or 0 for a in asked),
             extra={"members": members},
         )

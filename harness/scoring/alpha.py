@@ -69,16 +69,6 @@ def alpha_of(coincidence: FloatArray) -> FloatArray:
     return alpha
 
 
-def ordinal_alpha(ratings: FloatArray) -> float:
-    """Ordinal alpha of reliability data (raters x units, NaN where a rater gave no value)."""
-    values = np.unique(ratings[~np.isnan(ratings)])
-    if values.size == 0:
-        return float("nan")
-    units = ratings.shape[1]
-    pooled = item_coincidences(ratings, np.zeros(units, dtype=np.int64), 1, values)
-    return float(alpha_of(pooled)[0])
-
-
 def resample_counts(
     n_bootstrap: int, n_items: int, seed: int
 ) -> Iterator[tuple[slice, FloatArray]]:

@@ -1,11 +1,9 @@
-"""How well a judge agrees with the human annotators, as one more annotator would: ordinal
-Krippendorff's alpha (`harness.scoring.alpha`) between the judge's ranking of each item (its
-mean scores) and each annotator's, averaged over the annotators, beside the annotators' alpha
-with each other on the same items (the ceiling: a judge there agrees with them as well as they
-agree among themselves); and the judge's leave-one-in rank: every rater (the judge and each
-annotator) ranked by its mean alpha with the annotators other than itself, 1 = the most in
-agreement. Items without `annotations` of two or more annotators count their `human_ranking`
-as the one human rater (no ceiling, no rank)."""
+"""A judge's agreement with the annotators, as one more annotator's: the mean ordinal
+Krippendorff's alpha (`harness.scoring.alpha`) of its ranking of each item (its mean scores)
+with each annotator's, beside the annotators' mean alpha with each other (the ceiling), and its
+leave-one-in rank: every rater ranked by its mean alpha with the annotators other than itself
+(1 = most in agreement). Without two or more `annotations` per item, the `human_ranking` is
+the one human rater (no ceiling, no rank)."""
 
 from __future__ import annotations
 
@@ -38,14 +36,6 @@ def _human_rankings(items: Sequence[Item]) -> tuple[list[str], list[dict[str, Se
         return names, by_item
     only: list[dict[str, Sequence[str]]] = [{"human": item.human_ranking or ()} for item in items]
     return ["human"], only
-
-
-def _rank_of(first: FloatArray, others: FloatArray) -> FloatArray:
-    """1 + how many of `others` (... x raters) are above `first` (...), ties counting half."""
-    out: FloatArray = (
-        1.0 + (others > first[..., None]).sum(-1) + 0.5 * (others == first[..., None]).sum(-1)
-    )
-    return out
 
 
 def human_agreement(
@@ -97,7 +87,7 @@ def human_agreement(
             ],
             axis=1,
         )
-    rank = _rank_of(judge, each)
+    rank = 1.0 + (each > judge[:, None]).sum(1) + 0.5 * (each == judge[:, None]).sum(1)
     figures["rank"] = float(rank[0])
     low, high = np.percentile(rank[1:], [2.5, 97.5])
     figures["rank_ci95"] = [float(low), float(high)]
@@ -109,7 +99,4 @@ def _value(values: FloatArray) -> dict[str, Any] | None:
     if not np.isfinite(values[0]):
         return None
     low, high = np.nanpercentile(values[1:], [2.5, 97.5])
-    return {
-        "mean": round(float(values[0]), 6),
-        "ci95": [round(float(low), 6), round(float(high), 6)],
-    }
+    return {"mean": round(float(values[0]), 6), "ci95": [round(low, 6), round(high, 6)]}

@@ -1,15 +1,11 @@
-"""Can this judge be trusted? The judge-reliability block of metrics.json
-(docs/metrics.md#judge-reliability): how the judge's answers move with the presentation order
-(position consistency, preference fairness) and between repeats of the same prompt (repetition
-stability), how well they agree with the human annotators (`harness.scoring.human_agreement`),
-and how often its calls fail, do not parse, are refused or tie at the top.
-
-An answer is one full ranking of an item: a joint call (its candidates in presentation order),
-or a pointwise run's calls of one item and repeat together (no presentation order). Each figure
-is a mean over items of a per-item value, with a percentile-bootstrap 95% CI over items. A
-figure the run's design cannot give is left out, and `not_measured` says why and which
-`--set` settings of the run measure it.
-"""
+"""The judge-reliability block of metrics.json (docs/metrics.md#judge-reliability): how a
+judge's answers move with the presentation order (position consistency, preference fairness)
+and between repeats of one prompt (repetition stability), its agreement with the annotators
+(`harness.scoring.human_agreement`), and its rates of failures, parse failures, refusals and
+ties. An answer is one full ranking of an item: a joint call (candidates in the order shown),
+or a pointwise run's calls of one item and repeat. Each figure is a mean over items of a
+per-item value with a bootstrap CI over items; one the design cannot give is left out, and
+`not_measured` names the `--set` settings of a run that measures it."""
 
 from __future__ import annotations
 
@@ -28,11 +24,6 @@ from harness.scoring.sorted_block import FloatArray, IntArray
 from harness.scoring.stats import paired_bootstrap_ci, uniform_p_value
 
 NDBool = NDArray[np.bool_]
-
-
-def refused(record: Record) -> bool:
-    """The service declined to answer (a content filter, a model's refusal message)."""
-    return bool(record.extra.get("blocked") or record.extra.get("refusal"))
 
 
 @dataclass(frozen=True)
@@ -63,9 +54,8 @@ class Answers:
             at = index.get(record.item_id)
             if at is None:
                 continue
-            calls.append(
-                (at, record.error is not None, record.parse_error is not None, refused(record))
-            )
+            refused = bool(record.extra.get("blocked") or record.extra.get("refusal"))
+            calls.append((at, record.error is not None, record.parse_error is not None, refused))
             repeats.add(record.repeat)
             if not any(v is not None for v in record.scores.values()):
                 continue
@@ -139,110 +129,88 @@ class Pairs:
         return cls(answers.item[a], same, ordered & ~same, (shares[a] * shares[b]).sum(1), tau)
 
 
-class Block:
-    """The figures of one judge's answers on `n_items` items, as metrics.json writes them."""
+def _mean(values: FloatArray, item: IntArray, n_bootstrap: int, seed: int) -> dict[str, Any] | None:
+    """The mean over items of each item's mean of `values`, with its bootstrap CI."""
+    total, count = np.bincount(item, weights=values), np.bincount(item)
+    per_item = total[count > 0] / count[count > 0]
+    if per_item.size == 0:
+        return None
+    low, high = paired_bootstrap_ci(per_item, n_bootstrap=n_bootstrap, seed=seed)
+    mean = round(float(per_item.mean()), 6)
+    return {"mean": mean, "ci95": [round(low, 6), round(high, 6)], "n_items": int(per_item.size)}
 
-    def __init__(self, answers: Answers, n_items: int, n_bootstrap: int, seed: int) -> None:
-        self.answers, self.n_items = answers, n_items
-        self.n_bootstrap, self.seed = n_bootstrap, seed
 
-    def mean(self, values: FloatArray, item: IntArray) -> dict[str, Any] | None:
-        """The mean over items of each item's mean of `values`, with its bootstrap CI; None
-        when no item has a value."""
-        total = np.bincount(item, weights=values, minlength=self.n_items)
-        count = np.bincount(item, minlength=self.n_items)
-        per_item = total[count > 0] / count[count > 0]
-        if per_item.size == 0:
-            return None
-        low, high = paired_bootstrap_ci(per_item, n_bootstrap=self.n_bootstrap, seed=self.seed)
-        return {
-            "mean": round(float(per_item.mean()), 6),
-            "ci95": [round(low, 6), round(high, 6)],
-            "n_items": int(per_item.size),
-        }
-
-    def position(self, pairs: Pairs) -> dict[str, Any]:
-        """Position consistency (pairs of answers in different orders) and preference
-        fairness (the top pick's position, against 1/N by a chi-square test)."""
-        k = pairs.different
-        answers = self.answers
-        ordered = np.flatnonzero(answers.order >= 0)
-        shown, shares = answers.shown[ordered], answers.top_shares[ordered]
-        picked = np.take_along_axis(shares, np.maximum(shown, 0), axis=1)
+def _figures(
+    answers: Answers, pairs: Pairs, missing: Mapping[str, Any], **ci: int
+) -> dict[str, Any]:
+    """The figures the design gives: position consistency (pairs in different orders),
+    preference fairness (the top pick's position; chi-square against 1/N), repetition
+    stability (pairs in the same order), and per item the share of calls that failed, did
+    not parse or were refused and of answers whose top score is shared."""
+    block: dict[str, Any] = {}
+    shares = answers.top_shares
+    if "position_consistency" not in missing:
+        k, ordered = pairs.different, np.flatnonzero(answers.order >= 0)
+        shown = answers.shown[ordered]
+        picked = np.take_along_axis(shares[ordered], np.maximum(shown, 0), axis=1)
         picked = np.where(shown >= 0, picked, np.nan)
         width = int(answers.width[ordered].max())
-        rates = [
-            self.mean(picked[keep, p], answers.item[ordered][keep])
+        by_position = [
+            _mean(picked[keep, p], answers.item[ordered][keep], **ci)
             for p in range(width)
             if (keep := np.isfinite(picked[:, p])).any()
         ]
-        return {
-            "position_consistency": {
-                "top_pick": self.mean(pairs.top_agree[k], pairs.item[k]),
-                "tau_b": self.mean(pairs.tau[k], pairs.item[k]),
-            },
-            "preference_fairness": {
-                "top1_rate": rates,
-                "uniform": round(1.0 / width, 6),
-                "p_value": uniform_p_value(np.nansum(picked, axis=0)[:width]),
-            },
+        block["position_consistency"] = {
+            "top_pick": _mean(pairs.top_agree[k], pairs.item[k], **ci),
+            "tau_b": _mean(pairs.tau[k], pairs.item[k], **ci),
         }
-
-    def stability(self, pairs: Pairs) -> dict[str, Any]:
-        """Repetition stability: pairs of answers to the same prompt."""
+        block["preference_fairness"] = {
+            "top1_rate": by_position,
+            "uniform": round(1.0 / width, 6),
+            "p_value": uniform_p_value(np.nansum(picked, axis=0)[:width]),
+        }
+    if "repetition_stability" not in missing:
         k = pairs.same
-        return {
-            "repetition_stability": {
-                "tau_b": self.mean(pairs.tau[k], pairs.item[k]),
-                "top_pick_change": self.mean(1.0 - pairs.top_agree[k], pairs.item[k]),
-            }
+        block["repetition_stability"] = {
+            "tau_b": _mean(pairs.tau[k], pairs.item[k], **ci),
+            "top_pick_change": _mean(1.0 - pairs.top_agree[k], pairs.item[k], **ci),
         }
-
-    def rates(self) -> dict[str, Any]:
-        """Per item, the share of its calls that failed, did not parse or were refused, and of
-        its answers whose top score is shared."""
-        answers = self.answers
-        names = ("error", "parse_failure", "refusal")
-        out = {
-            name: self.mean(answers.call_flags[:, c], answers.call_item)
-            for c, name in enumerate(names)
-        }
-        tied = ((answers.top_shares > 0).sum(axis=1) > 1).astype(np.float64)
-        return out | {"tie": self.mean(tied, answers.item)}
-
-
-def _suggest(reason: str, *settings: str) -> dict[str, Any]:
-    return {"reason": reason, "set": list(settings)}
+    flags = ("error", "parse_failure", "refusal")
+    rates = {
+        f: _mean(answers.call_flags[:, c], answers.call_item, **ci) for c, f in enumerate(flags)
+    }
+    tied = ((shares > 0).sum(axis=1) > 1).astype(np.float64)
+    return block | {"rates": rates | {"tie": _mean(tied, answers.item, **ci)}}
 
 
 def unmeasured(answers: Answers, pairs: Pairs, sampled: bool) -> dict[str, Any]:
     """What the design leaves out, each with the `--set` settings of a run that measures it."""
     width = int(answers.width.max(initial=0))
-    joint = bool((answers.order >= 0).any())
     permuted = bool(pairs.different.any())
     out: dict[str, Any] = {}
-    if not joint:
-        why = _suggest(
+    if not (answers.order >= 0).any():
+        reason, settings = (
             "one candidate per prompt: no presentation order to vary",
-            "prompt=joint",
-            "prompt_options.order=permuted",
-            f"repeats={width}",
+            ["prompt=joint"],
         )
+    else:
+        reason, settings = "every item shown in one order only", []
+    if not permuted:
+        why = {
+            "reason": reason,
+            "set": [*settings, "prompt_options.order=permuted", f"repeats={width}"],
+        }
         out |= {"position_consistency": why, "preference_fairness": why}
-    elif not permuted:
-        why = _suggest(
-            "every item shown in one order only",
-            "prompt_options.order=permuted",
-            f"repeats={width}",
-        )
-        out |= {"position_consistency": why, "preference_fairness": why}
-    squares = ("prompt_options.squares=1", f"repeats={3 * width}") if permuted else ("repeats=3",)
+    squares = ["prompt_options.squares=1", f"repeats={3 * width}"] if permuted else ["repeats=3"]
     if not sampled:
         reason = "greedy decoding (temperature 0): a repeat is the cached answer"
-        out["repetition_stability"] = _suggest(reason, "provider.temperature=0.7", *squares)
+        out["repetition_stability"] = {
+            "reason": reason,
+            "set": ["provider.temperature=0.7", *squares],
+        }
     elif not pairs.same.any():
         reason = "no order shown twice to an item" if answers.repeats > 1 else "one repeat"
-        out["repetition_stability"] = _suggest(reason, *squares)
+        out["repetition_stability"] = {"reason": reason, "set": squares}
     return out
 
 
@@ -260,18 +228,14 @@ def judge_reliability(
     repeat is a fresh answer (temperature > 0) rather than the cached one."""
     answers = Answers.of(items, records)
     pairs = Pairs.of(answers)
-    figures = Block(answers, len(items), n_bootstrap, seed)
     missing = unmeasured(answers, pairs, sampled)
     block: dict[str, Any] = {
         "n_items": len(np.unique(answers.item)),
         "n_answers": len(answers.item),
     }
-    if "position_consistency" not in missing:
-        block |= figures.position(pairs)
-    if "repetition_stability" not in missing:
-        block |= figures.stability(pairs)
+    block |= _figures(answers, pairs, missing, n_bootstrap=n_bootstrap, seed=seed)
     agreement, left_out = human_agreement(items, scores, n_bootstrap=n_bootstrap, seed=seed)
-    block |= agreement | {"rates": figures.rates()}
+    block |= agreement
     if missing or left_out:
         block["not_measured"] = missing | left_out
     return block

@@ -313,26 +313,12 @@ class PositionBias:
     def uniform(self) -> float:
         return 1.0 / self.n_positions if self.n_positions else float("nan")
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "n_calls": self.n_calls,
-            "uniform": round(self.uniform, 6),
-            "top1_rate": [round(float(r), 6) for r in self.rates],
-            "human_top1_rate": [round(float(r), 6) for r in self.human_rates],
-            "p_value": self.p_value,
-        }
-
-
-def is_joint(record: Record) -> bool:
-    """A judge answer that scored several candidates shown together in one prompt."""
-    return record.raw is not None and len(record.candidates) > 1
-
 
 def position_bias(records: Iterable[Record], items: Iterable[Item] = ()) -> PositionBias | None:
     """Top-1 rates per presentation position over the joint calls that were answered and
     parsed (`position_top1_rates`), with a chi-square test against 1/N; None
     when there are no such calls. A record lists its candidates in presentation order."""
-    joint = [r for r in records if is_joint(r) and r.error is None and r.parse_error is None]
+    joint = [r for r in records if r.raw is not None and not (r.error or r.parse_error)]
     top1 = position_top1_rates(joint, items)
     calls = int(top1["calls"])
     if not calls:

@@ -139,6 +139,9 @@ def test_a_page_of_pool_items_stays_small_and_show_all_draws_the_rest(
     assert elements < 25 * limit * 16, elements  # ~11 elements a row; 200 rows an item before
     # One answer block per drawn candidate, not one per candidate of the pool.
     assert page.locator("#item-q0 details").count() == _rows(page, "q0")
+    # a pool item off screen is not rendered (content-visibility: auto): no inner text yet
+    page.locator("#item-q0").scroll_into_view_if_needed()
+    page.wait_for_function("document.querySelector('#item-q0 td').innerText.length > 0")
     assert SCRIPT not in page.locator("#item-q0").inner_text()
 
     gold = page.locator("#item-q0 tbody tr").first

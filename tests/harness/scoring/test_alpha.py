@@ -9,7 +9,20 @@ import numpy as np
 import pytest
 from scipy.stats import rankdata
 
-from harness.scoring.alpha import ordinal_alpha, pairwise_alphas, ranks, resample_counts
+from harness.scoring.alpha import (
+    alpha_of,
+    item_coincidences,
+    pairwise_alphas,
+    ranks,
+    resample_counts,
+)
+
+
+def ordinal_alpha(ratings: np.ndarray) -> float:
+    """Alpha of all the raters together: every unit in one item."""
+    values = np.unique(ratings[~np.isnan(ratings)])
+    units = ratings.shape[1]
+    return float(alpha_of(item_coincidences(ratings, np.zeros(units, dtype=int), 1, values))[0])
 
 
 def random_ratings(rng: np.random.Generator) -> np.ndarray:
