@@ -3,6 +3,8 @@ options that refuse unknown keys; adding a provider is its module plus one regis
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from harness.core.errors import ConfigError
@@ -26,10 +28,18 @@ def test_entry_class_matches_its_declared_kind(name: str) -> None:
     assert issubclass(cls, ApiJudge) == (entry.extra == "api")
 
 
+# the options a provider cannot do without
+REQUIRED: dict[str, dict[str, Any]] = {
+    "jury": {"members": [{"name": "mock"}, {"name": "mock", "seed": 1}]},
+    "simulated": {"dataset": "data/sample"},
+}
+
+
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_unknown_option_is_refused_naming_the_key(name: str) -> None:
+    block = {"name": name, **REQUIRED.get(name, {}), "temprature": 0.5}
     with pytest.raises(ConfigError, match=rf"provider\.temprature: provider '{name}' has no"):
-        provider_options({"name": name, "temprature": 0.5})
+        provider_options(block)
 
 
 def test_provider_specific_options_validate() -> None:
