@@ -188,18 +188,11 @@ def unmeasured(answers: Answers, pairs: Pairs, sampled: bool) -> dict[str, Any]:
     width = int(answers.width.max(initial=0))
     permuted = bool(pairs.different.any())
     out: dict[str, Any] = {}
-    if not (answers.order >= 0).any():
-        reason, settings = (
-            "one candidate per prompt: no presentation order to vary",
-            ["prompt=joint"],
-        )
-    else:
-        reason, settings = "every item shown in one order only", []
     if not permuted:
-        why = {
-            "reason": reason,
-            "set": [*settings, "prompt_options.order=permuted", f"repeats={width}"],
-        }
+        joint = bool((answers.order >= 0).any())
+        reason = "every item shown in one order only" if joint else "one candidate per prompt"
+        settings = ["prompt_options.order=permuted", f"repeats={width}"]
+        why = {"reason": reason, "set": ["prompt=joint"] * (not joint) + settings}
         out |= {"position_consistency": why, "preference_fairness": why}
     squares = ["prompt_options.squares=1", f"repeats={3 * width}"] if permuted else ["repeats=3"]
     if not sampled:
@@ -229,10 +222,8 @@ def judge_reliability(
     answers = Answers.of(items, records)
     pairs = Pairs.of(answers)
     missing = unmeasured(answers, pairs, sampled)
-    block: dict[str, Any] = {
-        "n_items": len(np.unique(answers.item)),
-        "n_answers": len(answers.item),
-    }
+    block: dict[str, Any] = {"n_items": len(np.unique(answers.item))}
+    block["n_answers"] = len(answers.item)
     block |= _figures(answers, pairs, missing, n_bootstrap=n_bootstrap, seed=seed)
     agreement, left_out = human_agreement(items, scores, n_bootstrap=n_bootstrap, seed=seed)
     block |= agreement
