@@ -4,7 +4,7 @@ position bias of joint prompts. All vectorised with numpy and seeded."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -200,8 +200,7 @@ def agreement_matrix(vectors: Sequence[tuple[str, ScoreVectors]]) -> Agreement:
     policy. Items whose vectors differ in length are skipped.
 
     Each ranker's vectors are laid out once (`_Laid`); the items a pair shares are found with
-    array operations, and the pairs of one ranker with the later ones go through
-    `kendall_tau_b` together, a block of rows at a time.
+    array operations and go through `kendall_tau_b` together, one width at a time.
     """
     k = len(vectors)
     tau = np.full((k, k), np.nan)
@@ -214,13 +213,11 @@ def agreement_matrix(vectors: Sequence[tuple[str, ScoreVectors]]) -> Agreement:
     for i, left in enumerate(laid):
         pieces: dict[int, list[FloatArray]] = {j: [] for j in range(i, k)}
         for width in np.unique(left.width[left.scored]):  # ascending, as the mean's order
-            blocks: list[tuple[int, FloatArray, FloatArray]] = []
             for j in range(i, k):
                 rows, other = left.shared_with(laid[j], int(width))
                 if rows.size:
-                    blocks.append((j, left.values[rows, :width], laid[j].values[other, :width]))
-            for j, values in _tau_blocks(blocks):
-                pieces[j].append(values)
+                    x, y = left.values[rows, :width], laid[j].values[other, :width]
+                    pieces[j].append(kendall_tau_b(x, y))
         for j, found in pieces.items():
             values = np.concatenate(found) if found else np.empty(0)
             counts[i, j] = counts[j, i] = values.size
@@ -255,7 +252,7 @@ class _Laid:
             scored[rows] = ~np.isnan(block).all(axis=1)
         row = np.full(len(universe), -1, dtype=np.int64)
         row[items] = np.arange(len(items))
-        return cls(items, width, scored, _missing_worst(values), row)
+        return cls(items, width, scored, np.where(np.isnan(values), -np.inf, values), row)
 
     def shared_with(self, other: _Laid, width: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """The rows (here, there) of the items of `width` both scored, in this ranker's order."""
@@ -264,34 +261,6 @@ class _Laid:
         ok[ok] &= other.scored[there[ok]] & (other.width[there[ok]] == width)
         rows = np.flatnonzero(ok)
         return rows, there[rows]
-
-
-TAU_ELEMENTS = 1 << 21  # rows x width per call of kendall_tau_b
-
-
-def _tau_blocks(
-    blocks: Sequence[tuple[int, FloatArray, FloatArray]],
-) -> Iterator[tuple[int, FloatArray]]:
-    """Row-wise tau-b of each (key, x, y) block of one width, several blocks per call."""
-    batch: list[tuple[int, FloatArray, FloatArray]] = []
-    size = 0
-    for block in [*blocks, None]:
-        if block is not None and (not batch or size + block[1].size <= TAU_ELEMENTS):
-            batch.append(block)
-            size += block[1].size
-            continue
-        if batch:
-            x = np.concatenate([b[1] for b in batch])
-            y = np.concatenate([b[2] for b in batch])
-            taus = kendall_tau_b(x, y)
-            ends = np.cumsum([len(b[1]) for b in batch])[:-1]
-            yield from zip([b[0] for b in batch], np.split(taus, ends), strict=True)
-        batch, size = ([block], block[1].size) if block is not None else ([], 0)
-
-
-def _missing_worst(scores: FloatArray) -> FloatArray:
-    filled: FloatArray = np.where(np.isnan(scores), -np.inf, scores)
-    return filled
 
 
 # ------------------------------------------------------------------------ position bias
