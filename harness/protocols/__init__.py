@@ -9,8 +9,10 @@ from pathlib import Path
 
 from harness.config.experiment import ExperimentConfig
 from harness.config.protocols import get_protocol, resolve
+from harness.protocols.jury import JuryCalls
 from harness.protocols.plans import CallPlan, JudgeCalls
 from providers import Provider
+from providers.jury import Jury
 
 __all__ = ["call_plan"]
 
@@ -21,8 +23,6 @@ def call_plan(
     """The plan that the run's protocol names for its kind of provider (a jury's judge
     calls: `JuryCalls`)."""
     plan: type[CallPlan] = resolve(get_protocol(config.protocol).plans[provider.kind])
-    if plan is JudgeCalls and provider.config.name == "jury":
-        from harness.protocols.jury import JuryCalls
-
+    if plan is JudgeCalls and isinstance(provider, Jury):
         plan = JuryCalls
     return plan(config, provider, workdir)

@@ -41,8 +41,7 @@ class RunData:
     scores: dict[str, FloatArray]  # item id -> mean score over repeats, candidate order
     score: Literal["greedy", "expected"] = "greedy"  # which score the metrics are of
     groups: dict[str, Aggregate] = field(default_factory=dict)  # per item group
-    # the metrics.json blocks of the run's protocol (`harness.config.protocols`) and a
-    # ranking judge's `reliability` (`harness.scoring.reliability`)
+    # the metrics.json blocks of its protocol (`harness.config.protocols`), a judge's reliability
     protocol: dict[str, Any] = field(default_factory=dict)
 
     def metrics_json(self) -> dict[str, Any]:
@@ -152,8 +151,9 @@ def load_run(
     chosen = {"n_bootstrap": options["n_bootstrap"], "seed": options["seed"]}
     protocol = protocol_of(config).blocks_of(data, records, evaluation.to_json(), **chosen)
     scores = evaluation.mean_scores()
-    if _ranking_judge(config):
-        provider = config.get("provider") or {}
+    provider = config.get("provider") or {}
+    entry = REGISTRY.get(str(provider.get("name")))
+    if entry is not None and entry.kind == "judge" and protocol_of(config).name == "rank":
         sampled = float(provider.get("temperature") or 0.0) > 0
         protocol["reliability"] = judge_reliability(
             data.items, records, scores, sampled=sampled, **chosen
@@ -171,12 +171,6 @@ def load_run(
         groups=evaluation.groups,
         protocol=protocol,
     )
-
-
-def _ranking_judge(config: dict[str, Any]) -> bool:
-    """A judge's run of the rank protocol: its records carry a reliability block."""
-    entry = REGISTRY.get(str((config.get("provider") or {}).get("name")))
-    return entry is not None and entry.kind == "judge" and protocol_of(config).name == "rank"
 
 
 def _dataset(root: Path, datasets: dict[Path, Dataset] | None) -> Dataset:

@@ -50,8 +50,7 @@ def _rank_cell(block: Mapping[str, Any]) -> str:
     agreement = block.get("human_agreement") or {}
     if agreement.get("rank") is None:
         return "n/a"
-    low, high = agreement["rank_ci95"]
-    raters = agreement["annotators"] + 1
+    (low, high), raters = agreement["rank_ci95"], agreement["annotators"] + 1
     return f"{agreement['rank']:g} of {raters} [{low:g}, {high:g}]"
 
 

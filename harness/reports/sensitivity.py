@@ -87,7 +87,3 @@ def sensitivity_section(runs: Sequence[RunData]) -> list[Section]:
         rows = [[part, f"{share:.1%}"] for part, share in shares.items()]
         tables.append((["component", f"share of {metric_label(names[0])}'s variance"], rows))
     return [Section("Sensitivity across runs", tables, NOTE)] if spread else []
-
-
-def sensitivity_markdown(runs: Sequence[RunData]) -> list[str]:
-    return [line for section in sensitivity_section(runs) for line in section.markdown()]

@@ -15,7 +15,7 @@ from harness.reports.analysis import Analysis
 from harness.reports.latex import comparison_tex, pivot_tex
 from harness.reports.media import data_uri
 from harness.reports.pivot import pivot_csv_rows
-from harness.reports.sensitivity import sensitivity_markdown
+from harness.reports.sensitivity import sensitivity_section
 from harness.reports.tables import (
     agreement_csv_rows,
     comparison_csv_rows,
@@ -55,7 +55,8 @@ def write_report(
     figures = report_figures(analysis)
     files: dict[str, str | bytes | list[dict[str, Any]]] = {
         "comparison.md": "\n".join(
-            [comparison_markdown(analysis, title), *sensitivity_markdown(runs)]
+            [comparison_markdown(analysis, title)]
+            + [line for section in sensitivity_section(runs) for line in section.markdown()]
         ),
         "comparison.csv": comparison_csv_rows(runs) + human_csv_rows(analysis.human),
         "comparison.tex": comparison_tex(runs, marks=[run_marks(run) for run in runs]),

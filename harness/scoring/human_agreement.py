@@ -28,14 +28,12 @@ CEILING_REASON = (
 def _human_rankings(items: Sequence[Item]) -> tuple[list[str], list[dict[str, Sequence[str]]]]:
     """(annotator names, each item's rankings by annotator): the annotations where some item
     has two or more, else each item's human ranking as one rater's."""
+    by_item: list[dict[str, Sequence[str]]] = [
+        {"human": item.human_ranking or ()} for item in items
+    ]
     if any(item.annotations and len(item.annotations) >= 2 for item in items):
-        by_item: list[dict[str, Sequence[str]]] = [
-            dict(zip(annotator_names(item), item.annotations or (), strict=True)) for item in items
-        ]
-        names = list(dict.fromkeys(name for rankings in by_item for name in rankings))
-        return names, by_item
-    only: list[dict[str, Sequence[str]]] = [{"human": item.human_ranking or ()} for item in items]
-    return ["human"], only
+        by_item = [dict(zip(annotator_names(i), i.annotations or (), strict=True)) for i in items]
+    return list(dict.fromkeys(name for rankings in by_item for name in rankings)), by_item
 
 
 def human_agreement(
