@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 import warnings
@@ -29,7 +28,8 @@ from harness.cli.construct import app as construct_app
 from harness.cli.exports import app as export_app
 from harness.cli.imports import app as import_app
 from harness.cli.listing import list_
-from harness.cli.results import report, runs, view
+from harness.cli.results import merge, report, runs, view
+from harness.cli.tag import tag
 from harness.core.errors import DeprecatedSetting, HarnessError, PluginWarning
 from harness.core.locking import make_folder
 from harness.core.sanitize import dumps_json, terminal_text
@@ -84,8 +84,23 @@ if TYPE_CHECKING:
 @user_errors
 def run(
     experiment: Annotated[
-        Path, typer.Argument(help="Experiment or sweep YAML file (experiments/NAME.yaml).")
-    ],
+        Path | None,
+        typer.Argument(help="Experiment or sweep YAML file (experiments/NAME.yaml), or flags:"),
+    ] = None,
+    dataset: Annotated[
+        str | None, typer.Option(metavar="DIR", help="Without a file: the dataset.")
+    ] = None,
+    provider: Annotated[
+        list[str] | None,
+        typer.Option(metavar="NAME[:MODEL]", help="Without a file: the provider (repeatable)."),
+    ] = None,
+    prompt: Annotated[
+        list[str] | None,
+        typer.Option(metavar="NAME", help="Without a file: the prompt variant (repeatable)."),
+    ] = None,
+    save_experiment: Annotated[
+        Path | None, typer.Option(help="Write the settings run (flags, --set) to this YAML file.")
+    ] = None,
     results_dir: Annotated[Path, typer.Option(help="Where run folders are written.")] = Path(
         "results"
     ),
@@ -156,16 +171,21 @@ def run(
     ] = None,
 ) -> None:
     """Run an experiment: call the model (or the cache) for every item, then write
-    records.jsonl, metrics.json, report.md and the resolved config to results/NAME/."""
+    records.jsonl, metrics.json, report.md and the resolved config to results/NAME/.
+    Without a file: `harness run --dataset data/sample --provider gemini --prompt cot`."""
+    from harness.config.overrides import flag_experiment
     from harness.runs import api
 
+    flags = dataset or provider or prompt
+    if experiment is not None and flags:
+        raise HarnessError("give a file or --dataset/--provider/--prompt (--set changes a file)")
     if limit is not None:
         check_range("--limit", limit, 1)
     overrides = {"limit": limit} if limit is not None else {}
     try:
         with termination_as_interrupt():
             results = api.run(
-                experiment,
+                experiment or flag_experiment(dataset, provider or (), prompt or ()),
                 results_dir=results_dir,
                 cache_dir=cache_dir,
                 seed_cache=seed_cache,
@@ -176,6 +196,7 @@ def run(
                 set=set_ or (),
                 dry_run=dry_run,
                 output_tokens=output_tokens,
+                save_experiment=save_experiment,
                 **overrides,
             )
     except KeyboardInterrupt:
@@ -194,38 +215,7 @@ def run(
         raise typer.Exit(EXIT_INCOMPLETE)
 
 
-@app.command()
-@user_errors
-def merge(
-    shards: Annotated[
-        list[Path],
-        typer.Argument(help="The shards' run folders (NAME.shard-I-of-N/), every I of 0..N-1."),
-    ],
-    out: Annotated[Path, typer.Option(help="The whole run's folder to write (e.g. results/NAME).")],
-    overwrite: Annotated[
-        bool,
-        typer.Option(
-            "--overwrite",
-            help="Replace a finished run of another configuration in --out (otherwise refused).",
-        ),
-    ] = False,
-) -> None:
-    """Join the shards of `harness run EXP --shard I/N` into one run folder: records.jsonl,
-    metrics.json and report.md as the unsharded run writes them, run.json with the shards'
-    counts added up. Refused, naming the file, for shards of different configurations,
-    overlapping or missing shards, records that are not the ones a shard's run.json counts, a
-    dataset whose items changed since they ran, or templates edited between them; a shard of
-    another harness version is a warning."""
-    from harness.runs.merge import merge_shards
-
-    merged = merge_shards(shards, out, overwrite=overwrite)
-    for warning in merged.warnings:
-        err_console.print(f"[bold yellow]warning:[/] {terminal_text(warning)}", highlight=False)
-    console.print(
-        f"merged {merged.shards} shard(s): {merged.records} records of {merged.items} items "
-        f"in {merged.out}/ (records.jsonl, metrics.json, report.md)",
-        highlight=False,
-    )
+app.command()(merge)
 
 
 def failure_summary(results: list[RunResult]) -> list[str]:
@@ -352,55 +342,7 @@ def _cutoffs(at: str | None) -> tuple[int, ...]:
     return cutoffs
 
 
-@app.command()
-@user_errors
-def tag(
-    files: Annotated[list[Path], typer.Argument(help="Audio files (any format librosa reads).")],
-    model: Annotated[
-        str, typer.Option(help="mtt (MagnaTagATune) or msd (Million Song Dataset), or a full name.")
-    ] = "mtt",
-) -> None:
-    """Tag audio files with a pretrained musicnn model (offline, CPU): one JSON line per file,
-    `{"file", "model", "tags": {tag: probability}}` with all 50 tags. A file that cannot be
-    read gets one error line; the others are still tagged (exit code 1 if any failed)."""
-    from providers.scorers.musicnn import MODELS, Tagger
-    from providers.scorers.musicnn.features import load_audio
-
-    names = {"mtt": "MTT_musicnn", "msd": "MSD_musicnn"}
-    name = names.get(model.lower(), model)
-    if name not in MODELS:
-        raise HarnessError(f"--model must be mtt, msd or one of {', '.join(MODELS)}, not {model!r}")
-    tagger = Tagger.load(name)
-    failed = 0
-    for path in files:
-        try:
-            samples = load_audio(path)
-            if samples.size == 0:
-                raise ValueError("no samples")
-            (scores,) = tagger.tag([samples])
-        except Exception as exc:  # one bad file never stops the others
-            failed += 1
-            if isinstance(exc, FileNotFoundError):
-                reason = "file not found"
-            else:
-                reason = (
-                    str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                )
-            err_console.print(
-                f"[bold red]error:[/] {terminal_text(str(path))}: {terminal_text(reason)}",
-                highlight=False,
-                soft_wrap=True,
-            )
-            continue
-        line = {
-            "file": str(path),
-            "model": name,
-            "tags": {k: round(v, 6) for k, v in scores.items()},
-        }
-        sys.stdout.write(json.dumps(line) + "\n")
-        sys.stdout.flush()
-    if failed:
-        raise typer.Exit(EXIT_INCOMPLETE)
+app.command()(tag)
 
 
 @app.command(hidden=True)

@@ -1,5 +1,5 @@
-"""`harness report`, `harness runs` and `harness view`: what a user does with finished runs
-and their own predictions."""
+"""`harness report`, `harness runs`, `harness view` and `harness merge`: what a user does with
+finished runs (and shards of one) and their own predictions."""
 
 from __future__ import annotations
 
@@ -334,3 +334,36 @@ def view(
         pass
     finally:
         server.server_close()
+
+
+@user_errors
+def merge(
+    shards: Annotated[
+        list[Path],
+        typer.Argument(help="The shards' run folders (NAME.shard-I-of-N/), every I of 0..N-1."),
+    ],
+    out: Annotated[Path, typer.Option(help="The whole run's folder to write (e.g. results/NAME).")],
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite",
+            help="Replace a finished run of another configuration in --out (otherwise refused).",
+        ),
+    ] = False,
+) -> None:
+    """Join the shards of `harness run EXP --shard I/N` into one run folder: records.jsonl,
+    metrics.json and report.md as the unsharded run writes them, run.json with the shards'
+    counts added up. Refused, naming the file, for shards of different configurations,
+    overlapping or missing shards, records that are not the ones a shard's run.json counts, a
+    dataset whose items changed since they ran, or templates edited between them; a shard of
+    another harness version is a warning."""
+    from harness.runs.merge import merge_shards
+
+    merged = merge_shards(shards, out, overwrite=overwrite)
+    for warning in merged.warnings:
+        err_console.print(f"[bold yellow]warning:[/] {terminal_text(warning)}", highlight=False)
+    console.print(
+        f"merged {merged.shards} shard(s): {merged.records} records of {merged.items} items "
+        f"in {merged.out}/ (records.jsonl, metrics.json, report.md)",
+        highlight=False,
+    )

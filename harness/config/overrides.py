@@ -4,6 +4,7 @@ are validated like the file."""
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,3 +62,24 @@ def _set(node: Any, path: list[str], value: Any, override: str) -> None:
             if isinstance(node, dict) and not isinstance(node.get(part), dict | list):
                 node[part] = {}
             node = node[index]
+
+
+def flag_experiment(
+    dataset: str | None, providers: Sequence[str], prompts: Sequence[str]
+) -> dict[str, Any]:
+    """The experiment `harness run --dataset D --provider NAME[:MODEL] --prompt P` runs without
+    a file: one run, or a sweep when a flag is repeated (named after the dataset folder)."""
+    if not dataset or not providers:
+        raise ConfigError(
+            "harness run", None, "give an experiment file, or --dataset and --provider"
+        )
+    blocks = [
+        dict(zip(("name", "model"), given.split(":", 1), strict=False)) for given in providers
+    ]
+    if len(blocks) > 1 or len(prompts) > 1:
+        name = dataset.rstrip("/").rpartition("/")[2] or "runs"
+        sweep = {"name": name, "dataset": dataset, "providers": blocks}
+        return sweep | ({"prompts": list(prompts)} if prompts else {})
+    parts = [*blocks[0].values(), *prompts]
+    settings = {"name": re.sub(r"[^A-Za-z0-9_.\-]+", "-", "_".join(parts)), "dataset": dataset}
+    return settings | {"provider": blocks[0]} | ({"prompt": prompts[0]} if prompts else {})

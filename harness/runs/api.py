@@ -47,6 +47,7 @@ def run(
     set: Sequence[str] = (),
     dry_run: bool = False,
     output_tokens: int | None = None,
+    save_experiment: str | Path | None = None,
     **overrides: Any,
 ) -> list[RunResult]:
     """Run an experiment (a file, an `ExperimentConfig` or a mapping of its fields) as
@@ -59,7 +60,9 @@ def run(
     make; `shard`: "I/N"; `seed_cache`: a second, read-only cache [default: the file's
     `cache.seed`]; `overwrite`: replace a finished run of another configuration (refused
     otherwise); `dry_run`: print what the runs would call and cost, call nothing, return no
-    result. A key that uncached calls need and that is not set stops it before any call."""
+    result; `save_experiment`: write the settings it runs (`set` and `overrides` applied) to
+    this YAML file. A key that uncached calls need and that is not set stops it before any
+    call."""
     from harness.calls.cache import ResponseCache
     from harness.calls.portable_cache import open_seed
     from harness.config.checks import check_datasets, select_runs
@@ -74,6 +77,8 @@ def run(
     part = Shard.parse(shard) if shard is not None else None
     every = _configs(experiment, set, overrides)
     configs = select_runs(every, only)
+    if save_experiment is not None:  # valid settings only, and before anything is paid for
+        Path(save_experiment).write_text(_settings_yaml(experiment, set, overrides))
     if isinstance(experiment, str | Path):
         check_datasets(experiment, configs)
     if results.exists() and not results.is_dir():
@@ -232,6 +237,22 @@ def _configs(
         raw = experiment.model_dump() if isinstance(experiment, ExperimentConfig) else experiment
         return experiments_from(raw, "experiment", overrides=settings, replace=overrides)
     return load_experiments(experiment, overrides=settings, replace=overrides)
+
+
+def _settings_yaml(
+    experiment: Experiment, settings: Sequence[str], overrides: Mapping[str, Any]
+) -> str:
+    import yaml
+
+    from harness.config.experiment import ExperimentConfig
+    from harness.config.overrides import apply_overrides
+    from harness.core.yaml_files import load_yaml
+
+    if isinstance(experiment, ExperimentConfig):
+        raw = experiment.model_dump(mode="json", exclude_defaults=True)
+    else:
+        raw = dict(experiment) if isinstance(experiment, Mapping) else load_yaml(Path(experiment))
+    return yaml.safe_dump(apply_overrides(raw, settings) | dict(overrides), sort_keys=False)
 
 
 def evaluate(

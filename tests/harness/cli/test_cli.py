@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile
+import yaml
 from typer.testing import CliRunner
 
 from harness.cli.main import app
@@ -168,6 +169,39 @@ def test_run_writes_a_run_folder_and_reruns_from_cache(tiny_dataset: Path, tmp_p
     second = runner.invoke(app, args)
     assert second.exit_code == 0
     assert json.loads((folder / "run.json").read_text())["model_calls"] == 0
+
+
+def test_run_without_a_file_saves_the_experiment_it_ran(tiny_dataset: Path, tmp_path: Path) -> None:
+    """`--dataset/--provider/--prompt` make the experiment; `--save-experiment` writes it, and
+    running the file it wrote is the same run (every answer from the cache)."""
+    where = ["--results-dir", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c")]
+    saved = tmp_path / "saved.yaml"
+    flags = ["--dataset", str(tiny_dataset), "--provider", "mock:mock-2", "--prompt", "cot"]
+    args = ["run", *flags, "--set", "n_bootstrap=20", "--save-experiment", str(saved)]
+    first = runner.invoke(app, [*args, "--no-progress", *where])
+    assert first.exit_code == 0, first.output
+    folder = tmp_path / "r" / "mock_mock-2_cot"
+    assert json.loads((folder / "run.json").read_text())["model_calls"] == 12
+    written = yaml.safe_load(saved.read_text())
+    assert written == {
+        "name": "mock_mock-2_cot",
+        "dataset": str(tiny_dataset),
+        "provider": {"name": "mock", "model": "mock-2"},
+        "prompt": "cot",
+        "n_bootstrap": 20,
+    }
+    again = runner.invoke(app, ["run", str(saved), "--no-progress", *where])
+    assert again.exit_code == 0, again.output
+    assert json.loads((folder / "run.json").read_text())["model_calls"] == 0
+
+    sweep = ["--provider", "mock", "--provider", "random", "--prompt", "zero_shot"]
+    dry = runner.invoke(app, ["run", "--dataset", str(tiny_dataset), *sweep, "--dry-run", *where])
+    assert dry.exit_code == 0, dry.output
+    assert "mock_mock-1_zero_shot" in dry.output and "random_uniform" in dry.output
+    both = runner.invoke(app, ["run", str(saved), "--provider", "mock", *where])
+    assert both.exit_code == 2 and "--set" in both.output
+    neither = runner.invoke(app, ["run", "--prompt", "cot", *where])
+    assert neither.exit_code == 2 and "--dataset" in neither.output
 
 
 def test_run_with_a_bad_experiment_file_is_one_line(tmp_path: Path) -> None:
