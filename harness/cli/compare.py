@@ -3,7 +3,6 @@ harness/cli/main.py)."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Annotated
 
@@ -103,60 +102,28 @@ def compare(
     paying twice), and stop as soon as the confidence sequence for mean(B - A) excludes 0,
     lies inside ±margin, or the items or budget run out. Writes compare.json (and
     compare.png) to --out; see docs/sequential.md."""
-    from harness.calls.cache import ResponseCache
-    from harness.runs.compare.engine import fixed_compare, sequential_compare, write_comparison
-    from harness.runs.compare.sources import open_sources
+    from harness.runs.reporting import compare as compare_sides
 
-    _check_alpha(alpha)
-    if margin is not None and not (margin > 0 and math.isfinite(margin)):
-        raise HarnessError(f"--margin must be positive and finite, not {margin:g}")
-    if budget_usd is not None and not (budget_usd > 0 and math.isfinite(budget_usd)):
-        raise HarnessError(f"--budget-usd must be positive and finite, not {budget_usd:g}")
-    if not sequential:
-        for name, given in (("--budget-usd", budget_usd), ("--finite", finite or None)):
-            if given is not None:
-                raise HarnessError(f"{name} needs --sequential")
-    check_range("--batch-size", batch_size, 1)
-    check_range("--seed", seed, 0)
-    if max_items is not None:
-        check_range("--max-items", max_items, 1)
-    if out.exists() and not out.is_dir():
-        raise HarnessError(f"--out {out} is a file, not a folder")
-    cache = ResponseCache(cache_dir)
     try:
         with termination_as_interrupt():
-            source = open_sources(
+            result = compare_sides(
                 a,
                 b,
+                sequential=sequential,
                 metric=metric,
+                alpha=alpha,
+                margin=margin,
+                max_items=max_items,
+                missing=missing,
+                budget_usd=budget_usd,
+                seed=seed,
+                batch_size=batch_size,
+                finite=finite,
+                out=out,
                 dataset=dataset,
-                cache=cache,
-                results_dir=out / "runs",
+                cache_dir=cache_dir,
                 show_progress=progress,
             )
-            if sequential:
-                result = sequential_compare(
-                    source,
-                    metric=metric,
-                    alpha=alpha,
-                    margin=margin,
-                    batch_size=batch_size,
-                    max_items=max_items,
-                    budget_usd=budget_usd,
-                    finite=finite,
-                    seed=seed,
-                    missing=missing,
-                )
-            else:
-                result = fixed_compare(
-                    source,
-                    metric=metric,
-                    alpha=alpha,
-                    margin=margin,
-                    max_items=max_items,
-                    seed=seed,
-                    missing=missing,
-                )
     except KeyboardInterrupt:
         received = interrupted_by()
         err_console.print(
@@ -164,15 +131,12 @@ def compare(
             "received so far is in the cache)"
         )
         raise typer.Exit(128 + received) from None
-    finally:
-        cache.close()
-    written = write_comparison(result, out)
     if result.warning:
         err_console.print(
             f"[bold yellow]warning:[/] {terminal_text(result.warning)}", highlight=False
         )
     console.print(terminal_text(result.line()), highlight=False, soft_wrap=True)
-    console.print(f"[dim]wrote {', '.join(terminal_text(p) for p in written)}[/]")
+    console.print(f"[dim]wrote {', '.join(terminal_text(p) for p in result.files)}[/]")
 
 
 @user_errors

@@ -87,90 +87,34 @@ def report(
     paired differences against --baseline or --pair-by (bootstrap CI, sign-flip p, adjusted
     for many p-values); agreement between runs and the human ranking; position bias of joint
     prompts; figures (PNG and PDF); and an HTML report with a dialogue browser."""
-    from harness.reports.analysis import analyse
-    from harness.reports.pairing import parse_pair_by
-    from harness.reports.sources import discover, load_sources
     from harness.reports.tables import comparison_rich_table, paired_rich_table
-    from harness.reports.writing import write_report
-    from harness.scoring.stats import CORRECTION_NAMES
+    from harness.runs.reporting import report as make_report
+    from harness.runs.reporting import source_title
 
-    if correction not in CORRECTION_NAMES:
-        raise HarnessError(f"--correction must be holm, bh or none, not {correction!r}")
-    if score not in ("greedy", "expected"):
-        raise HarnessError(f"--score must be 'greedy' or 'expected', not {score!r}")
-    if baseline is not None and pair_by is not None:
-        raise HarnessError("give --baseline or --pair-by, not both")
-    pair = parse_pair_by(pair_by) if pair_by is not None else None
     if out is None:
         if len(runs) != 1:
             raise HarnessError("give --out DIR when comparing runs from several folders")
         out = runs[0].parent if runs[0].is_file() else runs[0]
-    found = discover([*runs, *([baseline] if baseline is not None else [])])
-    _warn(found.warnings)
-    if qrels is not None:
-        if dataset is not None:
-            raise HarnessError("give --dataset or --qrels, not both")
-        dataset = _qrels_dataset(qrels, [s.path for s in found.sources], out / "qrels_dataset")
-    loaded, warnings = load_sources(found.sources, dataset=dataset, score=score)  # type: ignore[arg-type]
-    _warn(warnings)
-    if not loaded:
-        raise HarnessError(
-            "no finished runs (folders with metrics.json) or predictions files to report under "
-            + ", ".join(map(str, runs))
-        )
-    base = None
-    if baseline is not None:
-        wanted = discover([baseline]).sources
-        paths = {s.path.resolve() for s in wanted}
-        base = next((r for r in loaded if r.path.resolve() in paths), None)
-        if len(wanted) != 1 or base is None:
-            raise HarnessError(f"--baseline {baseline}: not one readable run or predictions file")
-    analysis = analyse(
-        loaded,
-        base,
-        pair=pair,
-        correction=correction,  # type: ignore[arg-type]
-        n_permutations=n_permutations,
-        seed=seed,
-    )
-    _warn([f"--pair-by {pair_by}: {note}" for note in analysis.notes])
-    title = source_title(runs)
-    written = write_report(
-        analysis,
-        out,
-        title=title,
+    made = make_report(
+        runs,
+        out=out,
+        baseline=baseline,
+        pair_by=pair_by,
+        correction=correction,
+        dataset=dataset,
+        qrels=qrels,
         html=html,
         embed_audio=embed_audio,
-        warnings=found.warnings + warnings,
+        n_permutations=n_permutations,
+        seed=seed,
+        score=score,
     )
-    console.print(comparison_rich_table(title, loaded, analysis.human))
-    if analysis.paired:
-        console.print(paired_rich_table(analysis))
-    names = terminal_text(", ".join(p.name for p in written))
+    _warn(made.warnings)
+    console.print(comparison_rich_table(source_title(runs), made.loaded, made.analysis.human))
+    if made.analysis.paired:
+        console.print(paired_rich_table(made.analysis))
+    names = terminal_text(", ".join(p.name for p in made.files))
     console.print(f"[dim]wrote {names} to {terminal_text(out)}/[/]")
-
-
-def _qrels_dataset(qrels: Path, sources: Sequence[Path], out: Path) -> Path:
-    """A dataset folder from the qrels, with the documents the TREC run files rank."""
-    from harness.core.trec import is_trec_run, read_candidates, read_qrels
-    from harness.interop.qrels import write_dataset
-
-    runs = [path for path in sources if path.is_file() and is_trec_run(path)]
-    if not runs:
-        raise HarnessError("--qrels goes with TREC run files; none among the runs given")
-    listed: dict[str, dict[str, None]] = {}  # ordered sets: linear in the documents
-    for path in runs:
-        for qid, docs in read_candidates(path).items():
-            listed.setdefault(qid, {}).update(dict.fromkeys(docs))
-    write_dataset(read_qrels(qrels), {q: list(d) for q, d in listed.items()}, out, runs[0])
-    return out
-
-
-def source_title(paths: Sequence[Path]) -> str:
-    """What a report compares, by the names of the folders and files it was given
-    (`quickstart`, `quickstart, my_model`), as `harness view` titles its page."""
-    names = [(p.parent if p.name == "predictions.jsonl" else p).resolve().name for p in paths]
-    return ", ".join(dict.fromkeys(n for n in names if n)) or "comparison"
 
 
 def _mean(metrics: Mapping[str, Any], name: str) -> str:

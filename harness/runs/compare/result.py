@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from harness.scoring.stats import PairedDifference
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Decision = Literal["A better", "B better", "equivalent", "undecided"]
 
@@ -56,6 +60,20 @@ class Comparison:
     coverage: dict[str, Any] = field(default_factory=dict)  # `inputs.Coverage.to_json`
     warning: str | None = None  # what the coverage means for the result
     test: PairedDifference | None = None  # the fixed-sample design's test
+    files: list[Path] = field(default_factory=list)  # compare.json (and compare.png) written
+
+    @property
+    def steps(self) -> pd.DataFrame:
+        """The confidence sequence after each look (n, mean of B - A, lo, hi, calls, usd), or
+        the fixed-sample test's one row (n, mean, lo, hi, p_value), as a DataFrame."""
+        import pandas as pd
+
+        if self.test is None:
+            return pd.DataFrame([step.to_json() for step in self.path])
+        (lo, hi), diff = self.test.ci95, self.mean_b - self.mean_a
+        return pd.DataFrame([{"n": self.n_items, "mean": diff, "lo": lo, "hi": hi}]).assign(
+            p_value=self.test.p_value
+        )
 
     @property
     def n_items(self) -> int:

@@ -254,6 +254,7 @@ def test_the_command_line_runs_through_the_python_api(
         "only": ["r*"],
         "shard": "1/4",
         "set": ["repeats=3"],
+        "save_experiment": None,
         "limit": 2,
     }
     assert calls == [
