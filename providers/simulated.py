@@ -1,12 +1,8 @@
-"""A simulated judge whose biases are known, on which the judge-reliability block is
-validated (tests/harness/scoring/test_reliability_recovery.py; docs/providers.md#simulated).
-Each answer is, in turn: not JSON (probability `malformed`); the same score for every clip
-(`ties`); the clips in the order shown (`position_bias`); a fresh random ranking (`noise`);
-else the judge's own ranking of the item, the human one with probability `agreement` (drawn
-once per item) and a random one fixed per item otherwise. Rankings become scores 10 down to 0.
-It finds the item and the order of its clips in the prompt (audio parts' clip ids, or the
-templates' `Clip 2 (described in words): ...` captions). Seeded by `seed`, the item, the order
-and, when sampling (temperature > 0), how many identical requests it answered before."""
+"""A seeded judge of known biases (docs/providers.md#simulated), on which the reliability block
+is validated. Each answer is, in turn: not JSON (`malformed`), one score for every clip (`ties`),
+the clips in the order shown (`position_bias`), a fresh random ranking (`noise`), else the judge's
+own ranking of the item (the human one with probability `agreement`, drawn once per item). It
+reads the item and its clips' order from the prompt (audio clip ids, or the captions shown)."""
 
 from __future__ import annotations
 

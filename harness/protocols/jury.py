@@ -1,7 +1,6 @@
-"""A jury's plan (`provider: {name: jury, members: [...]}`, `providers.jury`): the calls of
-`JudgeCalls`, each asked of every member under the key the member's own run gives it (so a
-jury whose members ran makes no call), its record holding the combined scores and, in
-`extra.members`, each member's answer, scores and failure."""
+"""A jury's plan (`providers.jury`): `JudgeCalls`' calls, each asked of every member under the
+key of the member's own run (a jury after its members makes no call); `extra.members` keeps each
+member's answer, scores and failure."""
 
 from __future__ import annotations
 

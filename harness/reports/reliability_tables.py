@@ -1,6 +1,5 @@
-"""The judge-reliability section of report.md, comparison.md and report.html, from each run's
-metrics.json `reliability` block (`harness.scoring.reliability`): one row per figure, one
-column per judge run, then what each run could not measure and the `--set` that measures it."""
+"""The Judge reliability section of the reports from metrics.json's `reliability` blocks: a
+row per figure, a column per run; then what a run could not measure and what would."""
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ from harness.reports.formatting import format_metric
 from harness.reports.protocol_tables import Section
 
 POSITIONS_SHOWN = 10  # top-pick rate rows of the first positions (a pool has many)
-
 NOTE = (
     "Means over items of a per-item value, 95% bootstrap CIs over items; orders: pairs of "
     "answers shown in different orders, repeats: in the same order; alpha: ordinal "

@@ -37,10 +37,8 @@ FACTORS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "seed": lambda config: str(config.get("seed", 0)),
 }
 NOTE = (
-    "Spread: each metric's lowest, median and highest mean over the runs. Variance: the share "
-    "of the sum of squares of the first metric's per-item values (runs x shared items) that "
-    "the items and each setting the runs differ in explain as main effects; residual: the "
-    "rest (docs/metrics.md#comparing-runs)."
+    "Spread: each metric's mean over the runs. Variance: shares of the sum of squares of the "
+    "first metric's per-item values, main effects (docs/metrics.md#comparing-runs)."
 )
 
 

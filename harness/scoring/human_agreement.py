@@ -1,9 +1,7 @@
-"""A judge's agreement with the annotators, as one more annotator's: the mean ordinal
-Krippendorff's alpha (`harness.scoring.alpha`) of its ranking of each item (its mean scores)
-with each annotator's, beside the annotators' mean alpha with each other (the ceiling), and its
-leave-one-in rank: every rater ranked by its mean alpha with the annotators other than itself
-(1 = most in agreement). Without two or more `annotations` per item, the `human_ranking` is
-the one human rater (no ceiling, no rank)."""
+"""A judge's agreement with the annotators: its mean ordinal alpha (`harness.scoring.alpha`)
+with each, beside theirs with each other (the ceiling), and its leave-one-in rank by mean alpha
+with the annotators other than each rater (1 = most in agreement). Without two `annotations`
+per item, the `human_ranking` is the one human rater (no ceiling, no rank)."""
 
 from __future__ import annotations
 

@@ -28,10 +28,9 @@ NDBool = NDArray[np.bool_]
 
 @dataclass(frozen=True)
 class Answers:
-    """A judge's answers as arrays: each one's item (index into the items), presentation
-    order (a code shared by equal orders; -1 without one), scores in the item's candidate
-    order (missing -inf, padding NaN) and the candidate shown at each position (-1: none);
-    and per call (record) its item and whether it failed, did not parse or was refused."""
+    """A judge's answers as arrays: item, order (a code per order shown, -1: none), scores in
+    candidate order (missing -inf, padding NaN), candidate shown at each position (-1: none);
+    per call, its item and whether it failed, did not parse or was refused."""
 
     item: IntArray
     order: IntArray
@@ -98,9 +97,8 @@ class Answers:
 
 @dataclass(frozen=True)
 class Pairs:
-    """Every pair of answers of one item: its item, whether the two orders are equal (answers
-    without one count as equal) or both given and different, the chance that their top
-    picks agree (ties split at random), and the Kendall tau-b between their scores."""
+    """Every pair of answers of one item: whether their orders are equal (none counts as
+    equal) or given and different, the chance their top picks agree, their tau-b."""
 
     item: IntArray
     same: NDBool
