@@ -34,7 +34,7 @@ def check_datasets(path: str | Path, runs: Sequence[ExperimentConfig]) -> None:
     path = Path(path)
     local = (run.dataset for run in runs if run.hf_source is None)  # hf:// is fetched on use
     for folder in dict.fromkeys(local):
-        if folder.is_dir():
+        if folder.is_dir() or folder.is_file():  # a file: a protocol's own dataset form
             continue
         lines = key_lines(yaml_text(path)) if path.is_file() else {}
         where = f"line {lines[('dataset',)]}: dataset" if ("dataset",) in lines else "dataset"

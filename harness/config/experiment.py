@@ -15,7 +15,13 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 from harness.calls.prompting.context_audio import ContextAudioBudget
 from harness.config.blocks import MetricsOptions, RefineOptions, RerankOptions, TrackingOptions
 from harness.config.inputs import Inputs, Pin
-from harness.config.protocols import get_protocol, legacy_protocol, protocol_prompts
+from harness.config.protocols import (
+    get_protocol,
+    legacy_protocol,
+    own_blocks,
+    own_options,
+    protocol_prompts,
+)
 from harness.config.sources import HFSource, folder_for, is_hf_source, parse_hub_id
 from harness.core.errors import HarnessError
 from harness.core.types import BASE_FIELDS, ProviderConfig
@@ -71,6 +77,17 @@ class _Common(BaseModel):
     retriever: ProviderBlock | None = Field(
         default=None, description="scorer that ranks by a description (prompt: describe)"
     )
+    # A protocol's own settings, written as a block named after it (`music-crs: {...}`).
+    protocol_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _own_blocks(cls, data: Any) -> Any:
+        return own_blocks(data)
+
+    def own_options(self) -> Any:
+        """The run's protocol's own settings, validated (None when it has none)."""
+        return own_options(self.protocol, self.protocol_options)
 
     @model_validator(mode="before")
     @classmethod
@@ -128,6 +145,9 @@ class _Common(BaseModel):
     def _protocol_settings(self) -> Self:
         if self.refine.feedback == "simulator" and self.user_simulator is None:
             raise ValueError("refine feedback: simulator needs a user_simulator: block")
+        for name in self.protocol_options:
+            if name != self.protocol:
+                raise ValueError(f"the {name}: block goes with protocol: {name}")
         return self
 
 
@@ -181,6 +201,7 @@ class ExperimentConfig(_Common):
             raise ValueError("protocol: rerank and its rerank: {retriever, top} go together")
         if self.retriever is not None and self.protocol != "describe":
             raise ValueError("retriever: ranks by a judge's description (protocol: describe)")
+        self.own_options()  # a block with settings it needs, given
         return self
 
 
@@ -203,6 +224,7 @@ class SweepConfig(_Common):
         runs = []
         per_run = (
             "providers prompts inputs name protocol summarizer rerank user_simulator retriever"
+            " protocol_options"
         )
         common = self.model_dump(exclude=set(per_run.split()))
         pins = self._pins or [Pin()] * len(self.providers)
@@ -236,6 +258,7 @@ class SweepConfig(_Common):
                     protocol=protocol,
                     retriever=self.retriever if protocol == "describe" else None,
                     rerank=self.rerank if protocol == "rerank" else None,
+                    protocol_options=self.protocol_options if protocol == self.protocol else {},
                     prompt=prompt,
                     inputs=inputs,
                     sweep=self.name,

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from harness.config.experiment import ExperimentConfig, SweepConfig
 from harness.config.overrides import apply_overrides
+from harness.config.protocols import PROTOCOLS
 from harness.config.validation import (
     as_list,
     legacy_note,
@@ -72,7 +73,8 @@ def experiments_from(
     note = legacy_note(raw, is_sweep)
     if note:
         warnings.warn(f"{source}: {note}", DeprecatedSetting, stacklevel=2)
-    known = set(model.model_fields) | {"columns"}  # columns: of a hf:// dataset
+    # columns: of a hf:// dataset; a protocol's own block (`music-crs:`)
+    known = set(model.model_fields) | {"columns"} | {n for n, p in PROTOCOLS.items() if p.options}
     problems = unknown_keys(raw, known, source, lines)
     raw, pins, failed = validate_blocks({k: v for k, v in raw.items() if k in known}, source)
     skip = {str(error.field).split(".")[0] for error in failed}  # the blocks said their own

@@ -6,8 +6,15 @@ seed) -> {block: value}`), and its report section (`(runs) -> [Section]`, runs b
 (label, metrics.json) pairs; `harness.reports.protocol_tables`). A protocol is one module
 plus one `register_protocol` entry (CONTRIBUTING.md), or an entry point
 `bgm_judge.protocols` naming a `Protocol` in a package of its own (`harness.core.plugins`).
-References are the object itself or `"module:attribute"`, imported when first used: so this
-module names the layers above it without importing them, and `import harness` stays cheap.
+
+A protocol may bring its own settings (`options`: a pydantic model of the block named after
+it in an experiment file, `music-crs: {...}`), its own dataset form (`dataset_file`, the file a
+dataset folder of that form holds, where a Hugging Face dataset's rows are written; `dataset`,
+`(options, path, *, seed) -> Dataset`, a run's items from it) and its own scoring (`evaluate`,
+`(options, path, records, *, n_bootstrap, seed) -> Evaluation`, instead of the ranking
+evaluation: a run's, and `harness evaluate --protocol NAME`'s with no records). References are
+the object itself or `"module:attribute"`, imported when first used: so this module names the
+layers above it without importing them, and `import harness` stays cheap.
 """
 
 from __future__ import annotations
@@ -37,6 +44,10 @@ class Protocol:
     blocks: tuple[str, ...] = ()  # the metrics.json blocks it adds
     metrics: Ref | None = None  # computes the blocks its records carry
     report: Ref | None = None  # its report sections
+    options: Ref | None = None  # the model of its own block in an experiment file
+    dataset_file: str | None = None  # its own dataset form's file in a dataset folder
+    dataset: Ref | None = None  # a run's items from that form
+    evaluate: Ref | None = None  # its own scoring of a run or a predictions file
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -78,6 +89,36 @@ def get_protocol(name: str) -> Protocol:
 def protocol_prompts() -> dict[str, str]:
     """protocol -> the prompt variant it asks judges with, for those that have one."""
     return {p.name: p.prompt for p in PROTOCOLS.values() if p.prompt is not None}
+
+
+def own_blocks(data: Any) -> Any:
+    """Settings with each protocol's own block (`music-crs: {...}`) moved under
+    `protocol_options` (keyed by the protocol), as an experiment config keeps them."""
+    if not isinstance(data, Mapping):
+        return data
+    named = [name for name, p in PROTOCOLS.items() if p.options is not None and name in data]
+    if not named:
+        return data
+    own = dict(data.get("protocol_options") or {}) | {name: data[name] for name in named}
+    return {k: v for k, v in data.items() if k not in named} | {"protocol_options": own}
+
+
+def own_options(name: str, blocks: Mapping[str, Any]) -> Any:
+    """Protocol `name`'s own settings from its block in `blocks`, validated (None when it
+    takes none); ValueError naming the setting otherwise."""
+    from pydantic import ValidationError
+
+    from harness.core.dataset import pydantic_reason
+
+    protocol = get_protocol(name)
+    if protocol.options is None:
+        if name in blocks:
+            raise ValueError(f"protocol: {name} takes no block of its own")
+        return None
+    try:
+        return resolve(protocol.options).model_validate(blocks.get(name, {}))
+    except ValidationError as exc:
+        raise ValueError(f"{name}.{pydantic_reason(exc)}") from None
 
 
 def resolve(ref: Ref) -> Any:
@@ -145,5 +186,19 @@ register_protocol(
         "rerank",
         "a scorer ranks every candidate, the judge reorders its top K (`rerank:`)",
         plans={"judge": "harness.protocols.rerank:RerankCalls"},
+    )
+)
+_MUSIC_CRS = "harness.protocols.music_crs"
+register_protocol(
+    Protocol(
+        "music-crs",
+        "RecSys Challenge 2026 Music-CRS: a submission's nDCG, diversity and judged responses",
+        plans={"judge": f"{_PLANS}:JudgeCalls"},
+        prompt="response_judge",
+        blocks=("turns", "turn_gain", "plain_mean", "official", "validation"),
+        options=f"{_MUSIC_CRS}:MusicCrsOptions",
+        dataset_file="sessions.jsonl",
+        dataset=f"{_MUSIC_CRS}:judged_dataset",
+        evaluate=f"{_MUSIC_CRS}:evaluate",
     )
 )

@@ -113,7 +113,9 @@ def schema_instance(schema: dict[str, Any], score: float, depth: int = 0) -> Any
         count = int(schema.get("minItems", 1))
         return [schema_instance(item, (score + 3.7 * i) % 10.0, depth + 1) for i in range(count)]
     if kind in ("integer", "number"):
-        return round(score) if kind == "integer" else round(score, 1)
+        low, high = schema.get("minimum", 0), schema.get("maximum", 10)
+        value = low + score / 10 * (high - low)  # the score's place in the asked range
+        return round(value) if kind == "integer" else round(value, 1)
     if kind == "string":
         return "A deterministic answer from the fake server."
     return False if kind == "boolean" else None

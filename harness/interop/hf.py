@@ -269,9 +269,11 @@ def _clips(
         yield clip
 
 
-def materialize(source: HFSource, out: Path | None = None) -> Path:
+def materialize(source: HFSource, out: Path | None = None, *, rows: str | None = None) -> Path:
     """Write `source` as a dataset folder (by default `folder_for(source)`), unless the
-    folder already holds the same data (the fingerprints in its source.json); the folder."""
+    folder already holds the same data (the fingerprints in its source.json); the folder.
+    `rows`: the file of a protocol's own dataset form, which the rows of `columns.items`'
+    split are written to as they are, one JSON line each."""
     from harness.core.dataset import load_dataset
 
     out = out or folder_for(source)
@@ -286,12 +288,16 @@ def materialize(source: HFSource, out: Path | None = None) -> Path:
         "fingerprint": items_data._fingerprint,
         "clips_fingerprint": None if clips_data is None else clips_data._fingerprint,
         "fields": [*ITEM_FIELDS, *CLIP_FIELDS],  # a folder written reading fewer is written again
-    }
+    } | ({"rows": rows} if rows else {})
     if clips_origin and clips_origin.get("split"):
         record["clips_split"] = clips_origin["split"]
     if read_source(out) == record:
         return out
     out.mkdir(parents=True, exist_ok=True)
+    if rows is not None:
+        write_jsonl(out / rows, items_data, default=_plain)
+        write_atomic(out / SOURCE_FILE, json.dumps(record, indent=2) + "\n")
+        return out
     titles: dict[str, str] | None = {} if clips_data is None else None
     items = list(_items(items_data, columns.items, titles, source.uri))
     if clips_data is not None and columns.clips is not None:

@@ -14,8 +14,9 @@ from harness.core.trec import is_trec_run, items_from_qrels, read_candidates, re
 from harness.interop.hf import materialize
 
 
-def dataset_folder(dataset: str, columns: str | None) -> Path:
-    """The dataset folder, a Hugging Face dataset written as one first."""
+def dataset_folder(dataset: str, columns: str | None, rows: str | None = None) -> Path:
+    """The dataset folder, a Hugging Face dataset written as one first (`rows`: as the rows
+    of a protocol's own dataset form, `harness.interop.hf.materialize`)."""
     if not is_hf_source(dataset):
         if columns is not None:
             raise HarnessError("--columns maps the columns of a Hugging Face dataset")
@@ -29,7 +30,7 @@ def dataset_folder(dataset: str, columns: str | None) -> Path:
         source = HFSource.model_validate({"uri": dataset, "columns": mapping})
     except ValidationError as exc:
         raise HarnessError(f"--columns: {pydantic_reason(exc)}") from None
-    return materialize(source)
+    return materialize(source, rows=rows)
 
 
 def qrels_items(qrels: Path, run: Path) -> list[Item]:

@@ -1,7 +1,8 @@
-"""The protocols' report sections (`Section`), from metrics.json blocks: a refine run's turns
-(each turn's metrics beside the turn gain, turn 2 - turn 1 with a paired-bootstrap CI, and
-SR@K), a describe run's description metrics (BLEU-1..4, ROUGE-L, embedding cosine); and
-`protocol_sections`, every registered protocol's sections for a report."""
+"""The protocols' report sections (`Section`), from metrics.json blocks: the turns of a refine
+run (each turn's metrics beside the turn gain, turn 2 - turn 1 with a paired-bootstrap CI, and
+SR@K) or of a music-crs run (each turn number's nDCG), a describe run's description metrics
+(BLEU-1..4, ROUGE-L, embedding cosine); and `protocol_sections`, every registered protocol's
+sections for a report."""
 
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ TURNS_NOTE = (
     "Turn 1 ranks from the context; turn 2 after the user's reply to turn 1's top pick. "
     "The run's metrics are turn 2's; SR@K (success@K): the gold in the top K at turn 1 or "
     "turn 2. Gain: mean over items of turn 2 - turn 1 with a 95% paired-bootstrap CI."
+)
+SESSION_TURNS_NOTE = (  # music-crs: the sessions' turns, the run's nDCG the mean over them
+    "Each turn number's mean over the sessions asked it; the run's nDCG is the mean over turn "
+    "numbers. Gain: mean over sessions of the last turn - the first, 95% paired-bootstrap CI."
 )
 DESCRIPTION_NOTE = (
     "Descriptions against the caption of each item's most relevant candidate: corpus BLEU "
@@ -79,7 +84,8 @@ def turns_section(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Section
         header, rows = header[1:], [row[1:] for row in rows]
         success_header, success = success_header[1:], [row[1:] for row in success]
     tables = [(header, rows)] + ([(success_header, success)] if success else [])
-    return [Section("Turns", tables, TURNS_NOTE)]
+    sessions = all("official" in m for _, m in refined)
+    return [Section("Turns", tables, SESSION_TURNS_NOTE if sessions else TURNS_NOTE)]
 
 
 def description_section(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Section]:

@@ -13,7 +13,7 @@ import yaml
 from harness.calls.pricing import RunCost
 from harness.calls.prompting.variants import get_variant
 from harness.config.experiment import ExperimentConfig
-from harness.config.protocols import get_protocol, protocol_of
+from harness.config.protocols import get_protocol, protocol_of, resolve
 from harness.core.dataset import Dataset, Item
 from harness.core.errors import ConfigError, HarnessError
 from harness.core.files import sha256_of
@@ -133,7 +133,15 @@ def write_run_folder(
 def evaluate_items(
     config: ExperimentConfig, items: Sequence[Item], records: Iterable[Record] | RecordsPass
 ) -> Evaluation:
-    """The records' metrics under the run's settings, as a report reads them from config.yaml."""
+    """The records' metrics under the run's settings, as a report reads them from config.yaml,
+    or as a protocol with a scoring of its own scores them."""
+    own = get_protocol(config.protocol).evaluate
+    if own is not None:
+        options = {"n_bootstrap": config.n_bootstrap, "seed": config.seed}
+        evaluation: Evaluation = resolve(own)(
+            config.own_options(), config.dataset, records, **options
+        )
+        return evaluation
     return evaluate_records(items, records, **evaluation_options(config.model_dump()))
 
 
@@ -162,7 +170,8 @@ def evaluate_run(
         if ranking or (joint and record.raw is not None):
             judged.append(record)
         predictions.add(record)
-    evaluation = evaluate_items(config, dataset.items, predictions)
+    own = get_protocol(config.protocol).evaluate is not None
+    evaluation = evaluate_items(config, dataset.items, records if own else predictions)
     metrics = evaluation.to_json()
     metrics["parse_failures"] = parse_failures
     metrics["errors"] = errors

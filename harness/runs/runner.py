@@ -19,7 +19,7 @@ from harness.calls.cache import ResponseCache
 from harness.calls.portable_cache import write_run_keys
 from harness.calls.pricing import RunCost, run_cost
 from harness.config.experiment import ExperimentConfig
-from harness.config.protocols import get_protocol
+from harness.config.protocols import get_protocol, resolve
 from harness.core.console import RunProgress, terminal
 from harness.core.dataset import Dataset, Item, load_dataset
 from harness.core.errors import DatasetError, StorageError
@@ -345,10 +345,16 @@ class Runner:
 
 
 def run_dataset(config: ExperimentConfig) -> Dataset:
-    """The items a run evaluates, before sharding: the dataset's, or its first `limit`."""
+    """The items a run evaluates, before sharding: the dataset's (or those a protocol of its
+    own dataset form makes of it), or their first `limit`."""
+    protocol = get_protocol(config.protocol)
     if config.hf_source is not None:  # written once, then read as a folder
-        materialize(config.hf_source, config.dataset)
-    dataset = load_dataset(config.dataset)
+        materialize(config.hf_source, config.dataset, rows=protocol.dataset_file)
+    if protocol.dataset is not None:
+        own = resolve(protocol.dataset)
+        dataset: Dataset = own(config.own_options(), config.dataset, seed=config.seed)
+    else:
+        dataset = load_dataset(config.dataset)
     if config.limit:
         dataset = dataset.subset([i.id for i in dataset.items[: config.limit]])
     return dataset

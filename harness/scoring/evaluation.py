@@ -44,20 +44,22 @@ class Evaluation:
     groups: dict[str, Aggregate] = field(default_factory=dict)  # per item group, sorted
     turns: list[tuple[int, Aggregate]] = field(default_factory=list)  # (turn, metrics) if any
     turn_gain: dict[str, MetricSummary] = field(default_factory=dict)  # last - first turn
+    blocks: dict[str, Any] = field(default_factory=dict)  # a protocol's own metrics.json blocks
 
     def mean_scores(self) -> dict[str, FloatArray]:
         """Per item, the mean of each candidate's usable scores over repeats (NaN if none)."""
         return mean_scores(self.matrices)
 
     def to_json(self) -> dict[str, Any]:
-        """metrics.json: the overall aggregate, and `groups` (each group's aggregate) when the
-        items carry groups."""
+        """metrics.json: the overall aggregate, `groups` (each group's aggregate) when the
+        items carry groups, each turn's, and the protocol's own blocks."""
         out = self.aggregate.to_json()
         if self.groups:
             out["groups"] = {name: agg.to_json() for name, agg in self.groups.items()}
         if self.turns:
             out["turns"] = [{"turn": turn, **agg.to_json()} for turn, agg in self.turns]
             out["turn_gain"] = {name: gain.to_json() for name, gain in self.turn_gain.items()}
+        out |= self.blocks
         return out
 
 

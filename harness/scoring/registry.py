@@ -11,7 +11,8 @@ this table, so a metric is one entry (CONTRIBUTING.md):
 with the tie-aware closed forms; the function gives one value per row, `k` being K of a
 family `NAME@K` (0 otherwise). Kinds: `ranking` (always reported), `retrieval` (families,
 at each K of `metrics: {at: [...]}`), `single-gold` (when every item has one relevant
-candidate); `turns` and `description` are computed by their protocol, not per item here.
+candidate); `turns`, `description` and `conversation` (music-crs: a submission's diversity,
+judged responses and composite) are computed by their protocol, not per item here.
 A package of its own adds one through an entry point `bgm_judge.metrics` naming the
 decorated function or a `Metric` (`harness.core.plugins`).
 """
@@ -31,8 +32,15 @@ if TYPE_CHECKING:
 
     PerItem = Callable[[RankedBlock, int], FloatArray]
 
-Kind = Literal["ranking", "retrieval", "single-gold", "turns", "description"]
-KINDS: tuple[Kind, ...] = ("ranking", "retrieval", "single-gold", "turns", "description")
+Kind = Literal["ranking", "retrieval", "single-gold", "turns", "description", "conversation"]
+KINDS: tuple[Kind, ...] = (
+    "ranking",
+    "retrieval",
+    "single-gold",
+    "turns",
+    "description",
+    "conversation",
+)
 UNIT = (0.0, 1.0)
 
 
@@ -127,20 +135,21 @@ def label(name: str) -> str:
 
 def shown(present: Iterable[str], *, compact: bool = False) -> list[str]:
     """The metric columns of a table of metrics.json blocks holding the metrics `present`:
-    every `ranking` metric, then each other shown metric present, in table order, a family
-    at the Ks of the retrieval metrics present (the largest only when `compact`; K = 1
-    when there are none)."""
+    every `ranking` metric (unless the blocks hold none, as a music-crs evaluation), then each
+    other shown metric present, in table order, a family at the Ks of the retrieval metrics
+    present (the largest only when `compact`; K = 1 when there are none)."""
     present = set(present)
     retrieval = [name for name in present if getattr(find(name), "kind", None) == "retrieval"]
     ks = sorted({k for name in retrieval if (k := cutoff_of(name))})
     ks = (ks[-1:] if compact else ks) or [1]
+    ranked = any(getattr(find(name), "kind", None) == "ranking" for name in present)
     out: list[str] = []
     for metric in metrics():
         if not metric.shown:
             continue
         if metric.cutoff:
             out += [name for k in ks if (name := metric.at(k)) in present]
-        elif metric.kind == "ranking" or metric.name in present:
+        elif (metric.kind == "ranking" and (ranked or not present)) or metric.name in present:
             out.append(metric.name)
     return out
 
@@ -187,3 +196,9 @@ register_metric("rouge_l", "ROUGE-L", kind="description", shown=False)(None)
 register_metric("embedding_cosine", "cosine", kind="description", bound=(-1.0, 1.0), shown=False)(
     None
 )
+register_metric("catalog_diversity", "catalog div.", kind="conversation")(None)
+register_metric("lexical_diversity", "Distinct-2", kind="conversation")(None)
+for _name, _label in (("personalization", "personal."), ("explanation_quality", "explanation")):
+    register_metric(_name, _label, kind="conversation", bound=(1.0, 5.0))(None)
+register_metric("judge", "judge", kind="conversation", bound=(1.0, 5.0))(None)
+register_metric("composite", "composite", kind="conversation")(None)

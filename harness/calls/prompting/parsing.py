@@ -275,6 +275,30 @@ def parse_rubric(text: str, candidates: list[str]) -> ParsedAnswer:
         return ParsedAnswer({candidate: None}, error=str(exc))
 
 
+RATINGS = ("personalization", "explanation_quality")  # the response judge's (music-crs)
+
+
+def parse_ratings(text: str, candidates: list[str]) -> ParsedAnswer:
+    """`{"personalization": 1-5, "explanation_quality": 1-5}`, whole numbers (prompt
+    `response_judge`): no scores of candidates; the ratings go to `extra`."""
+    try:
+        obj = loads_object(text)
+        if set(obj) != set(RATINGS):
+            raise ParseError(
+                "wrong_keys", f"expected exactly {', '.join(RATINGS)}, got {sorted(obj)[:4]}"
+            )
+        for name in RATINGS:
+            value = obj[name]
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 5:
+                raise ParseError(
+                    "out_of_range",
+                    f"{name} must be a whole number from 1 to 5, got {json.dumps(value)[:40]}",
+                )
+    except ParseError as exc:
+        return ParsedAnswer(dict.fromkeys(candidates), error=str(exc))
+    return ParsedAnswer(dict.fromkeys(candidates), extra={name: obj[name] for name in RATINGS})
+
+
 # ---------------------------------------------------------------- summaries
 SUMMARY_WORDS = (20, 35)  # what the summariser prompt asks for
 SUMMARY_WORDS_ACCEPTED = (12, 50)  # what the parser accepts: models miss counts by a few

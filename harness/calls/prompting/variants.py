@@ -23,12 +23,14 @@ from harness.calls.prompting.joint import (
     presentation_order,
 )
 from harness.calls.prompting.parsing import (
+    RATINGS,
     ParsedAnswer,
     parse_cot,
     parse_description,
     parse_joint,
     parse_pointwise,
     parse_ranked_prefix,
+    parse_ratings,
     parse_rubric,
 )
 from harness.calls.prompting.templates import (
@@ -57,6 +59,9 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
 
 POINTWISE_SCHEMA = _object({"score": SCORE})
 DESCRIPTION_SCHEMA = _object({"description": {"type": "string"}})
+RATINGS_SCHEMA = _object(
+    {name: {"type": "integer", "minimum": 1, "maximum": 5} for name in RATINGS}
+)
 RUBRIC_SCHEMA = _object({"A": SCORE, "B": SCORE, "C": SCORE, "vocals": {"type": "boolean"}})
 
 
@@ -120,6 +125,7 @@ class PromptContext:
             "dialogue_mode": self.dialogue_mode,
             "music_mode": self.music_mode,
             "options": self.options,
+            "item": self.item.model_extra,  # the item's own fields (music-crs: the response)
         }
 
 
@@ -345,6 +351,17 @@ _BUILT_IN: dict[str, PromptVariant] = {
         dialogue_modes=frozenset({"full", "summary", "query", "none"}),
         shows_context_audio=True,
         answer_tokens=60,
+    ),
+    # Rates a conversational recommender's reply (`protocol: music-crs`).
+    "response_judge": PromptVariant(
+        "response_judge",
+        "response_judge.jinja",
+        mode="describe",
+        parse=parse_ratings,
+        response_schema=RATINGS_SCHEMA,
+        sends_audio=False,
+        dialogue_modes=frozenset({"full"}),
+        answer_tokens=16,
     ),
 }
 VARIANTS: Registry[PromptVariant] = Registry("prompts", _plugin_variant, _BUILT_IN)

@@ -38,6 +38,10 @@ ITEMS = [
         "context_audio": ["audio/k3.wav"],
         "candidates": ["k1", "k2"],
         "human_ranking": ["k2", "k1"],
+        # what the response judge (music-crs) reads besides the dialogue
+        "profile": {"age_group": "20s", "country_name": "Chile"},
+        "response": "Here is some warm acoustic guitar for a quiet celebration: it keeps the "
+        "relief you describe without getting loud.",
     },
     {
         "id": "e1",
@@ -87,7 +91,7 @@ def show(request: ChatRequest) -> str:
 # record its snapshots with `pytest tests/harness/calls/prompting/test_prompts.py --update-snapshots`).
 CASES: dict[str, tuple[str, str, str, dict[str, Any]]] = {}
 for _variant, _entry in VARIANTS.items():
-    for _dialogue in ("full", "summary"):
+    for _dialogue in sorted({"full", "summary"} & _entry.dialogue_modes, key=len):
         for _music in ("audio", "caption") if _entry.sends_audio else ("caption",):
             CASES[f"{_variant}__{_dialogue}__{_music}"] = (_variant, _dialogue, _music, {})
 CASES["joint__full__audio__ranking_permuted"] = (
@@ -223,6 +227,9 @@ def test_snapshots_show_what_each_mode_sends(dataset: Dataset) -> None:
     assert "[audio: t1:context]" in audio_only and ITEMS[0]["query"] not in audio_only
     both = render_case(dataset, "listwise__query__caption__context_audio")
     assert "[audio: t1:context]" in both and ITEMS[0]["query"] in both
+    judge = render_case(dataset, "response_judge__full__caption")
+    assert "- age_group: 20s" in judge and "without getting loud" in judge
+    assert "thesis this morning" in judge and CAPTIONS["k1"] not in judge
     describe = render_case(dataset, "describe__full__caption")
     assert "thesis this morning" in describe and CAPTIONS["k1"] not in describe
     assert '"required": [\n  "description"' in describe
