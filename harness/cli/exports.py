@@ -28,12 +28,14 @@ def trec(
 ) -> None:
     """The run as a TREC run file (ties broken by candidate order, as README.md in --out
     says) and the dataset's relevance as qrels, for trec_eval, pytrec_eval, ranx and
-    ir-measures. The files agree with the harness's metrics where the run has no ties."""
-    from harness.interop.trec_export import export_trec
+    ir-measures. The files agree with the harness's metrics where the run has no ties. A
+    music-crs folder (a judge run, or `harness evaluate --protocol music-crs --out`): its
+    submission's lists, in their order, and each turn's gold."""
+    from harness.interop.trec_export import export_own_trec, export_trec
     from harness.reports.loading import load_run
 
     make_folder(out, "--out")
-    written = export_trec(load_run(run, dataset=dataset), out)
+    written = export_own_trec(run, out, dataset) or export_trec(load_run(run, dataset=dataset), out)
     console.print(f"wrote {', '.join(p.name for p in written)} to {out}/", highlight=False)
 
 

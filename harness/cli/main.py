@@ -243,19 +243,46 @@ def failure_summary(results: list[RunResult]) -> list[str]:
 @app.command()
 @user_errors
 def evaluate(
-    predictions: Annotated[
-        Path,
-        typer.Option(
-            help="Predictions JSONL ({item_id, scores or ranking, [repeat]} per line) or a TREC "
-            "run file (QID Q0 DOCNO RANK SCORE TAG)."
+    predictions_file: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="PREDICTIONS",
+            help="Predictions JSONL ({item_id, scores or ranking, [repeat]} per line), a TREC "
+            "run file (QID Q0 DOCNO RANK SCORE TAG), or a protocol's own file (--protocol).",
+            show_default=False,
         ),
-    ],
+    ] = None,
+    predictions: Annotated[
+        Path | None, typer.Option(help="The predictions (the argument's older spelling).")
+    ] = None,
     dataset: Annotated[
         str | None,
         typer.Option(
             help="Dataset folder (items.jsonl, clips.jsonl), or a Hugging Face dataset: "
-            "hf://OWNER/NAME[@REVISION], a save_to_disk folder, Parquet files (see --columns)."
+            "hf://OWNER/NAME[@REVISION], a save_to_disk folder, Parquet files (see --columns); "
+            "with --protocol music-crs the ground truth or the sessions (none: a blind set)."
         ),
+    ] = None,
+    protocol: Annotated[
+        str,
+        typer.Option(help="rank, or a protocol with a scoring of its own: music-crs."),
+    ] = "rank",
+    catalog_size: Annotated[
+        int | None, typer.Option(help="music-crs: the catalog's size [default: 47071].")
+    ] = None,
+    catalog: Annotated[
+        Path | None,
+        typer.Option(help="music-crs: the catalog's track ids (JSON list, or one per line)."),
+    ] = None,
+    official: Annotated[
+        bool,
+        typer.Option(
+            "--official", help="music-crs: score as the organisers' evaluator does, where it can."
+        ),
+    ] = False,
+    judge_score: Annotated[
+        float | None,
+        typer.Option(help="music-crs: a judge score (1-5) known, for the composite."),
     ] = None,
     columns: Annotated[
         str | None,
@@ -272,7 +299,13 @@ def evaluate(
         ),
     ] = None,
     missing: Annotated[str, typer.Option(help="Missing-score policy: worst or exclude.")] = "worst",
-    out: Annotated[Path | None, typer.Option(help="Write the metrics JSON here.")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write the metrics JSON here (with --protocol music-crs: a folder, for "
+            "metrics.json and the evaluation's config.yaml)."
+        ),
+    ] = None,
     n_bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for the CIs.")] = 1000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
     check_audio: Annotated[
@@ -285,23 +318,35 @@ def evaluate(
 ) -> None:
     """Compute Hit@1, MRR, nDCG and Kendall's tau-b (tie-aware, with bootstrap CIs), and the
     @K metrics with --at, from a predictions file (scores or rankings per item) against the
-    dataset's relevance; per item group too when the items carry groups."""
+    dataset's relevance; per item group too when the items carry groups. `--protocol
+    music-crs`: a RecSys Challenge 2026 Music-CRS submission's nDCG@1/10/20 (per turn too),
+    catalog and lexical diversity, and the composite with --judge-score."""
     import warnings
 
     from harness.reports.formatting import rich_table
+    from harness.reports.protocol_tables import protocol_sections
     from harness.runs import api
     from harness.scoring.evaluation import CoverageWarning
     from harness.scoring.metrics import MAX_BOOTSTRAP
 
+    if (predictions_file is None) == (predictions is None):
+        raise HarnessError("give the predictions file (as the argument, or --predictions)")
+    predictions = predictions_file or predictions
+    assert predictions is not None
     if missing not in ("worst", "exclude"):
         raise HarnessError(f"--missing must be 'worst' or 'exclude', not {missing!r}")
     cutoffs = _cutoffs(at)
     check_range("--n-bootstrap", n_bootstrap, 10, MAX_BOOTSTRAP)
     check_range("--seed", seed, 0)
-    if out is not None and out.is_dir():
+    given = {"catalog_size": catalog_size, "catalog": catalog, "judge": judge_score}
+    options = {k: v for k, v in given.items() if v is not None} | (
+        {"official": True} if official else {}
+    )
+    folder = protocol != "rank"  # a protocol's own scoring writes a folder
+    if out is not None and out.is_dir() and not folder:
         raise HarnessError(f"--out {out} is a folder: give the path of the metrics file")
     if out is not None:
-        make_folder(out.parent, "--out")  # refused before the work, not after it
+        make_folder(out if folder else out.parent, "--out")  # refused before the work
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CoverageWarning)
         evaluation = api.evaluation(
@@ -314,9 +359,15 @@ def evaluate(
             n_bootstrap=n_bootstrap,
             seed=seed,
             at=cutoffs,
+            protocol=protocol,
+            options=options,
         )
     metrics = evaluation.to_json()
     console.print(rich_table(str(predictions), [(predictions.stem, metrics)]))
+    for section in protocol_sections([(predictions.stem, metrics)]):
+        console.print("\n".join(section.markdown()), highlight=False)
+    for line in metrics.get("validation") or ():  # what --official let through
+        err_console.print(f"[bold yellow]warning:[/] {terminal_text(line)}", highlight=False)
     for warning in caught:  # a coverage warning as a line of the command's output
         if not issubclass(warning.category, CoverageWarning):
             warnings.showwarning(
@@ -326,7 +377,15 @@ def evaluate(
         err_console.print(
             f"[bold yellow]warning:[/] {terminal_text(str(warning.message))}", highlight=False
         )
-    if out:
+    if out and folder:  # and what `harness export trec` reads back
+        (out / "metrics.json").write_text(dumps_json(metrics, indent=2) + "\n")
+        import yaml
+
+        block = {"predictions": predictions, **options}
+        plain = {k: str(v) if isinstance(v, Path) else v for k, v in block.items()}
+        setup = {"protocol": protocol, "dataset": dataset, protocol: plain}
+        (out / "config.yaml").write_text(yaml.safe_dump(setup, sort_keys=False))
+    elif out:
         out.write_text(dumps_json(metrics, indent=2) + "\n")
 
 

@@ -12,8 +12,9 @@ it in an experiment file, `music-crs: {...}`), its own dataset form (`dataset_fi
 dataset folder of that form holds, where a Hugging Face dataset's rows are written; `dataset`,
 `(options, path, *, seed) -> Dataset`, a run's items from it) and its own scoring (`evaluate`,
 `(options, path, records, *, n_bootstrap, seed) -> Evaluation`, instead of the ranking
-evaluation: a run's, and `harness evaluate --protocol NAME`'s with no records). References are
-the object itself or `"module:attribute"`, imported when first used: so this module names the
+evaluation: a run's, and `harness evaluate --protocol NAME`'s with no records), and its own
+TREC files (`trec`, `(options, path, tag) -> (run lines, qrels lines)`). References are the
+object itself or `"module:attribute"`, imported when first used: so this module names the
 layers above it without importing them, and `import harness` stays cheap.
 """
 
@@ -48,6 +49,7 @@ class Protocol:
     dataset_file: str | None = None  # its own dataset form's file in a dataset folder
     dataset: Ref | None = None  # a run's items from that form
     evaluate: Ref | None = None  # its own scoring of a run or a predictions file
+    trec: Ref | None = None  # its own `harness export trec`
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -200,5 +202,6 @@ register_protocol(
         dataset_file="sessions.jsonl",
         dataset=f"{_MUSIC_CRS}:judged_dataset",
         evaluate=f"{_MUSIC_CRS}:evaluate",
+        trec=f"{_MUSIC_CRS}:trec_lines",
     )
 )

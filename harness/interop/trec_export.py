@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from harness.core.errors import HarnessError
 from harness.core.predictions import predictions_from_records
 from harness.core.trec import check_ids, qrels_lines, run_lines
 from harness.reports.loading import RunData
@@ -30,6 +31,54 @@ CAVEAT = """\
 - The qrels list every candidate of an item with its gain (0 for the others), so that an item
   without relevant candidates is a query scoring 0, as in the harness's means.
 """
+
+
+OWN_CAVEAT = """\
+# TREC files of {label}
+
+`{run_file}` and `{qrels}` from `harness export trec` of a `protocol: {protocol}` folder: one
+query per asked turn (`SESSION#TURN`), its tracks in the submission's order with SCORE =
+N - RANK + 1, so every tool keeps that order; the qrels hold each turn's gold (gain 1).
+trec_eval's `ndcg_cut.1,10,20` then equals the harness's per turn; its mean is the plain mean
+over turns (metrics.json `plain_mean` where the turns are uneven; the official figure is the
+mean over turn numbers). Give trec_eval `-c` so that a turn listing no track counts as 0.
+"""
+
+
+def export_own_trec(folder: Path, out: Path, dataset: Path | None = None) -> list[Path] | None:
+    """The TREC files of a run or evaluation folder of a protocol with an export of its own
+    (`harness.config.protocols`: music-crs), its dataset `dataset` or its config's; None for
+    any other folder."""
+    from harness.config.protocols import own_blocks, own_options, protocol_of, resolve
+    from harness.core.run_files import read_run_config
+
+    if not (folder / "config.yaml").is_file():
+        return None
+    config = own_blocks(read_run_config(folder / "config.yaml"))
+    protocol = protocol_of(config)
+    if protocol.trec is None:
+        return None
+    try:
+        options = own_options(protocol.name, config.get("protocol_options") or {})
+    except ValueError as exc:
+        raise HarnessError(f"{folder / 'config.yaml'}: {exc}") from None
+    source = dataset or (Path(config["dataset"]) if config.get("dataset") else None)
+    tag = re.sub(r"\s+", "_", folder.name) or "harness"
+    run_lines, qrels_lines = resolve(protocol.trec)(options, source, tag)
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / RUN_FILE]
+    written[0].write_text("".join(run_lines), encoding="utf-8")
+    if qrels_lines:
+        written.append(out / QRELS_FILE)
+        written[1].write_text("".join(qrels_lines), encoding="utf-8")
+    readme = out / "README.md"
+    readme.write_text(
+        OWN_CAVEAT.format(
+            label=folder.name, run_file=RUN_FILE, qrels=QRELS_FILE, protocol=protocol.name
+        ),
+        encoding="utf-8",
+    )
+    return [*written, readme]
 
 
 def export_trec(run: RunData, out: Path) -> list[Path]:

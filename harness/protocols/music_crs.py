@@ -360,3 +360,17 @@ def ratings_of(records: Iterable[Record]) -> Ratings | None:
         for (repeat, session), values in by_key.items():
             arrays[name][repeat, sessions.index(session)] = np.mean(values)
     return Ratings(arrays["personalization"], arrays["explanation_quality"])
+
+
+def trec_lines(
+    options: MusicCrsOptions, dataset: Path | None, tag: str
+) -> tuple[list[str], list[str]]:
+    """A submission as TREC run lines, a query `SESSION#TURN` per asked turn, its tracks in the
+    list's order with scores N - rank + 1 (never equal, so every tool keeps that order), and the
+    qrels: each gold with gain 1 (none on a blind set)."""
+    run, qrels = [], []
+    for answer in answers(options, dataset)[0]:
+        query, ids = f"{answer.session}#{answer.turn}", answer.ids[:MAX_IDS]
+        run += [f"{query} Q0 {doc} {r} {len(ids) - r + 1} {tag}\n" for r, doc in enumerate(ids, 1)]
+        qrels += [f"{query} 0 {answer.gold} 1\n"] if answer.gold is not None else []
+    return run, qrels

@@ -128,6 +128,11 @@ def load_run(
     records_path = path / "records.jsonl"
     if not records_path.is_file():
         raise HarnessError(f"{path}: no records.jsonl")
+    if protocol_of(config).evaluate is not None:  # not scored per candidate: no browser
+        raise HarnessError(
+            f"{path}: a protocol: {protocol_of(config).name} run; its figures are its "
+            "report.md and metrics.json"
+        )
     records = list(read_records(records_path))
     root = Path(dataset or config.get("dataset", ""))
     if not root.is_dir():

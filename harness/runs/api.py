@@ -266,6 +266,8 @@ def evaluate(
     n_bootstrap: int = 1000,
     seed: int = 0,
     at: Sequence[int] = (),
+    protocol: str = "rank",
+    options: Mapping[str, Any] | None = None,
 ) -> Aggregate:
     """Metrics of your own predictions as `harness evaluate` computes them (and a run): Hit@1,
     MRR, nDCG and Kendall's tau-b with bootstrap CIs, and the @K metrics of each K of `at`.
@@ -276,7 +278,12 @@ def evaluate(
     run file, `{item_id: {candidate_id: score}}`, or a list of `{"item_id", "scores" or
     "ranking", "repeat"}` lines. Predictions that leave items or candidates without a score
     warn (`CoverageWarning`), saying how they were counted. Returns the aggregate
-    (`.to_json()`: the metrics.json form; `.per_item`: the per-item values)."""
+    (`.to_json()`: the metrics.json form; `.per_item`: the per-item values).
+
+    `protocol`: one with a scoring of its own scores its own predictions file against
+    `dataset` in its own form (a file, a folder, a Hugging Face dataset; None: the file alone),
+    with its `options` (music-crs: `catalog_size`, `catalog`, `official`, `judge`;
+    docs/protocols/music_crs.md)."""
     return evaluation(
         dataset,
         predictions,
@@ -287,6 +294,8 @@ def evaluate(
         n_bootstrap=n_bootstrap,
         seed=seed,
         at=at,
+        protocol=protocol,
+        options=options,
     ).aggregate
 
 
@@ -301,8 +310,15 @@ def evaluation(
     n_bootstrap: int = 1000,
     seed: int = 0,
     at: Sequence[int] = (),
+    protocol: str = "rank",
+    options: Mapping[str, Any] | None = None,
 ) -> Evaluation:
-    """`evaluate`'s whole evaluation: the aggregate with each item group's (metrics.json)."""
+    """`evaluate`'s whole evaluation: the aggregate with each item group's, or the protocol's
+    (metrics.json)."""
+    if protocol != "rank" or options:
+        return _own_scoring(
+            protocol, dataset, predictions, columns, options or {}, n_bootstrap, seed
+        )
     items = _items(dataset, predictions, qrels, columns, check_audio)
     given = _as_predictions(predictions, items)
     result = evaluate_predictions(
@@ -311,6 +327,39 @@ def evaluation(
     for line in coverage_warnings(items, given, result.aggregate):
         warnings.warn(line, CoverageWarning, stacklevel=3)  # the caller of harness.evaluate
     return result
+
+
+def _own_scoring(
+    protocol: str,
+    dataset: str | Path | Dataset | None,
+    predictions: PredictionsGiven,
+    columns: str | None,
+    options: Mapping[str, Any],
+    n_bootstrap: int,
+    seed: int,
+) -> Evaluation:
+    """The scoring of a protocol of its own (`harness.config.protocols`) of its predictions."""
+    from harness.config.protocols import PROTOCOLS, get_protocol, own_options, resolve
+    from harness.interop.inputs import dataset_folder
+
+    entry = get_protocol(protocol)
+    if entry.evaluate is None:
+        own = [name for name, p in PROTOCOLS.items() if p.evaluate is not None]
+        raise HarnessError(
+            f"--protocol {protocol}: predictions are scored as rank's (no --protocol, and no "
+            f"protocol option), or by a protocol's own scoring: {', '.join(own)}"
+        )
+    if not isinstance(predictions, str | Path) or isinstance(dataset, Dataset):
+        raise HarnessError(f"protocol {protocol} reads a predictions file and its own dataset form")
+    try:
+        settings = own_options(protocol, {protocol: {"predictions": predictions, **options}})
+    except ValueError as exc:
+        raise HarnessError(str(exc)) from None
+    path = None if dataset is None else dataset_folder(str(dataset), columns, entry.dataset_file)
+    scored: Evaluation = resolve(entry.evaluate)(
+        settings, path, (), n_bootstrap=n_bootstrap, seed=seed
+    )
+    return scored
 
 
 def _items(
