@@ -25,14 +25,14 @@ from harness.cli.common import (
 )
 from harness.cli.compare import compare, plan
 from harness.cli.construct import app as construct_app
+from harness.cli.evaluate import evaluate
 from harness.cli.exports import app as export_app
 from harness.cli.imports import app as import_app
 from harness.cli.listing import list_
 from harness.cli.results import merge, report, runs, view
 from harness.cli.tag import tag
 from harness.core.errors import DeprecatedSetting, HarnessError, PluginWarning
-from harness.core.locking import make_folder
-from harness.core.sanitize import dumps_json, terminal_text
+from harness.core.sanitize import terminal_text
 
 app = typer.Typer(
     cls=HarnessGroup,
@@ -50,6 +50,7 @@ app.add_typer(cache_app, name="cache")
 # The group's name before 0.2; kept for one release.
 app.add_typer(construct_app, name="build", hidden=True)
 app.command()(annotate)
+app.command()(evaluate)
 app.command()(report)
 app.command()(runs)
 app.command()(view)
@@ -238,167 +239,6 @@ def failure_summary(results: list[RunResult]) -> list[str]:
         "(answers already received come from the cache)."
     )
     return lines
-
-
-@app.command()
-@user_errors
-def evaluate(
-    predictions_file: Annotated[
-        Path | None,
-        typer.Argument(
-            metavar="PREDICTIONS",
-            help="Predictions JSONL ({item_id, scores or ranking, [repeat]} per line), a TREC "
-            "run file (QID Q0 DOCNO RANK SCORE TAG), or a protocol's own file (--protocol).",
-            show_default=False,
-        ),
-    ] = None,
-    predictions: Annotated[
-        Path | None, typer.Option(help="The predictions (the argument's older spelling).")
-    ] = None,
-    dataset: Annotated[
-        str | None,
-        typer.Option(
-            help="Dataset folder (items.jsonl, clips.jsonl), or a Hugging Face dataset: "
-            "hf://OWNER/NAME[@REVISION], a save_to_disk folder, Parquet files (see --columns); "
-            "with --protocol music-crs the ground truth or the sessions (none: a blind set)."
-        ),
-    ] = None,
-    protocol: Annotated[
-        str,
-        typer.Option(help="rank, or a protocol with a scoring of its own: music-crs."),
-    ] = "rank",
-    catalog_size: Annotated[
-        int | None, typer.Option(help="music-crs: the catalog's size [default: 47071].")
-    ] = None,
-    catalog: Annotated[
-        Path | None,
-        typer.Option(help="music-crs: the catalog's track ids (JSON list, or one per line)."),
-    ] = None,
-    official: Annotated[
-        bool,
-        typer.Option(
-            "--official", help="music-crs: score as the organisers' evaluator does, where it can."
-        ),
-    ] = False,
-    judge_score: Annotated[
-        float | None,
-        typer.Option(help="music-crs: a judge score (1-5) known, for the composite."),
-    ] = None,
-    columns: Annotated[
-        str | None,
-        typer.Option(
-            help="Column mapping of a Hugging Face dataset, as in an experiment file's "
-            "columns: block, in YAML: '{items: {id: name, relevant: gold}}'."
-        ),
-    ] = None,
-    qrels: Annotated[
-        Path | None,
-        typer.Option(
-            help="TREC qrels instead of --dataset: each query of the run is an item, the "
-            "documents it ranks are the candidates."
-        ),
-    ] = None,
-    missing: Annotated[str, typer.Option(help="Missing-score policy: worst or exclude.")] = "worst",
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            help="Write the metrics JSON here (with --protocol music-crs: a folder, for "
-            "metrics.json and the evaluation's config.yaml)."
-        ),
-    ] = None,
-    n_bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for the CIs.")] = 1000,
-    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
-    check_audio: Annotated[
-        bool, typer.Option(help="Check that every clip's audio file is readable.")
-    ] = False,
-    at: Annotated[
-        str | None,
-        typer.Option(help="Cut-offs K of hit@K, recall@K, precision@K, ndcg@K, e.g. 1,5,10,20."),
-    ] = None,
-) -> None:
-    """Compute Hit@1, MRR, nDCG and Kendall's tau-b (tie-aware, with bootstrap CIs), and the
-    @K metrics with --at, from a predictions file (scores or rankings per item) against the
-    dataset's relevance; per item group too when the items carry groups. `--protocol
-    music-crs`: a RecSys Challenge 2026 Music-CRS submission's nDCG@1/10/20 (per turn too),
-    catalog and lexical diversity, and the composite with --judge-score."""
-    import warnings
-
-    from harness.reports.formatting import rich_table
-    from harness.reports.protocol_tables import protocol_sections
-    from harness.runs import api
-    from harness.scoring.evaluation import CoverageWarning
-    from harness.scoring.metrics import MAX_BOOTSTRAP
-
-    if (predictions_file is None) == (predictions is None):
-        raise HarnessError("give the predictions file (as the argument, or --predictions)")
-    predictions = predictions_file or predictions
-    assert predictions is not None
-    if missing not in ("worst", "exclude"):
-        raise HarnessError(f"--missing must be 'worst' or 'exclude', not {missing!r}")
-    cutoffs = _cutoffs(at)
-    check_range("--n-bootstrap", n_bootstrap, 10, MAX_BOOTSTRAP)
-    check_range("--seed", seed, 0)
-    given = {"catalog_size": catalog_size, "catalog": catalog, "judge": judge_score}
-    options = {k: v for k, v in given.items() if v is not None} | (
-        {"official": True} if official else {}
-    )
-    folder = protocol != "rank"  # a protocol's own scoring writes a folder
-    if out is not None and out.is_dir() and not folder:
-        raise HarnessError(f"--out {out} is a folder: give the path of the metrics file")
-    if out is not None:
-        make_folder(out if folder else out.parent, "--out")  # refused before the work
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", CoverageWarning)
-        evaluation = api.evaluation(
-            dataset,
-            predictions,
-            qrels=qrels,
-            columns=columns,
-            check_audio=check_audio,
-            missing=missing,  # type: ignore[arg-type]
-            n_bootstrap=n_bootstrap,
-            seed=seed,
-            at=cutoffs,
-            protocol=protocol,
-            options=options,
-        )
-    metrics = evaluation.to_json()
-    console.print(rich_table(str(predictions), [(predictions.stem, metrics)]))
-    for section in protocol_sections([(predictions.stem, metrics)]):
-        console.print("\n".join(section.markdown()), highlight=False)
-    for line in metrics.get("validation") or ():  # what --official let through
-        err_console.print(f"[bold yellow]warning:[/] {terminal_text(line)}", highlight=False)
-    for warning in caught:  # a coverage warning as a line of the command's output
-        if not issubclass(warning.category, CoverageWarning):
-            warnings.showwarning(
-                warning.message, warning.category, warning.filename, warning.lineno
-            )
-            continue
-        err_console.print(
-            f"[bold yellow]warning:[/] {terminal_text(str(warning.message))}", highlight=False
-        )
-    if out and folder:  # and what `harness export trec` reads back
-        (out / "metrics.json").write_text(dumps_json(metrics, indent=2) + "\n")
-        import yaml
-
-        block = {"predictions": predictions, **options}
-        plain = {k: str(v) if isinstance(v, Path) else v for k, v in block.items()}
-        setup = {"protocol": protocol, "dataset": dataset, protocol: plain}
-        (out / "config.yaml").write_text(yaml.safe_dump(setup, sort_keys=False))
-    elif out:
-        out.write_text(dumps_json(metrics, indent=2) + "\n")
-
-
-def _cutoffs(at: str | None) -> tuple[int, ...]:
-    if not at:
-        return ()
-    try:
-        cutoffs = tuple(int(k) for k in at.split(","))
-    except ValueError:
-        raise HarnessError(f"--at takes cut-offs such as 1,5,10,20, not {at!r}") from None
-    if any(k < 1 for k in cutoffs):
-        raise HarnessError(f"--at cut-offs must be >= 1, not {at!r}")
-    return cutoffs
 
 
 app.command()(tag)

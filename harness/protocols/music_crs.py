@@ -1,26 +1,19 @@
-"""`protocol: music-crs`: the RecSys Challenge 2026 Music-CRS task (docs/protocols/music_crs.md):
-reading and checking a submission and its sessions; the figures are
-`harness.scoring.music_crs_metrics`'.
+"""`protocol: music-crs`, the RecSys Challenge 2026 Music-CRS task (docs/protocols/music_crs.md):
+a submission and its sessions read and checked (the figures: `harness.scoring.music_crs_metrics`).
 
-A submission answers every asked turn of every session with one JSON row `{session_id, user_id,
-turn_number, predicted_track_ids, predicted_response}`: up to 20 distinct catalog ids, best
-first, and a response. The sessions say which turns are asked and, where known, their gold:
-the organisers' ground-truth file (`{session_id, turn_number, ground_truth_track_id}` rows), or
-sessions in TalkPlayData's row form (`{session_id, user_id, user_profile, conversations:
-[{turn_number, role, content}]}`): a turn's `music` row is its gold, and a session whose last
-turn has none is a blind one, asked that turn alone. Every problem of a submission is one line;
+The sessions say which turns are asked and, where known, their gold: the organisers' ground-truth
+rows, or TalkPlayData's session rows (a turn's `music` message is its gold; a session whose last
+turn has none is a blind one, asked that turn alone). Every problem of a submission is one line;
 the harness scores a clean file only, `official` as the organisers' evaluator does where it can.
-
-A judge run (an experiment with `protocol: music-crs` and its `music-crs:` block) rates the
-responses of a seeded sample of sessions with the `response_judge` prompt: its items are those
-responses (`judged_dataset`), its metrics the submission's figures with the ratings (`evaluate`).
+A judge run rates the responses of a seeded sample of sessions (prompt `response_judge`).
 """
 
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -63,16 +56,7 @@ class Target:
     turn: int
     gold: str | None = None
     context: tuple[Turn, ...] = ()  # the earlier turns and this turn's user message
-
-
-@dataclass(frozen=True)
-class Sessions:
-    targets: tuple[Target, ...]
-    profiles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # by session
-
-    @property
-    def keys(self) -> dict[Key, Target]:
-        return {(t.session, t.turn): t for t in self.targets}
+    profile: Mapping[str, Any] | None = None  # the listener's
 
 
 @dataclass(frozen=True)
@@ -118,9 +102,8 @@ def _turn(value: Any) -> int:
 def _messages(value: Any) -> Iterator[Mapping[str, Any]]:
     """`conversations` as dicts (a struct of lists, as `datasets` may give it, too)."""
     if isinstance(value, Mapping):
-        value = [
-            dict(zip(value, cells, strict=True)) for cells in zip(*value.values(), strict=True)
-        ]
+        cells = zip(*value.values(), strict=True)
+        value = [dict(zip(value, row, strict=True)) for row in cells]
     if not isinstance(value, list) or not all(isinstance(m, Mapping) for m in value):
         raise ValueError("conversations must be a list of {turn_number, role, content}")
     return iter(value)
@@ -129,7 +112,8 @@ def _messages(value: Any) -> Iterator[Mapping[str, Any]]:
 def _session(row: Mapping[str, Any]) -> list[Target]:
     """The asked turns of one session row: every turn with its `music` row, or the last turn
     alone when it has none (a blind set's)."""
-    session = _text(row, "session_id")
+    session, profile = _text(row, "session_id"), row.get("user_profile")
+    profile = dict(profile) if isinstance(profile, Mapping) else None
     turns: dict[int, dict[str, str]] = {}
     for message in _messages(row.get("conversations")):
         role, content = _text(message, "role"), message.get("content")
@@ -146,16 +130,15 @@ def _session(row: Mapping[str, Any]) -> list[Target]:
         if parts.get("user"):
             context.append(Turn("user", parts["user"]))
         if (number == last) if blind else ("music" in parts):
-            targets.append(Target(session, number, parts.get("music"), tuple(context)))
+            targets.append(Target(session, number, parts.get("music"), (*context,), profile))
         if parts.get("assistant"):
             context.append(Turn("assistant", parts["assistant"]))
     return targets
 
 
-def sessions_from_rows(rows: Iterable[tuple[str, Any]]) -> Sessions:
-    """Sessions from (where, row) pairs: ground-truth rows or session rows, mixed as given."""
+def sessions_from_rows(rows: Iterable[tuple[str, Any]]) -> dict[Key, Target]:
+    """The asked turns of (where, row) pairs: ground-truth rows or session rows, mixed."""
     targets: dict[Key, Target] = {}
-    profiles: dict[str, Mapping[str, Any]] = {}
     for where, row in rows:
         try:
             if not isinstance(row, Mapping):
@@ -165,8 +148,6 @@ def sessions_from_rows(rows: Iterable[tuple[str, Any]]) -> Sessions:
                 found = [Target(session, turn, _text(row, "ground_truth_track_id"))]
             else:
                 found = _session(row)
-                if isinstance(row.get("user_profile"), Mapping):
-                    profiles[found[0].session] = dict(row["user_profile"])
         except (ValueError, TypeError) as exc:
             raise HarnessError(f"{where}: {exc}") from None
         for target in found:
@@ -176,10 +157,10 @@ def sessions_from_rows(rows: Iterable[tuple[str, Any]]) -> Sessions:
             targets[key] = target
     if not targets:
         raise HarnessError("no sessions")
-    return Sessions(tuple(targets.values()), profiles)
+    return targets
 
 
-def read_sessions(path: Path) -> Sessions:
+def read_sessions(path: Path) -> dict[Key, Target]:
     """A ground-truth or sessions JSON list, a sessions JSONL file, or a folder holding one."""
     path = path / SESSIONS_FILE if path.is_dir() else path
     if path.suffix == ".jsonl":
@@ -225,28 +206,23 @@ def read_submission(path: Path) -> tuple[list[Prediction], list[Problem]]:
 
 def validate(
     predictions: Sequence[Prediction],
-    sessions: Sessions | None,
+    asked: Mapping[Key, Target] | None,
     catalog: frozenset[str] | None = None,
 ) -> tuple[dict[Key, Prediction], list[Problem]]:
     """The row of each asked turn (the first where there are several) and every problem."""
     chosen: dict[Key, Prediction] = {}
     problems: list[Problem] = []
-    asked = sessions.keys if sessions is not None else None
     for p in predictions:
         key = (p.session, p.turn)
         if key in chosen:
-            first = chosen[key].row
-            problems.append(
-                Problem(f"{p.where}: a second row (first: row {first})", "uses the first")
-            )
+            line = f"{p.where}: a second row (first: row {chosen[key].row})"
+            problems.append(Problem(line, "uses the first"))
             continue
         if asked is not None and key not in asked:
             problems.append(Problem(f"{p.where}: not an asked turn of the dataset", "ignores it"))
             continue
         chosen[key] = p
-        repeated = (
-            sorted({i for i in p.ids if p.ids.count(i) > 1}) if len(set(p.ids)) < len(p.ids) else []
-        )
+        repeated = sorted(i for i, n in Counter(p.ids).items() if n > 1)
         if repeated:
             problems.append(Problem(f"{p.where}: track id(s) listed twice: {repeated[:3]}", None))
         if len(p.ids) > MAX_IDS:
@@ -256,10 +232,8 @@ def validate(
         if unknown:
             line = f"{p.where}: {len(unknown)} id(s) not in the catalog: {unknown[:3]}"
             problems.append(Problem(line, "counts them for catalog diversity"))
-        if p.response is None:
-            problems.append(
-                Problem(f"{p.where}: predicted_response missing or null", "reads it as empty")
-            )
+        if p.response is None:  # the organisers' Distinct-2 lower-cases it: it stops
+            problems.append(Problem(f"{p.where}: predicted_response missing or null", None))
     for key in asked or ():
         if key not in chosen:
             problems.append(Problem(f"session {key[0]}, turn {key[1]}: no prediction", None))
@@ -268,21 +242,19 @@ def validate(
 
 def answers(options: MusicCrsOptions, dataset: Path | None) -> tuple[list[Answer], list[str]]:
     """Each asked turn's answer (each row's, without a dataset) and the problems the file
-    has, as `official` treats them; SubmissionError when it cannot be scored so."""
-    sessions = read_sessions(dataset) if dataset is not None else None
+    has, as `official` treats them; HarnessError when it cannot be scored so."""
+    asked = read_sessions(dataset) if dataset is not None else None
     catalog = read_catalog(options.catalog) if options.catalog is not None else None
     predictions, problems = read_submission(options.predictions)
-    chosen, more = validate(predictions, sessions, catalog)
+    chosen, more = validate(predictions, asked, catalog)
     problems += more
     if problems and not (options.official and all(p.official for p in problems)):
         lines = [f"{options.predictions}: {p.shown(options.official)}" for p in problems]
         hint = "" if options.official else " (official: true scores it as the organisers do)"
-        raise HarnessError(
-            "\n".join(lines) + f"\n{len(problems)} problem(s) in the submission{hint}"
-        )
-    asked = [(t.session, t.turn, t.gold) for t in sessions.targets] if sessions else None
-    rows = [(*key, None) for key in chosen] if asked is None else asked
-    out = [Answer(s, t, gold, chosen[s, t].ids, chosen[s, t].response) for s, t, gold in rows]
+        lines.append(f"{len(problems)} problem(s) in the submission{hint}")
+        raise HarnessError("\n".join(lines))
+    golds = {key: t.gold for key, t in asked.items()} if asked else dict.fromkeys(chosen)
+    out = [Answer(*key, gold, chosen[key].ids, chosen[key].response) for key, gold in golds.items()]
     return out, [p.shown(True) for p in problems]
 
 
@@ -297,13 +269,9 @@ def evaluate(
     """The submission's figures (`harness evaluate`), with the ratings of a judge run's
     `records` where there are any; `validation`: what `official` let through."""
     given, problems = answers(options, dataset)
+    ratings, size, judge = ratings_of(records), options.catalog_size, options.judge
     evaluation = music_crs_evaluation(
-        given,
-        catalog_size=options.catalog_size,
-        ratings=ratings_of(records),
-        judge=options.judge,
-        n_bootstrap=n_bootstrap,
-        seed=seed,
+        given, catalog_size=size, ratings=ratings, judge=judge, n_bootstrap=n_bootstrap, seed=seed
     )
     if problems:
         evaluation.blocks["validation"] = problems
@@ -313,26 +281,26 @@ def evaluate(
 def judged_dataset(options: MusicCrsOptions, dataset: Path, *, seed: int = 0) -> Dataset:
     """A judge run's items: the non-empty responses of `sample` sessions drawn with `seed`
     (all of them by default), each with the dialogue before it and the listener's profile."""
-    sessions = read_sessions(dataset)
-    if not any(t.context for t in sessions.targets):
+    asked = read_sessions(dataset)
+    if not any(t.context for t in asked.values()):
         raise HarnessError(
             f"{dataset}: the response judge reads each session's dialogue; these sessions have "
             "none (a ground-truth file): give the sessions (TalkPlayData rows, sessions.jsonl)"
         )
     given = {(a.session, a.turn): a for a in answers(options, dataset)[0]}
-    names = sorted({t.session for t in sessions.targets})
+    names = sorted({session for session, _ in asked})
     if options.sample is not None and options.sample < len(names):
-        names = sorted(random.Random(seed).sample(names, options.sample))
+        names = random.Random(seed).sample(names, options.sample)
     drawn = set(names)
     items = tuple(
         Item.model_construct(
             id=f"{t.session}#{t.turn}",
             dialogue=Dialogue(t.context),
-            response=given[t.session, t.turn].response,
-            profile=dict(sessions.profiles.get(t.session, {})),
+            response=given[key].response,
+            profile=dict(t.profile or {}),
         )
-        for t in sessions.targets
-        if t.session in drawn and (given[t.session, t.turn].response or "").strip()
+        for key, t in asked.items()
+        if t.session in drawn and (given[key].response or "").strip()
     )
     if not items:
         raise HarnessError(f"{options.predictions}: no response to judge in the sessions drawn")
@@ -342,24 +310,22 @@ def judged_dataset(options: MusicCrsOptions, dataset: Path, *, seed: int = 0) ->
 def ratings_of(records: Iterable[Record]) -> Ratings | None:
     """The judge's ratings by session (the mean over its judged turns) and repeat; None when
     no record holds any."""
-    found: dict[str, dict[tuple[int, str], list[float]]] = {}
-    for record in records:
-        if all(isinstance(record.extra.get(name), int) for name in RATINGS):
-            session = record.item_id.rpartition("#")[0]
-            for name in RATINGS:
-                found.setdefault(name, {}).setdefault((record.repeat, session), []).append(
-                    record.extra[name]
-                )
-    if not found:
+    rated = [
+        (r.repeat, r.item_id.rpartition("#")[0], [r.extra[name] for name in RATINGS])
+        for r in records
+        if all(isinstance(r.extra.get(name), int) for name in RATINGS)
+    ]
+    if not rated:
         return None
-    keys = found[RATINGS[0]]
-    sessions = sorted({s for _, s in keys})
-    repeats = max(r for r, _ in keys) + 1
-    arrays = {name: np.full((repeats, len(sessions)), np.nan) for name in RATINGS}
-    for name, by_key in found.items():
-        for (repeat, session), values in by_key.items():
-            arrays[name][repeat, sessions.index(session)] = np.mean(values)
-    return Ratings(arrays["personalization"], arrays["explanation_quality"])
+    column = {session: j for j, session in enumerate(sorted({s for _, s, _ in rated}))}
+    sums = np.zeros((len(RATINGS), max(r for r, _, _ in rated) + 1, len(column)))
+    counts = np.zeros(sums.shape[1:])
+    for repeat, session, values in rated:
+        sums[:, repeat, column[session]] += values
+        counts[repeat, column[session]] += 1
+    with np.errstate(invalid="ignore"):  # NaN where a repeat has no rating of a session
+        personalization, explanation_quality = sums / counts
+    return Ratings(personalization, explanation_quality)
 
 
 def trec_lines(

@@ -1,18 +1,8 @@
-"""The figures of `protocol: music-crs` (`harness.protocols.music_crs` reads and checks the
-files; docs/protocols/music_crs.md has the formulas), from each asked turn's answer:
-
-- nDCG@1/10/20: one gold, binary, the list's order the ranking: 1/log2(rank + 1) when the gold
-  is at rank <= K of the first 20 ids, else 0. Averaged over the sessions of each turn number,
-  then over the turn numbers (the organisers' figure); the plain mean over all asked turns
-  beside it where the turns are uneven. CIs: the sessions resampled (the harness's bootstrap).
-- Catalog diversity: distinct ids over all the lists / the catalog's size.
-- Lexical diversity: Distinct-2 over all the responses.
-- The response judge (Personalization, Explanation Quality, 1-5, and their mean, the judge
-  score), each session's mean over its judged turns, per repeat.
-- The leaderboard's composite: 0.5 nDCG@20 + 0.1 catalog + 0.1 lexical + 0.3 (judge - 1)/4;
-  its CI draws nDCG@20 and the judge score, the diversities held at their values.
-
-The diversities are counts over the whole file, not means over sessions: they have no CI.
+"""The figures of `protocol: music-crs` from each asked turn's answer (the formulas:
+docs/protocols/music_crs.md): nDCG@1/10/20 over turn means (the plain mean beside it where the
+turns are uneven), CIs by resampling sessions; catalog and lexical (Distinct-2) diversity, counts
+over the whole file without a CI; the response judge's ratings; the leaderboard's composite,
+whose CI draws nDCG@20 and the judge score with the diversities held at their values.
 """
 
 from __future__ import annotations
@@ -192,11 +182,8 @@ def music_crs_evaluation(
         options = {"n_bootstrap": n_bootstrap, "seed": seed}
         for name in ("personalization", "explanation_quality", "judge"):
             metrics[name] = summarize(name, getattr(ratings, name), **options)
-        rated = np.isfinite(ratings.judge)
-        counts = rated.sum(0)
-        per_session = np.where(rated, ratings.judge, 0).sum(0)[counts > 0] / counts[counts > 0]
-        judge = float(per_session.mean()) if per_session.size else None
-        judge_draws = np.empty(n_bootstrap)
+        per_session = np.nanmean(ratings.judge, axis=0)  # every session is rated somewhere
+        judge, judge_draws = float(per_session.mean()), np.empty(n_bootstrap)
         rng = np.random.default_rng(seed)
         for rows, drawn in resample_blocks(n_bootstrap, per_session.size, rng):
             judge_draws[rows] = per_session[drawn].mean(axis=1)

@@ -165,6 +165,18 @@ def table7_fake_api() -> str:
     return fenced("\n".join(rows))
 
 
+@block("music-crs-example")
+def music_crs_example() -> str:
+    """`harness evaluate --protocol music-crs` of the example submission in data/music_crs/."""
+    with workspace() as (results, _):
+        command = "evaluate data/music_crs/submission.json --protocol music-crs --dataset "
+        command += "data/music_crs/sessions.jsonl --catalog data/music_crs/catalog.txt "
+        command += f"--catalog-size 40 --judge-score 3.5 --out {results}"
+        output = run_harness(command.split())
+    shown = "\n".join(line.rstrip() for line in output.splitlines())
+    return fenced(f"$ harness {command.replace(str(results), 'scores')}\n{shown}")
+
+
 # The real model's answers to experiments/real_judges.yaml, exported from a full run
 # (`harness cache export ... --run results/real_judges`): the docs check replays them rather
 # than spend hours of CPU; a request they do not answer goes to the real model.

@@ -21,7 +21,11 @@ from tests.harness.protocols.test_music_crs import prediction, session_row, writ
 def submission(tmp_path: Path) -> tuple[Path, Path]:
     sessions = tmp_path / "sessions.jsonl"
     sessions.write_text("".join(json.dumps(session_row(i)) + "\n" for i in range(5)))
-    rows = [prediction(f"s{i}", t, f"g{i}.{t}", (2 * i + t) % 7 or None) for i in range(5) for t in (1, 2, 3)]
+    rows = [
+        prediction(f"s{i}", t, f"g{i}.{t}", (2 * i + t) % 7 or None)
+        for i in range(5)
+        for t in (1, 2, 3)
+    ]
     return sessions, write(tmp_path / "predictions.json", rows)
 
 
@@ -68,7 +72,9 @@ def test_official_scores_a_file_the_harness_refuses_and_says_why(
     assert "the organisers' evaluator uses the first" in scored.stderr
 
 
-def test_options_of_another_protocol_are_refused(tmp_path: Path, submission: tuple[Path, Path]) -> None:
+def test_options_of_another_protocol_are_refused(
+    tmp_path: Path, submission: tuple[Path, Path]
+) -> None:
     sessions, predictions = submission
     result = CliRunner().invoke(app, ["evaluate", str(predictions), "--dataset", str(sessions),
                                       "--protocol", "refine"])  # fmt: skip
@@ -92,7 +98,9 @@ def test_sessions_from_a_hugging_face_dataset_of_talkplays_schema(
         datasets.DatasetDict({"test": table}).save_to_disk(str(source))
     columns = "{items: {split: test}}" if form == "save_to_disk" else None
     given = harness.evaluate(source, predictions, protocol="music-crs", columns=columns)
-    assert given.to_json() == harness.evaluate(sessions, predictions, protocol="music-crs").to_json()
+    assert (
+        given.to_json() == harness.evaluate(sessions, predictions, protocol="music-crs").to_json()
+    )
 
 
 def test_export_trec_keeps_the_list_order_and_trec_eval_agrees(
