@@ -295,6 +295,8 @@ def test_harness_evaluate_runs_through_the_python_api(
             "n_bootstrap": 10,
             "seed": 0,
             "at": (1, 2),
+            "protocol": "rank",
+            "options": {},
         }
     ]
 
