@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from harness.calls.prompting.parsing import parse_ratings
-from harness.config.experiment import ExperimentConfig, experiments_from
+from harness.config.experiment import ExperimentConfig
+from harness.config.loading import experiments_from
 from harness.core.errors import ConfigError
 from harness.fake_api import FakeServer
 from tests.conftest import run_config
