@@ -130,11 +130,14 @@ needs_smollm2 = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def real() -> GgufJudge:
-    return judge(score="expected")
+    """The packaged model, loaded once for the module: every judge of the same file below
+    (raw, expected-score) shares this load (`keep_loaded`)."""
+    made = judge()
+    made.load()
+    return made
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # a few full prefills on a shared 2-core CPU
 @needs_smollm2
 def test_the_chat_template_is_the_files_own_chatml(real: GgufJudge) -> None:
     loaded = real.load()
@@ -149,7 +152,6 @@ def test_the_chat_template_is_the_files_own_chatml(real: GgufJudge) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # a few full prefills on a shared 2-core CPU
 @needs_smollm2
 def test_real_answers_copy_the_example_and_trail_text_without_the_stop(real: GgufJudge) -> None:
     """On the sample's first item, SmolLM2 answers the format example's own number and goes on
@@ -171,20 +173,21 @@ def test_real_answers_copy_the_example_and_trail_text_without_the_stop(real: Ggu
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # a few full prefills on a shared 2-core CPU
 @needs_smollm2
 def test_the_expected_score_sits_on_the_format_examples_number(real: GgufJudge) -> None:
     """The probability-weighted score over every admissible number follows the example the
     prompt shows, whatever is rated: the judge is anchored, not discriminating. (Asked the
     same without "one JSON object and nothing else", it answers in prose: `The score is
     7.5.`)"""
+    # Every path in one forward pass (the paths share the prompt: no left padding).
+    expected = judge(score="expected", batch_size=32)
     for example in (7.5, 3.2):
         ask = (
             "Rate calm piano under a quiet talk, 0 to 10. Answer with one JSON object and "
             f'nothing else, exactly in this form: {{"score": {example}}}'
         )
         system = "You are a music supervisor choosing background music for everyday conversations."
-        (answer,) = real.generate_batch([ChatRequest(system, (ask,))])
+        (answer,) = expected.generate_batch([ChatRequest(system, (ask,))])
         assert answer.text == f'{{"score": {example}}}'
         assert abs(answer.extra["expected_score"] - example) < 0.2
         assert answer.extra["score_probs"][int(example)] > 0.9  # the whole part, P > 0.9
