@@ -231,7 +231,7 @@ class LocalJudge(Judge):
             answer_ids = ids[:length]
             extra: dict[str, Any] = {}
             if length == len(ids) and length == self.settings.max_new_tokens:
-                extra["truncated_at_max_tokens"] = True
+                extra["truncated"] = True  # not "..._tokens": the cache reads that as a count
             if loaded.continues is not None:
                 extra.update(self.expected_score(loaded, request, answer_ids))
             text = loaded.tokenizer.decode(answer_ids, skip_special_tokens=True)

@@ -286,3 +286,27 @@ def test_loading_the_model_is_not_inside_the_first_calls_timeout(tmp_path: Path)
     result = asyncio.run(runner.run())
     assert result.stats.errors == 0 and result.stats.model_calls == 4
     assert loads == [1]
+
+
+def test_an_answer_cut_at_max_tokens_comes_back_from_the_cache(tmp_path: Path) -> None:
+    """Failing first (issue 44, on SmolLM2's echoes): the judge flagged an answer cut at
+    max_tokens as `extra.truncated_at_max_tokens`, a name the cache reads as a token count,
+    so the flag (a bool) made every such answer a damaged entry, asked again on each run."""
+    from tests.support.tiny_models import tiny_audio_flamingo3
+
+    checkpoint = tiny_audio_flamingo3(tmp_path / "af3")
+    dataset = write_tiny_dataset(tmp_path / "data", n_items=1, seconds=0.2)
+    provider = provider_config(
+        name="audio-flamingo-3", model=str(checkpoint), max_tokens=2, reask=0
+    )
+    calls = []
+    for name in ("first", "again"):
+        config = ExperimentConfig(name=name, dataset=dataset, provider=provider)
+        runner = Runner(
+            config,
+            cache=ResponseCache(tmp_path / "cache"),
+            results_dir=tmp_path / "results",
+            show_progress=False,
+        )
+        calls.append(asyncio.run(runner.run()).stats.model_calls)
+    assert calls == [4, 0]
