@@ -23,7 +23,6 @@ LAYER = {"harness/core/files.py", "harness/core/yaml_files.py"}
 ALLOWED = {
     "harness/fake_api/": "the fake API server's own request bodies (a test double, no file)",
     "harness/construct/annotate/app.py": "the package's own page (importlib.resources)",
-    "harness/construct/annotate/study.py": "the package's own page (importlib.resources)",
     "harness/calls/claims.py": "/proc/PID/stat: the kernel's account of a claim's holder",
     "providers/api/_bounded_body.py": "HTTP bodies inflated under MAX_BODY_BYTES (no file)",
 }
