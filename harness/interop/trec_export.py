@@ -36,12 +36,9 @@ CAVEAT = """\
 OWN_CAVEAT = """\
 # TREC files of {label}
 
-`{run_file}` and `{qrels}` from `harness export trec` of a `protocol: {protocol}` folder: one
-query per asked turn (`SESSION#TURN`), its tracks in the submission's order with SCORE =
-N - RANK + 1, so every tool keeps that order; the qrels hold each turn's gold (gain 1).
-trec_eval's `ndcg_cut.1,10,20` then equals the harness's per turn; its mean is the plain mean
-over turns (metrics.json `plain_mean` where the turns are uneven; the official figure is the
-mean over turn numbers). Give trec_eval `-c` so that a turn listing no track counts as 0.
+`run.trec` and `qrels.txt` of a `protocol: {protocol}` folder (docs/protocols/music_crs.md): a
+query per asked turn, its tracks in the submission's order with SCORE = N - RANK + 1; the qrels
+hold each turn's gold. `trec_eval -c`'s mean is the plain mean over turns, not over turn numbers.
 """
 
 
@@ -73,10 +70,7 @@ def export_own_trec(folder: Path, out: Path, dataset: Path | None = None) -> lis
         written[1].write_text("".join(qrels_lines), encoding="utf-8")
     readme = out / "README.md"
     readme.write_text(
-        OWN_CAVEAT.format(
-            label=folder.name, run_file=RUN_FILE, qrels=QRELS_FILE, protocol=protocol.name
-        ),
-        encoding="utf-8",
+        OWN_CAVEAT.format(label=folder.name, protocol=protocol.name), encoding="utf-8"
     )
     return [*written, readme]
 

@@ -343,14 +343,11 @@ def _own_scoring(
     from harness.interop.inputs import dataset_folder
 
     entry = get_protocol(protocol)
-    if entry.evaluate is None:
-        own = [name for name, p in PROTOCOLS.items() if p.evaluate is not None]
-        raise HarnessError(
-            f"--protocol {protocol}: predictions are scored as rank's (no --protocol, and no "
-            f"protocol option), or by a protocol's own scoring: {', '.join(own)}"
-        )
-    if not isinstance(predictions, str | Path) or isinstance(dataset, Dataset):
-        raise HarnessError(f"protocol {protocol} reads a predictions file and its own dataset form")
+    own = ", ".join(name for name, p in PROTOCOLS.items() if p.evaluate is not None)
+    if entry.evaluate is None or not isinstance(predictions, str | Path):
+        raise HarnessError(f"--protocol {protocol}: rank, or one scoring a file of its own: {own}")
+    if isinstance(dataset, Dataset):
+        raise HarnessError(f"protocol {protocol} reads its own dataset form, not a Dataset")
     try:
         settings = own_options(protocol, {protocol: {"predictions": predictions, **options}})
     except ValueError as exc:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, get_args
 
 from harness.core.plugins import Registry, named
 
@@ -33,14 +33,7 @@ if TYPE_CHECKING:
     PerItem = Callable[[RankedBlock, int], FloatArray]
 
 Kind = Literal["ranking", "retrieval", "single-gold", "turns", "description", "conversation"]
-KINDS: tuple[Kind, ...] = (
-    "ranking",
-    "retrieval",
-    "single-gold",
-    "turns",
-    "description",
-    "conversation",
-)
+KINDS: tuple[Kind, ...] = get_args(Kind)
 UNIT = (0.0, 1.0)
 
 
