@@ -157,7 +157,8 @@ def parse_json(
         value = json.loads(data)
     except json.JSONDecodeError as exc:
         where = line if line is not None else exc.lineno
-        raise DatasetError(path, where, f"not valid JSON ({exc.msg})") from None
+        reason = f"{exc.msg.removesuffix(' at')} at column {exc.colno}"
+        raise DatasetError(path, where, f"not valid JSON ({reason})") from None
     except RecursionError:
         raise DatasetError(path, line, "not valid JSON (nested too deep)") from None
     except UnicodeDecodeError as exc:

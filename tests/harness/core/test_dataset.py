@@ -58,6 +58,14 @@ def test_loads_items_clips_and_relevance(tiny_dataset: Path) -> None:
             "candidates contain duplicates",
         ),
         ("items.jsonl", 2, '{"id": "d1", ', "not valid JSON"),
+        # issue 47 #15: the reason says where on the line, not "... at)"
+        ("items.jsonl", 2, '{"id": "d\t1"}', "(Invalid control character at column 10)"),
+        (
+            "items.jsonl",
+            1,
+            '{"id": "d1",}',
+            "(Expecting property name enclosed in double quotes at column 13)",
+        ),
         ("items.jsonl", 1, "[1, 2]", "expected a JSON object"),
         ("clips.jsonl", 5, {"id": "c0_0"}, "duplicate clip id 'c0_0'"),
         ("clips.jsonl", 3, {"audio": "audio/nope.wav"}, "audio file not found: audio/nope.wav"),
