@@ -26,6 +26,7 @@ from harness.calls.pricing import Price, price_for
 from harness.config.experiment import ExperimentConfig
 from harness.core.dataset import Dataset
 from harness.core.event_loop import run_coroutine
+from harness.core.sanitize import terminal_text
 from harness.core.sharding import Shard
 from harness.core.types import AudioRef, ChatRequest, ProviderConfig
 from harness.protocols.plans import Call
@@ -245,6 +246,7 @@ def dry_run(
     for line in missing_key_lines(estimates):
         console.print(line, highlight=False)
     console.print(estimate_table(estimates, output_tokens))
+    console.print(f"Rendered requests: {terminal_text(path)}", highlight=False, soft_wrap=True)
     return estimates
 
 

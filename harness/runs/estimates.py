@@ -108,8 +108,7 @@ def _caption(output_tokens: int | None) -> str:
         "requests in batch jobs (half price at OpenAI and Gemini; * the run has batch: "
         "true), before any prompt-cache discount. Time: the uncached calls at the run's "
         f"max_concurrency and rpm, ~{TYPICAL_LATENCY_S:g} s each plus the output at "
-        f"~{OUTPUT_TOKENS_PER_S:g} tokens/s (local: depends on the machine). "
-        "Rendered requests: <results>/<experiment>.dry_run.jsonl."
+        f"~{OUTPUT_TOKENS_PER_S:g} tokens/s (local: depends on the machine)."
     )
 
 

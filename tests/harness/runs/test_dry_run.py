@@ -125,6 +125,9 @@ def test_cli_dry_run(tmp_path: Path, tiny_dataset: Path, server: FakeServer) -> 
     assert "dry run" in result.output and "cli_dry" in result.output
     assert server.stats()["requests"] == 0
     assert [p.name for p in (tmp_path / "res").iterdir()] == ["cli_dry.dry_run.jsonl"]
+    # issue 47 #14: the footer names the file written, not a placeholder
+    assert f"Rendered requests: {tmp_path / 'res' / 'cli_dry.dry_run.jsonl'}" in result.output
+    assert "<results>" not in result.output
 
 
 def estimate(config: ExperimentConfig, tmp_path: Path, **kwargs: Any) -> Any:
