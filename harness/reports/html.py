@@ -161,5 +161,6 @@ def render_html(
         "warnings": list(warnings),
         "groups": list(groups),
         "sidecar": data.get("sidecar"),
+        "audio_linked": mode == "link" and bool(sources),
     }
     return template.render(**context), script

@@ -93,6 +93,15 @@ def test_audio_sources_are_relative_to_the_report_once_per_clip(tmp_path: Path) 
         assert target.is_file() and target.parent == (tmp_path / "data set" / "audio").resolve()
 
 
+def test_the_page_says_where_its_audio_is(tmp_path: Path) -> None:
+    """Issue 47 #18: a page that links its audio by relative path said it had no external
+    assets; it says the audio is linked (moved alone, it plays nothing) unless embedded."""
+    linked = make_report(tmp_path / "linked").read_text()
+    assert "no external assets" not in linked
+    assert "links its audio" in linked and "--embed-audio" in linked
+    assert "no external assets" in make_report(tmp_path / "embedded", embed_audio=True).read_text()
+
+
 def test_audio_can_be_embedded_as_a_compressed_preview(tmp_path: Path) -> None:
     report = make_report(tmp_path, embed_audio=True)
     src = report_data(report.read_text())["audio"]["c0_3"]
