@@ -26,6 +26,7 @@ from harness.core.files import MAX_POOL_VALUES, read_jsonl
 from harness.core.items import FIELDS, InFolder, Item, RelevanceForm, Schema, Turn, from_schema
 from harness.core.paths import contained
 
+RELEVANCE_FORMS = "human_ranking, relevant or relevance"
 __all__ = ["Clip", "Dataset", "InFolder", "Item", "RelevanceForm", "Turn", "load_dataset"]
 
 
@@ -88,6 +89,17 @@ class Dataset(BaseModel):
         return Dataset(
             root=self.root, items=tuple(self.item(i) for i in item_ids), clips=self.clips
         )
+
+    def check_judged(self) -> None:
+        """DatasetError naming items.jsonl and its line where an item has no relevance
+        judgement: it loads (to be annotated) but cannot be evaluated."""
+        item = next((item for item in self.items if item.relevance_form is None), None)
+        if item is not None:
+            path = self.root / "items.jsonl"
+            lines = read_jsonl(path, max_values=MAX_POOL_VALUES) if path.is_file() else iter(())
+            line = next((n for n, obj in lines if obj.get("id") == item.id), None)
+            reason = f"item {item.id} has no relevance judgement ({RELEVANCE_FORMS})"
+            raise DatasetError(path, line, reason + ": annotate the dataset before evaluating")
 
     def content_sha256(self, *, audio: bool) -> str:
         """A digest of what a judge is shown of these items: every field of each item in

@@ -374,9 +374,10 @@ def _items(
         if not isinstance(predictions, str | Path):
             raise HarnessError("qrels go with a TREC run file, not predictions in memory")
         return qrels_items(Path(qrels), Path(predictions))
-    if isinstance(dataset, Dataset):
-        return dataset.items
-    return load_dataset(dataset_folder(str(dataset), columns), check_audio=check_audio).items
+    if not isinstance(dataset, Dataset):
+        dataset = load_dataset(dataset_folder(str(dataset), columns), check_audio=check_audio)
+    dataset.check_judged()
+    return dataset.items
 
 
 def _as_predictions(predictions: PredictionsGiven, items: Sequence[Item]) -> Predictions:

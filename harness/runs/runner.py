@@ -189,6 +189,7 @@ class Runner:
         )
         # Two resamples take the bootstrap's path; the run's thousand would only cost time.
         config = self.config.model_copy(update={"n_bootstrap": 2})
+        dataset.check_judged()
         try:
             evaluate_items(config, dataset.items, placeholder)
         except (ArithmeticError, LookupError, TypeError, ValueError) as exc:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from harness.core.dataset import Item
+from harness.core.dataset import RELEVANCE_FORMS, Item
 from harness.core.errors import HarnessError
 from harness.core.predictions import MissingPolicy, ScoreRow
 from harness.scoring import registry
@@ -150,8 +150,8 @@ def build_matrix(
     for item in items:
         if item.relevance_form is None:
             raise HarnessError(
-                f"item {item.id} has no relevance judgement (human_ranking, relevant or "
-                "relevance): annotate the dataset before evaluating"
+                f"item {item.id} has no relevance judgement ({RELEVANCE_FORMS}): annotate "
+                "the dataset before evaluating"
             )
         given = predictions.get(item.id, {})
         if isinstance(given, ScoreRow) and given.candidates == item.candidates:

@@ -159,6 +159,29 @@ def test_item_without_relevance_loads_but_cannot_be_evaluated(tiny_dataset: Path
         build_matrix(data.items, {})
 
 
+def test_a_run_or_evaluation_names_the_line_of_an_item_without_relevance(
+    tiny_dataset: Path, tmp_path: Path
+) -> None:
+    """Issue 47 #16: one line naming items.jsonl and the item's line, before a run calls
+    anything, and from `harness evaluate`."""
+    from typer.testing import CliRunner
+
+    from harness.cli.main import app
+    from harness.core.errors import DatasetError
+    from harness.runs.api import evaluate
+
+    _edit(tiny_dataset / "items.jsonl", 2, {}, ("human_ranking",))
+    expected = f"{tiny_dataset / 'items.jsonl'}:2: item d1 has no relevance judgement"
+    experiment = tmp_path / "e.yaml"
+    experiment.write_text(f"name: x\ndataset: {tiny_dataset}\nprovider: {{name: random}}\n")
+    args = ["--results-dir", str(tmp_path / "r"), "--cache-dir", str(tmp_path / "c")]
+    result = CliRunner().invoke(app, ["run", str(experiment), *args, "--no-progress"])
+    assert result.exit_code == 2 and expected in " ".join(result.output.split())
+    with pytest.raises(DatasetError) as refused:
+        evaluate(tiny_dataset, {"d0": {"c0_0": 1.0}})
+    assert str(refused.value).startswith(expected)
+
+
 def test_query_context_audio_and_group_without_dialogue(tiny_dataset: Path) -> None:
     soundfile.write(tiny_dataset / "audio" / "played.wav", np.zeros(800), 16000)
     change = {"query": "songs like these", "context_audio": ["audio/played.wav"], "group": "pop"}
