@@ -9,6 +9,7 @@ runner's policy: wait what Retry-After asks for, else exponential backoff with j
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -77,9 +78,6 @@ def embed_texts(
     return normalise(vectors)[[row[t] for t in texts]]
 
 
-# ----------------------------------------------------------------------------- offline
-
-
 @lru_cache(maxsize=1)
 def _sentence_model(path: str) -> SentenceTransformer:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -94,9 +92,6 @@ def _embed_local(texts: list[str], config: EmbedderConfig) -> Vectors:
     model = _sentence_model(resolve_model_path(config.model_name))
     vectors = model.encode(texts, batch_size=config.batch_size, convert_to_numpy=True)
     return np.asarray(vectors, dtype=np.float64)
-
-
-# ----------------------------------------------------------------------------- endpoint
 
 
 def _client(config: EmbedderConfig) -> AsyncOpenAI:
@@ -117,14 +112,9 @@ def _provider_error(exc: Exception) -> ProviderError:
 
     message = scrub(str(exc))
     if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        retry_after = None
-        header = exc.response.headers.get("retry-after")
-        if header is not None:
-            try:
-                retry_after = float(header)
-            except ValueError:
-                retry_after = None
+        status, retry_after = exc.status_code, None
+        with contextlib.suppress(ValueError):
+            retry_after = float(exc.response.headers.get("retry-after", ""))
         transient = status == 429 or status >= 500
         kind = "rate_limit" if status == 429 else f"http_{status}"
         return ProviderError(

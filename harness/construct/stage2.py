@@ -53,9 +53,6 @@ class Stage2Config(BaseModel):
         return self
 
 
-# ----------------------------------------------------------------------------- reading
-
-
 def detokenize(text: str) -> str:
     """'I don ’ t know , Sam .' -> 'I don’t know, Sam.' (DailyDialog spaces punctuation)."""
     text = re.sub(r"(\w) ([’']) ?(\w)", r"\1\2\3", text)
@@ -71,12 +68,9 @@ def count_words(text: str) -> int:
 def label_paths(text_path: Path) -> dict[str, Path]:
     """The label files that sit beside a DailyDialog text file, by naming convention."""
     stem = text_path.stem
-    if stem == "dialogues_text":
-        names = {label: f"dialogues_{label}.txt" for label in (*PER_TURN_LABELS, "topic")}
-    else:
-        split = stem.removeprefix("dialogues_")
-        names = {label: f"dialogues_{label}_{split}.txt" for label in (*PER_TURN_LABELS, "topic")}
-    return {label: text_path.with_name(name) for label, name in names.items()}
+    split = "" if stem == "dialogues_text" else "_" + stem.removeprefix("dialogues_")
+    labels = (*PER_TURN_LABELS, "topic")
+    return {label: text_path.with_name(f"dialogues_{label}{split}.txt") for label in labels}
 
 
 def find_text_file(source: Path) -> Path:
@@ -139,8 +133,7 @@ def read_dailydialog(source: Path, config: Stage2Config) -> ReadResult:
     seen: set[str] = set()
     for index, line in enumerate(lines):
         line_no = index + 1
-        raw_turns = [t.strip() for t in line.split(TURN_SEPARATOR)]
-        raw_turns = [t for t in raw_turns if t]
+        raw_turns = [t.strip() for t in line.split(TURN_SEPARATOR) if t.strip()]
         if not raw_turns:
             result.empty_lines += 1
             continue
@@ -178,9 +171,6 @@ def read_dailydialog(source: Path, config: Stage2Config) -> ReadResult:
         record["n_words"] = sum(count_words(t) for t in texts)
         result.dialogues.append(record)
     return result
-
-
-# ----------------------------------------------------------------------------- filtering
 
 
 def dialogue_stats(dialogues: list[dict[str, Any]]) -> dict[str, Any]:
@@ -228,9 +218,6 @@ def seeded_sample(
     return [d for i, d in enumerate(dialogues) if i in chosen]
 
 
-# ----------------------------------------------------------------------------- the stage
-
-
 def run_stage2(
     source: Path,
     out_dir: Path,
@@ -264,16 +251,13 @@ def run_stage2(
         "stats_selected": dialogue_stats(chosen),
         "config": config.model_dump(mode="json", exclude={"provider"}),
     }
+    outcome = None
     if config.provider is not None:
         outcome = caption_dialogues(chosen, config.provider, cache_dir=cache_dir)
-        report["captions"] = outcome.summary()
         report["config"]["provider"] = config.provider.model_dump(mode="json", exclude_none=True)
-        for dialogue in chosen:
-            dialogue["summary"] = outcome.captions.get(dialogue["id"])
-    else:
-        report["captions"] = None
-        for dialogue in chosen:
-            dialogue["summary"] = None
+    report["captions"] = outcome.summary() if outcome else None
+    for dialogue in chosen:
+        dialogue["summary"] = outcome.captions.get(dialogue["id"]) if outcome else None
     write_jsonl(out_dir / "dialogues.jsonl", chosen)
     write_json(out_dir / "report.json", report)
     return report
@@ -291,12 +275,8 @@ def load_dialogues(path: Path) -> list[dict[str, Any]]:
     return dialogues
 
 
-def missing_captions(dialogues: list[dict[str, Any]]) -> list[str]:
-    return [d["id"] for d in dialogues if not d.get("summary")]
-
-
 def require_captions(dialogues: list[dict[str, Any]], path: Path) -> None:
-    missing = missing_captions(dialogues)
+    missing = [d["id"] for d in dialogues if not d.get("summary")]
     if missing:
         raise HarnessError(
             f"{path}: {len(missing)} dialogue(s) have no caption (first: {dumps(missing[:3])}); "

@@ -122,11 +122,8 @@ def api_endpoint(
     official: str | None,
     effective: list[str],
 ) -> dict[str, Any]:
-    """The effective endpoint for run.json: the base URLs the clients send to (`effective`:
-    the configured `urls`, else the official one), where they were set (`provider.base_url`,
-    the environment variable, or the default), and whether every one of them is the
-    provider's official service (None for a provider that has none, such as a self-hosted
-    OpenAI-compatible server)."""
+    """run.json's endpoint: the base URLs the clients send to (`effective`), where they were
+    set, and whether every one is the provider's official service (None: it has none)."""
     source = "provider.base_url" if config.base_url is not None else env_var if urls else "default"
     same_host = official is not None and all(_host(url) == _host(official) for url in effective)
     return {
@@ -339,18 +336,12 @@ def status_error(
     whatever the status). Never holds a key (scrubbed)."""
     detail = scrub(" ".join(message.split()))[:300]
     where = f" at {url}" if url else ""
-    if status == 429 and not key_refused:
+    if (status in (408, 429) or status >= 500) and not key_refused:
+        limited = status == 429
         return ProviderError(
-            f"{provider} rate limit (429){where}: {detail}",
+            f"{provider} {'rate limit' if limited else 'server error'} ({status}){where}: {detail}",
             transient=True,
-            kind="rate_limited",
-            retry_after=retry_after,
-        )
-    if (status == 408 or status >= 500) and not key_refused:
-        return ProviderError(
-            f"{provider} server error ({status}){where}: {detail}",
-            transient=True,
-            kind="server_error",
+            kind="rate_limited" if limited else "server_error",
             retry_after=retry_after,
         )
     hints = {

@@ -3,14 +3,10 @@ family's own processor, micro-batched greedy generation and the expected score.
 
 A model is loaded once, by `ready()` before the run's first model call (so loading never
 counts against that call's `timeout_s`), and freed by `aclose()` at the end of the run.
-
-Prompts: a ChatRequest becomes chat messages (system text, user turn with its text and audio
-parts in order, follow-ups) that the checkpoint's own processor renders with its chat template
-and encodes, audio placeholders expanded by the processor itself (`_local_processor.py`).
-
-Expected score (`score: expected`): after generation, every admissible score string after the
-answer's `"score": ` is scored by its full continuation probability in one batched forward
-pass over the few token paths that cover them (`_expected_score.py`).
+Prompts go through the checkpoint's own processor and chat template (`_processor.py`).
+Expected score (`score: expected`): every admissible score string after the answer's
+`"score": ` is scored by its continuation probability, in batched forward passes over the few
+token paths that cover them (`providers._expected_score`).
 """
 
 from __future__ import annotations
@@ -88,9 +84,7 @@ class LocalJudge(Judge):
     def identity(self) -> dict[str, Any]:
         return local_identity(super().identity(), self.settings)
 
-    # -- loading
     def load_parts(self) -> tuple[Any, Any]:
-        """The checkpoint's processor and model."""
         processor = load_processor(self.processor_class, self.settings)
         return processor, load_model(self.model_class, self.settings)
 
@@ -135,9 +129,7 @@ class LocalJudge(Judge):
             if not self.keep_loaded:
                 free_memory()
 
-    # -- encoding
     def prompt(self, loaded: Loaded, request: ChatRequest) -> str:
-        """The request as the checkpoint's chat template renders it."""
         return prompt_text(loaded.processor, request)
 
     def encode(self, loaded: Loaded, requests: Sequence[ChatRequest]) -> dict[str, Any]:
@@ -173,7 +165,6 @@ class LocalJudge(Judge):
             moved[name] = value
         return moved
 
-    # -- generation
     def generation_config(self, loaded: Loaded) -> Any:
         """Greedy by default (sampling only with temperature > 0). Built fresh rather than
         taken from the checkpoint, whose generation_config may sample or penalise repeats;
@@ -219,9 +210,8 @@ class LocalJudge(Judge):
             )
         new = out.sequences[:, prompt_len:].cpu()
         pad = loaded.tokenizer.pad_token_id
-        stops = _as_set(loaded.model.generation_config.eos_token_id) | _as_set(
-            loaded.tokenizer.eos_token_id
-        )
+        eos = (loaded.model.generation_config.eos_token_id, loaded.tokenizer.eos_token_id)
+        stops = _as_set(eos[0]) | _as_set(eos[1])
         if stop is not None:  # a row that stopped early is padded to the longest
             stops |= _as_set(pad)
         responses = []

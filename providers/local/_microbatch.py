@@ -11,8 +11,6 @@ from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
 Item = TypeVar("Item")
-
-
 Result = TypeVar("Result")
 
 

@@ -17,8 +17,6 @@ from harness.core.errors import HarnessError
 from harness.core.types import CALL, ProviderConfig, ProviderError
 
 log = logging.getLogger(__name__)
-
-
 DEFAULT_MAX_NEW_TOKENS = 64
 
 
@@ -62,32 +60,27 @@ class LocalOptions(ProviderConfig):
 
 @dataclass(frozen=True)
 class LocalSettings:
-    """The `provider:` keys every local provider understands (see README)."""
+    """A local provider's `LocalOptions` for one checkpoint, with the values they imply."""
 
     checkpoint: str
-    dtype: str = "auto"  # auto = bfloat16 on a GPU, float32 on CPU
-    device: str = "auto"  # auto = cuda when available, else cpu
-    device_map: str | dict[str, Any] | None = None  # accelerate map; auto on GPU by default
-    batch_size: int = 8
-    batch_wait_s: float = 0.005
-    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
-    expected_score: bool = False
-    revision: str | None = None
-    stop_after_json: bool = False
+    dtype: str
+    device: str
+    device_map: str | dict[str, Any] | None
+    batch_size: int
+    batch_wait_s: float
+    max_new_tokens: int
+    expected_score: bool
+    revision: str | None
+    stop_after_json: bool
 
     @classmethod
     def from_options(cls, options: LocalOptions, checkpoint: str) -> LocalSettings:
+        names = ("dtype", "device", "device_map", "batch_size", "batch_wait_s", "revision")
         return cls(
             checkpoint=checkpoint,
-            dtype=options.dtype,
-            device=options.device,
-            device_map=options.device_map,
-            batch_size=options.batch_size,
-            batch_wait_s=options.batch_wait_s,
+            **{name: getattr(options, name) for name in (*names, "stop_after_json")},
             max_new_tokens=options.max_tokens or DEFAULT_MAX_NEW_TOKENS,
             expected_score=options.expected_score or options.score == "expected",
-            revision=options.revision,
-            stop_after_json=options.stop_after_json,
         )
 
     def resolved_device(self) -> str:
@@ -149,8 +142,7 @@ def local_identity(
 
 
 def hf() -> Any:
-    """The transformers module, imported on first use (typed loosely: its classes are)."""
-    import transformers
+    import transformers  # on first use (typed loosely: its classes are)
 
     return transformers
 

@@ -53,7 +53,7 @@ class Phi4MultimodalJudge(LocalJudge):
         self.lora = self.config.lora
 
     def identity(self) -> dict[str, Any]:
-        return {**super().identity(), "lora": self.lora}
+        return super().identity() | {"lora": self.lora}
 
     def load(self) -> Loaded:
         first = self._loaded is None
