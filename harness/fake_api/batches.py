@@ -157,8 +157,6 @@ class BatchBook:
 
     def reset(self) -> None:
         with self.lock:
-            self.files.clear()
-            self.jobs.clear()
-            self.paid.clear()
-            self.in_jobs.clear()
+            for table in (self.files, self.jobs, self.paid, self.in_jobs):
+                table.clear()
             self.created = 0

@@ -49,17 +49,8 @@ def parse_gemini(model: str, body: dict[str, Any]) -> ParsedRequest:
     if config.get("responseMimeType") == "application/json":
         json_mode = "schema" if schema else "object"
     top = int(config.get("logprobs") or 0) if config.get("responseLogprobs") else None
-    return ParsedRequest(
-        model,
-        system,
-        "".join(texts),
-        audio,
-        json_mode,
-        schema,
-        config.get("temperature"),
-        roles,
-        top,
-    )
+    user, temperature = "".join(texts), config.get("temperature")
+    return ParsedRequest(model, system, user, audio, json_mode, schema, temperature, roles, top)
 
 
 def gemini_body(

@@ -57,23 +57,16 @@ def parse_openai(body: dict[str, Any]) -> ParsedRequest:
                 raise Reply(400, f"unsupported content part type {kind!r}")
     response_format = body.get("response_format") or {}
     kind = response_format.get("type")
-    schema = None
-    json_mode = None
+    schema = json_mode = None
     if kind == "json_schema":
         json_mode = "schema"
         schema = (response_format.get("json_schema") or {}).get("schema")
     elif kind == "json_object":
         json_mode = "object"
+    top = int(body.get("top_logprobs") or 0) if body.get("logprobs") else None
+    instructions, user, temperature = "".join(system), "".join(texts), body.get("temperature")
     return ParsedRequest(
-        model,
-        "".join(system),
-        "".join(texts),
-        audio,
-        json_mode,
-        schema,
-        body.get("temperature"),
-        roles,
-        int(body.get("top_logprobs") or 0) if body.get("logprobs") else None,
+        model, instructions, user, audio, json_mode, schema, temperature, roles, top
     )
 
 

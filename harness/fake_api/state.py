@@ -260,8 +260,5 @@ class FakeState:
 
     def reset(self) -> None:
         with self._lock:
-            self._prefixes.clear()
-            self._arrivals.clear()
-            self._log.clear()
-            self._counts.clear()
-            self._window.clear()
+            for table in (self._prefixes, self._arrivals, self._log, self._counts, self._window):
+                table.clear()
