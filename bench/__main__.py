@@ -32,7 +32,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "bench.ceiling",
         "(1c) the 4,800 calls at latency 0: CPU per call and wall vs the bare SDK",
     ),
-    "rate_limit": ("bench.rate_limit", "(2) rate-limited server, harness rpm set to the limit"),
+    "rate_limit": (
+        "bench.rate_limit",
+        "(2) requests and tokens limits: no rpm (the headers' pace) vs rpm set to the binding rate",
+    ),
     "replay": ("bench.replay", "(3) warm-cache replay of a 50,000-call run, whole process"),
     "metrics": ("bench.metrics_speed", "(4) metrics + bootstrap + agreement matrix"),
     "memory": ("bench.memory", "(5) peak RSS, 4,800 calls over 1,000 10-second clips"),

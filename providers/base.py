@@ -12,7 +12,7 @@ Each provider declares its `provider:` keys as a pydantic model (`Options`, a su
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from harness.core.types import (
@@ -32,6 +32,8 @@ class Provider(ABC):
     kind: ClassVar[Literal["judge", "scorer"]]
     default_model: ClassVar[str | None] = None
     Options: ClassVar[type[ProviderConfig]] = ProviderConfig
+    # Told the headers of each HTTP response (API providers): the call path's pace.
+    on_headers: Callable[[Mapping[str, str]], None] | None = None
 
     def __init__(self, config: ProviderConfig) -> None:
         if not isinstance(config, self.Options):

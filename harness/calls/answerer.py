@@ -1,7 +1,8 @@
 """The call path of a run: one answer per request key, from the cache, from an identical
 request already in flight (in this process, or in another one sharing the cache), or from
-the provider with bounded concurrency, an optional rate limit, and retries of transient
-failures only (honouring Retry-After). After a failure that every later call would meet
+the provider at its pace (`harness.calls.pacing`: bounded concurrency, `rpm` or the
+provider's rate-limit headers and 429s), with retries of transient failures only
+(honouring Retry-After). After a failure that every later call would meet
 (a refused key, a wrong model) it stops sending and fails the rest fast."""
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-from aiolimiter import AsyncLimiter
 from rich.console import Console
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, stop_before_delay
 from tenacity.wait import wait_exponential_jitter
@@ -23,6 +23,7 @@ from tenacity.wait import wait_exponential_jitter
 from harness.calls.batch_jobs import BatchCollector
 from harness.calls.batch_ledger import BatchLedger
 from harness.calls.cache import CLAIM_LEASE_S, ResponseCache, cache_key
+from harness.calls.pacing import Pacer
 from harness.calls.prompting.templates import TemplateHashes, render
 from harness.core.errors import StorageError
 from harness.core.sanitize import clean_value
@@ -101,8 +102,8 @@ class Answerer:
         self.settings = settings
         self.cache = cache
         self.stats = stats
-        self._semaphore = asyncio.Semaphore(settings.max_concurrency)
-        self._limiter = AsyncLimiter(1, 60.0 / settings.rpm) if settings.rpm else None
+        self._pacer = Pacer(settings.max_concurrency, settings.rpm)
+        provider.on_headers = self._pacer.observe
         self._inflight: dict[str, asyncio.Future[tuple[dict[str, Any], bool]]] = {}
         self._halt_reason: str | None = None  # why no more calls are sent, once they are not
         self._held: set[str] = set()  # keys whose claims this run holds
@@ -181,12 +182,10 @@ class Answerer:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _attempt(self, request: Request) -> dict[str, Any]:
-        """One attempt: the rate limit, the provider's readiness, a concurrency slot."""
+        """One attempt: the provider's readiness, then its turn at the provider's pace."""
         cfg = self.settings
-        if self._limiter:
-            await self._limiter.acquire()
         await self.provider.ready()  # e.g. loading local weights: not timed
-        async with self._semaphore:
+        async with self._pacer:
             if self._store_failure is not None:
                 raise StorageError(str(self._store_failure))
             if self._halt_reason is not None:
@@ -204,7 +203,12 @@ class Answerer:
                 raise ProviderError(
                     f"no answer within {cfg.timeout_s:g} s", transient=True, kind="timeout"
                 ) from exc
+            except ProviderError as exc:
+                if exc.kind == "rate_limited":
+                    self._pacer.limited(exc.retry_after)
+                raise
             answer["latency_s"] = round(time.perf_counter() - started, 4)
+            self._pacer.answered(answer)
             self._failure_streak = 0
             return answer
 

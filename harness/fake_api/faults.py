@@ -74,10 +74,11 @@ def answer_mode(parsed: ParsedRequest, settings: FakeSettings) -> str:
 
 
 async def inject(
-    request: web.Request, state: FakeState, parsed: ParsedRequest, entry: RequestLog
+    request: web.Request, state: FakeState, parsed: ParsedRequest, entry: RequestLog, tokens: int
 ) -> None:
-    """Raise the fault this request meets (as a Reply, or by dropping the connection), or
-    return to let it be answered (after a stall, for a `timeout` fault)."""
+    """Raise the fault this request of `tokens` prompt tokens meets (as a Reply, or by
+    dropping the connection), or return to let it be answered (after a stall, for a
+    `timeout` fault)."""
     settings = state.settings
     forced = ERROR_MODEL.search(parsed.model)
     if forced:
@@ -88,10 +89,10 @@ async def inject(
             raise Reply(404, f"models/{parsed.model} is not found or not supported")
         raise Reply(status, f"the fake server always answers {status} for this model", retry_after)
 
-    wait = state.admit(time.monotonic())
+    wait = state.admit(time.monotonic(), tokens)
     if wait is not None:
         entry.outcome = "rpm"
-        raise Reply(429, "requests-per-minute limit reached", math.ceil(wait * 100) / 100)
+        raise Reply(429, "rate limit reached (requests or tokens)", math.ceil(wait * 100) / 100)
 
     fault = chosen_fault(settings, entry.body_sha256, entry.arrival)
     if fault is not None:

@@ -17,7 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from harness.fake_api import faults
-from harness.fake_api.answers import audio_info
+from harness.fake_api.answers import audio_info, token_usage
 from harness.fake_api.batches import BatchBook
 from harness.fake_api.gemini import GEMINI_PATH, gemini_body, gemini_error, parse_gemini
 from harness.fake_api.gemini_batches import (
@@ -37,7 +37,6 @@ from harness.fake_api.state import (
     FakeState,
     Reply,
     RequestLog,
-    expand_faults,
 )
 
 log = logging.getLogger("harness.fake_api")
@@ -102,19 +101,21 @@ def build_app(state: FakeState, book: BatchBook | None = None) -> web.Applicatio
             arrived_s=time.time(),
         )
         try:
-            return await handle(request, state, api, raw, key, entry, book)
+            response = await handle(request, state, api, raw, key, entry, book)
         except faults.Malformed as malformed:
             return faults.malformed_response(malformed.kind)
         except Reply as reply:
             entry.status = reply.status
             if entry.outcome == "answered":
                 entry.outcome = f"error:{reply.status}"
-            return error_response(api, reply)
+            response = error_response(api, reply)
         finally:
             entry.done_s = time.time()
             what = (api, path, entry.model, entry.arrival, entry.status, entry.outcome)
             log.debug("%s %s model=%s arrival=%d -> %d %s", *what)
             state.record(entry)
+        response.headers.update(state.limit_headers(time.monotonic()))
+        return response
 
     async def stats(_: web.Request) -> web.Response:
         return web.json_response(state.stats() | book.stats())
@@ -194,13 +195,15 @@ async def handle(
     )
     entry.fields = sorted(body)
 
-    await faults.inject(request, state, parsed, entry)
-
+    undecodable: Reply | None = None
     try:
         seconds, entry.audio_sample_rates = audio_info(parsed.audio)
-    except Reply:
-        entry.audio_decodable = False
-        raise
+    except Reply as reply:
+        entry.audio_decodable, undecodable, seconds = False, reply, 0.0
+    text_tokens, audio_tokens, _ = token_usage(api, parsed, seconds, "")
+    await faults.inject(request, state, parsed, entry, text_tokens + audio_tokens)
+    if undecodable is not None:
+        raise undecodable
     entry.audio_seconds = round(seconds, 3)
     mode = faults.answer_mode(parsed, settings)
     if mode not in ANSWER_MODES:
@@ -320,7 +323,9 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, FakeS
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
+    parser.add_argument(
+        "--latency", dest="latency_s", type=float, default=0.0, help="seconds before each answer"
+    )
     parser.add_argument("--fault-rate", type=float, default=0.0, help="share of requests faulted")
     parser.add_argument(
         "--faults",
@@ -331,9 +336,15 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, FakeS
     parser.add_argument(
         "--fail-first", type=int, default=0, help="fault the first N arrivals of every body"
     )
-    parser.add_argument("--retry-after", type=float, default=1.0, help="Retry-After of a 429")
-    parser.add_argument("--slow", type=float, default=30.0, help="stall of a 'timeout' fault")
+    parser.add_argument(
+        "--retry-after", dest="retry_after_s", type=float, default=1.0, help="Retry-After of a 429"
+    )
+    parser.add_argument(
+        "--slow", dest="slow_s", type=float, default=30.0, help="stall of a 'timeout' fault"
+    )
     parser.add_argument("--rpm", type=float, default=None, help="requests-per-minute limit")
+    parser.add_argument("--tpm", type=float, default=None, help="tokens-per-minute limit")
+    parser.add_argument("--rpm-window", dest="rpm_window_s", type=float, default=60.0)
     parser.add_argument("--answer", default="score", choices=ANSWER_MODES)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -346,25 +357,16 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, FakeS
         "--prefix-cache", action="store_true", help="report prompt-prefix cache hits"
     )
     parser.add_argument(
-        "--batch-latency", type=float, default=0.0, help="seconds a batch job stays pending"
+        "--batch-latency",
+        dest="batch_latency_s",
+        type=float,
+        default=0.0,
+        help="seconds a batch job stays pending",
     )
     parser.add_argument("--verbose", action="store_true", help="log every request")
     args = parser.parse_args(argv)
-    settings = FakeSettings(
-        latency_s=args.latency,
-        fault_rate=args.fault_rate,
-        faults=expand_faults(args.faults),
-        fail_first=args.fail_first,
-        retry_after_s=args.retry_after,
-        slow_s=args.slow,
-        rpm=args.rpm,
-        answer=args.answer,
-        seed=args.seed,
-        prefix_cache=args.prefix_cache,
-        batch_latency_s=args.batch_latency,
-        max_concurrency=args.max_concurrency,
-    )
-    return args, settings
+    fields = {field.name for field in dataclasses.fields(FakeSettings)}
+    return args, FakeSettings(**{k: v for k, v in vars(args).items() if k in fields})
 
 
 def main(argv: list[str] | None = None) -> None:

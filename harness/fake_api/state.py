@@ -55,8 +55,11 @@ class FakeSettings:
     fail_first: int = 0
     retry_after_s: float = 1.0
     slow_s: float = 30.0
+    # Limits per rpm_window_s as OpenAI keeps them: buckets that start full and refill
+    # evenly, each response sending the x-ratelimit-{limit,remaining,reset}-* headers.
     rpm: float | None = None
-    rpm_window_s: float = 60.0  # tests shrink the minute to keep the rpm limit fast
+    tpm: float | None = None  # tokens of the prompts (text and audio)
+    rpm_window_s: float = 60.0  # tests shrink the minute to keep the limits fast
     answer: str = "score"
     api_key: str | None = None  # when set, requests with another key get 401
     seed: int = 0
@@ -161,7 +164,7 @@ class FakeState:
         self._arrivals: collections.Counter[str] = collections.Counter()
         self._log: collections.deque[RequestLog] = collections.deque(maxlen=max_log)
         self._counts: collections.Counter[str] = collections.Counter()
-        self._window: collections.deque[float] = collections.deque()
+        self._buckets: dict[str, tuple[float, float]] = {}  # requests/tokens -> (level, when)
         self.in_flight = 0
         self.max_in_flight = 0  # the most requests handled at once (max_concurrency caps it)
 
@@ -207,18 +210,43 @@ class FakeState:
             with self._lock:
                 self.in_flight -= 1
 
-    def admit(self, now: float) -> float | None:
-        """None if the request fits the rpm limit, else the seconds until it would."""
-        rpm, window = self.settings.rpm, self.settings.rpm_window_s
-        if not rpm:
-            return None
+    def _limits(self) -> dict[str, float]:
+        given = {"requests": self.settings.rpm, "tokens": self.settings.tpm}
+        return {what: limit for what, limit in given.items() if limit}
+
+    def _levels(self, now: float) -> dict[str, float]:
+        """Each bucket's level at `now` (called under the lock)."""
+        window = self.settings.rpm_window_s
+        levels = {}
+        for what, limit in self._limits().items():
+            level, when = self._buckets.get(what, (limit, now))
+            levels[what] = min(limit, level + (now - when) * limit / window)
+        return levels
+
+    def admit(self, now: float, tokens: int = 0) -> float | None:
+        """None if the request fits the limits (and is counted), else the seconds until it
+        would."""
         with self._lock:
-            while self._window and now - self._window[0] >= window:
-                self._window.popleft()
-            if len(self._window) >= rpm:
-                return max(0.01, window - (now - self._window[0]))
-            self._window.append(now)
+            levels, limits = self._levels(now), self._limits()
+            cost = {"requests": 1.0, "tokens": float(min(tokens, self.settings.tpm or 0))}
+            short = {what: cost[what] - level for what, level in levels.items()}
+            if any(gap > 0 for gap in short.values()):
+                window = self.settings.rpm_window_s
+                return max(0.01, *(gap * window / limits[w] for w, gap in short.items()))
+            self._buckets = {w: (level - cost[w], now) for w, level in levels.items()}
             return None
+
+    def limit_headers(self, now: float) -> dict[str, str]:
+        """x-ratelimit-limit-*, -remaining-* and -reset-* (the time until full) per limit."""
+        with self._lock:
+            levels, limits = self._levels(now), self._limits()
+        window, headers = self.settings.rpm_window_s, {}
+        for what, limit in limits.items():
+            headers[f"x-ratelimit-limit-{what}"] = f"{limit:g}"
+            headers[f"x-ratelimit-remaining-{what}"] = str(int(levels[what]))
+            full_in = (limit - levels[what]) * window / limit
+            headers[f"x-ratelimit-reset-{what}"] = f"{full_in:.3f}s"
+        return headers
 
     def record(self, entry: RequestLog) -> None:
         with self._lock:
@@ -260,5 +288,5 @@ class FakeState:
 
     def reset(self) -> None:
         with self._lock:
-            for table in (self._prefixes, self._arrivals, self._log, self._counts, self._window):
+            for table in (self._prefixes, self._arrivals, self._log, self._counts, self._buckets):
                 table.clear()

@@ -12,7 +12,7 @@ step) decompressed stream and stops past the bound.
 from __future__ import annotations
 
 import zlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -27,6 +27,7 @@ except ImportError:  # pragma: no cover - an install without the openai SDK
     httpx2 = None
 
 _STEP = 1 << 16
+Observe = Callable[[Mapping[str, str]], None]  # what is told each response's headers
 _ACCEPTED = "gzip, deflate"
 
 
@@ -88,8 +89,10 @@ class BoundedTransport(httpx.AsyncBaseTransport):
     """An httpx (or httpx2: `http=httpx2`) transport whose response bodies stop at
     MAX_BODY_BYTES decoded."""
 
-    def __init__(self, inner: Any = None, http: ModuleType = httpx) -> None:
-        self.http = http
+    def __init__(
+        self, inner: Any = None, http: ModuleType = httpx, observe: Observe | None = None
+    ) -> None:
+        self.http, self.observe = http, observe
         self.inner = inner or http.AsyncHTTPTransport(
             limits=http.Limits(max_connections=1000, max_keepalive_connections=100)
         )
@@ -97,6 +100,8 @@ class BoundedTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: Any) -> Any:
         request.headers["Accept-Encoding"] = _ACCEPTED
         response = await self.inner.handle_async_request(request)
+        if self.observe is not None:
+            self.observe(response.headers)
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity", "gzip", "x-gzip", "deflate"):
             await response.aclose()
@@ -119,19 +124,21 @@ class BoundedTransport(httpx.AsyncBaseTransport):
         await self.inner.aclose()
 
 
-def openai_transport() -> Any:
+def openai_transport(observe: Observe | None = None) -> Any:
     """The bounded transport for the openai SDK's client (httpx2 where the SDK uses it)."""
     import openai
 
     if httpx2 is not None and issubclass(openai.DefaultAsyncHttpxClient, httpx2.AsyncClient):
-        return BoundedTransport(http=httpx2)
-    return BoundedTransport()
+        return BoundedTransport(http=httpx2, observe=observe)
+    return BoundedTransport(observe=observe)
 
 
-async def bounded_aiohttp_body(request: Any, handler: Any) -> Any:
+async def bounded_aiohttp_body(request: Any, handler: Any, observe: Observe | None = None) -> Any:
     """aiohttp client middleware: read the (decompressed) body with the bound, and keep it
     where `ClientResponse.read()`/`.text()` find it."""
     response = await handler(request)
+    if observe is not None:
+        observe(response.headers)
     pieces, total = [], 0
     try:
         async for piece in response.content.iter_chunked(_STEP):

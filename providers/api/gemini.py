@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+from functools import partial
 from typing import Annotated, Any, ClassVar, Literal
 
 import httpx
@@ -77,7 +78,9 @@ class GeminiJudge(ApiJudge[Client]):
             limits = httpx.Limits(max_connections=limit, max_keepalive_connections=limit)
             http = httpx.AsyncClient(
                 timeout=self.config.timeout_s,
-                transport=BoundedTransport(httpx.AsyncHTTPTransport(limits=limits)),
+                transport=BoundedTransport(
+                    httpx.AsyncHTTPTransport(limits=limits), observe=self.headers_seen
+                ),
             )
         # The SDK's own retries are off (attempts=1), including its silent retry of dropped
         # connections: the runner retries, with its backoff and limits.
@@ -91,7 +94,10 @@ class GeminiJudge(ApiJudge[Client]):
             # x-goog-api-key; httpx, the other transport, follows none by default)
             async_client_args=None
             if http
-            else {"middlewares": (bounded_aiohttp_body,), "allow_redirects": False},
+            else {
+                "middlewares": (partial(bounded_aiohttp_body, observe=self.headers_seen),),
+                "allow_redirects": False,
+            },
         )
         client = Client(vertexai=False, api_key=key, http_options=options)
         if http is not None:

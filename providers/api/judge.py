@@ -13,6 +13,7 @@ into ProviderErrors through the hooks `status_code`, `is_auth_failure`, `should_
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Mapping
 from typing import Any, ClassVar, Generic, TypeVar
 
 from harness.core.secrets import scrub
@@ -51,6 +52,11 @@ class ApiJudge(Judge, Generic[C]):
         self.sample_rate = self.config.sample_rate
         self._pool: ClientPool[tuple[C, str | None]] = ClientPool(self.urls, self._pooled)
         self._batch_settings = batch_settings(self.config, self.urls)
+
+    def headers_seen(self, headers: Mapping[str, str]) -> None:
+        """What the transports tell of each response (its rate-limit headers)."""
+        if self.on_headers is not None:
+            self.on_headers(headers)
 
     @property
     def key_names(self) -> tuple[str, ...]:

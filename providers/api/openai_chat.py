@@ -108,7 +108,7 @@ class ChatCompletionsJudge(ApiJudge["openai.AsyncOpenAI"]):
             base_url=base_url,
             max_retries=0,
             timeout=self.config.timeout_s,
-            http_client=sdk.DefaultAsyncHttpxClient(transport=openai_transport()),
+            http_client=sdk.DefaultAsyncHttpxClient(transport=openai_transport(self.headers_seen)),
         )
         return client
 
