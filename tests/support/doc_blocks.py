@@ -26,8 +26,11 @@ the page, run `make docs`, and review the diff.
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -183,14 +186,38 @@ def music_crs_example() -> str:
 REAL_JUDGE_ANSWERS = Path("experiments/answers/real_judges.jsonl.gz")
 
 
+@functools.cache
+def real_judges_run() -> Path:
+    """`harness run experiments/real_judges.yaml` replayed from the stored answers, once per
+    process (both real-judge blocks read it): the sweep's folder."""
+    folder = Path(tempfile.mkdtemp(prefix="bgm-docs-real-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    results, cache = folder / "results", folder / "cache"
+    seed = ["--seed-cache", str(REAL_JUDGE_ANSWERS)]
+    run_harness(["run", "experiments/real_judges.yaml", *_fresh(results, cache), *seed])
+    return results / "real_judges"
+
+
 @block("real-judges")
 def real_judges() -> str:
     """`harness run experiments/real_judges.yaml`: the comparison table of the real judges."""
-    with workspace() as (results, cache):
-        seed = ["--seed-cache", str(REAL_JUDGE_ANSWERS)]
-        run_harness(["run", "experiments/real_judges.yaml", *_fresh(results, cache), *seed])
-        comparison = (results / "real_judges" / "comparison.md").read_text(encoding="utf-8")
+    comparison = (real_judges_run() / "comparison.md").read_text(encoding="utf-8")
     return "\n".join(line for line in comparison.splitlines() if line.startswith("|"))
+
+
+@block("real-judges-answers")
+def real_judges_answers() -> str:
+    """What the real LLM judge answered in that run: parse and re-ask counts per judge run."""
+    from harness.reports.loading import load_run
+    from tests.support.real_answers import answer_counts, counts_table
+
+    rows = []
+    for run in sorted(real_judges_run().glob("gguf_*")):
+        data = load_run(run)
+        sampled = float(data.provider.get("temperature") or 0) > 0
+        label = f"{data.provider.get('label')} ({data.prompt})"
+        rows.append((label, answer_counts(data.records, sampled=sampled)))
+    return counts_table(rows)
 
 
 @block("sequential-power")

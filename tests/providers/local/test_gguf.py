@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +16,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import harness
 from harness.calls.answerer import reask_request
 from harness.calls.prompting.parsing import parse_pointwise
 from harness.config.experiment import provider_config
 from harness.core.json_text import first_object_end
+from harness.core.records import Record, read_records
 from harness.core.types import AudioRef, ChatRequest, ProviderError
 from providers import create_provider
 from providers.local import _judge, gguf
 from providers.local._judge import JsonObjectEnd
 from providers.local.gguf import GgufJudge, text_messages
+from tests.support.real_answers import answer_counts
 from tests.support.sample_prompts import sample_requests
 from tests.support.tiny_models import QWEN_SPECIALS, byte_tokenizer
 
@@ -191,3 +195,51 @@ def test_the_expected_score_sits_on_the_format_examples_number(real: GgufJudge) 
         assert answer.text == f'{{"score": {example}}}'
         assert abs(answer.extra["expected_score"] - example) < 0.2
         assert answer.extra["score_probs"][int(example)] > 0.9  # the whole part, P > 0.9
+
+
+# ------------------------------------------- the real model's answers to the sample run
+ANSWERS = Path("experiments/answers/real_judges.jsonl.gz")
+
+
+@pytest.fixture(scope="module")
+def sample_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Record]]:
+    """experiments/real_judges.yaml's judge runs replayed from the real model's stored
+    answers (`harness cache export`): the parser and the re-ask of today's code on the
+    answers SmolLM2 gave; nothing reaches the model. Run label -> records."""
+    if not ANSWERS.is_file():
+        pytest.skip(f"{ANSWERS} is not in this checkout")
+    folder = tmp_path_factory.mktemp("replay")
+    runs = harness.run(
+        "experiments/real_judges.yaml",
+        results_dir=folder / "results",
+        cache_dir=folder / "cache",
+        seed_cache=ANSWERS,
+        only=["gguf_*"],
+        show_progress=False,
+    )
+    assert all(run.stats.model_calls == 0 for run in runs)  # every answer was stored
+    return {run.out_dir.name: list(read_records(run.out_dir / "records.jsonl")) for run in runs}
+
+
+@needs_smollm2
+def test_the_sample_runs_real_answers_through_the_strict_parser_and_the_reask(
+    sample_run: dict[str, list[Record]],
+) -> None:
+    """What docs/real_judges.md counts: every score SmolLM2 gave one clip is the prompt's
+    format example (7.5), and what it did not answer with a score it echoed, with no JSON
+    object: rejected as `not_json`, re-asked once with the reason, the re-ask's answer
+    parsed by the same strict parser. A parser that pulled numbers out of prose, or a re-ask
+    that was skipped or repeated, changes these counts."""
+    pointwise = sample_run["gguf_smollm2_text_only_full_caption"]
+    counts = answer_counts(pointwise, sampled=False)
+    assert set(counts.answers) == {'{"score": 7.5}'}
+    assert counts.prompts == 8 * 4 and counts.usable_at_once < counts.prompts
+    assert set(counts.unusable) == {"not_json"} and counts.usable_after_reask == 0
+    assert (counts.usable_at_once, counts.reasked) == (25, 7)  # docs/real_judges.md
+    for record in pointwise:
+        if record.attempts:
+            (echo,) = record.attempts  # reask: 1
+            assert first_object_end(echo) is None
+            assert (parse_pointwise(echo, record.candidates).error or "").startswith("not_json")
+    joint = answer_counts(sample_run["gguf_smollm2-no-reask_joint_full_caption"], sampled=False)
+    assert joint.prompts == 8 * 2 and joint.unusable == Counter({"not_json": joint.prompts})
