@@ -87,7 +87,8 @@ def report(
     paired differences against --baseline or --pair-by (bootstrap CI, sign-flip p, adjusted
     for many p-values); agreement between runs and the human ranking; position bias of joint
     prompts; figures (PNG and PDF); and an HTML report with a dialogue browser."""
-    from harness.reports.tables import comparison_rich_table, paired_rich_table
+    from harness.reports.paired_tables import paired_rich_table
+    from harness.reports.tables import comparison_rich_table
     from harness.runs.reporting import report as make_report
     from harness.runs.reporting import source_title
 

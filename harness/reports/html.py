@@ -20,20 +20,22 @@ from harness.reports.analysis import Analysis
 from harness.reports.browser_data import ORDER_SHOWN, TOP_K, item_data
 from harness.reports.labels import shorten_unique
 from harness.reports.media import AudioMode, audio_sources
-from harness.reports.protocol_tables import protocol_sections
-from harness.reports.sensitivity import sensitivity_section
-from harness.reports.tables import (
+from harness.reports.paired_tables import (
     PAIRED_HEADER,
     POSITION_HEADER,
     agreement_rows,
-    comparison_header,
-    comparison_rows,
-    endpoint_notes,
-    human_row,
     paired_note,
     paired_rows,
     paired_title,
     position_bias_rows,
+)
+from harness.reports.protocol_tables import protocol_sections
+from harness.reports.sensitivity import sensitivity_section
+from harness.reports.tables import (
+    comparison_header,
+    comparison_rows,
+    endpoint_notes,
+    human_row,
     table_metrics,
 )
 

@@ -14,15 +14,17 @@ from harness.reports import plots
 from harness.reports.analysis import Analysis
 from harness.reports.latex import comparison_tex, pivot_tex
 from harness.reports.media import data_uri
+from harness.reports.paired_tables import (
+    agreement_csv_rows,
+    paired_csv_rows,
+    position_bias_csv_rows,
+)
 from harness.reports.pivot import pivot_csv_rows
 from harness.reports.sensitivity import sensitivity_section
 from harness.reports.tables import (
-    agreement_csv_rows,
     comparison_csv_rows,
     comparison_markdown,
     human_csv_rows,
-    paired_csv_rows,
-    position_bias_csv_rows,
     run_marks,
 )
 

@@ -69,15 +69,14 @@ def report(
     The report's files (report.md, report.html, figures, CSV and LaTeX tables) are written
     to `out` when it is given. Prints nothing; what could not be read is in `.warnings`."""
     from harness.reports.analysis import analyse
-    from harness.reports.pairing import parse_pair_by
-    from harness.reports.sources import discover, load_sources
-    from harness.reports.tables import (
+    from harness.reports.paired_tables import (
         agreement_csv_rows,
-        comparison_csv_rows,
-        human_csv_rows,
         paired_csv_rows,
         position_bias_csv_rows,
     )
+    from harness.reports.pairing import parse_pair_by
+    from harness.reports.sources import discover, load_sources
+    from harness.reports.tables import comparison_csv_rows, human_csv_rows
     from harness.reports.writing import write_report
     from harness.scoring.stats import CORRECTION_NAMES
 
