@@ -89,27 +89,31 @@ def report(
     prompts; figures (PNG and PDF); and an HTML report with a dialogue browser."""
     from harness.reports.paired_tables import paired_rich_table
     from harness.reports.tables import comparison_rich_table
+    from harness.runs.reporting import NothingToReport, source_title
     from harness.runs.reporting import report as make_report
-    from harness.runs.reporting import source_title
 
     if out is None:
         if len(runs) != 1:
             raise HarnessError("give --out DIR when comparing runs from several folders")
         out = runs[0].parent if runs[0].is_file() else runs[0]
-    made = make_report(
-        runs,
-        out=out,
-        baseline=baseline,
-        pair_by=pair_by,
-        correction=correction,
-        dataset=dataset,
-        qrels=qrels,
-        html=html,
-        embed_audio=embed_audio,
-        n_permutations=n_permutations,
-        seed=seed,
-        score=score,
-    )
+    try:
+        made = make_report(
+            runs,
+            out=out,
+            baseline=baseline,
+            pair_by=pair_by,
+            correction=correction,
+            dataset=dataset,
+            qrels=qrels,
+            html=html,
+            embed_audio=embed_audio,
+            n_permutations=n_permutations,
+            seed=seed,
+            score=score,
+        )
+    except NothingToReport as exc:
+        _warn(exc.warnings)  # each skipped run, then the one error line
+        raise HarnessError(exc.headline) from None
     _warn(made.warnings)
     console.print(comparison_rich_table(source_title(runs), made.loaded, made.analysis.human))
     if made.analysis.paired:

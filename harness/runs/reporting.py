@@ -46,6 +46,14 @@ class Report:
         return [path for path in self.files if path.suffix == ".png"]
 
 
+class NothingToReport(HarnessError):
+    """No run or predictions file could be read; `warnings` says why each was skipped."""
+
+    def __init__(self, headline: str, warnings: list[str]) -> None:
+        super().__init__(headline + "".join(f"\n  {line}" for line in warnings))
+        self.headline, self.warnings = headline, warnings
+
+
 def report(
     runs: Paths,
     *,
@@ -99,10 +107,10 @@ def report(
     loaded, unread = load_sources(found.sources, dataset=dataset, score=score)  # type: ignore[arg-type]
     warnings += unread
     if not loaded:
-        raise HarnessError(
+        raise NothingToReport(
             "no finished runs (folders with metrics.json) or predictions files to report under "
-            + ", ".join(map(str, paths))
-            + "".join(f"\n  {line}" for line in warnings)
+            + ", ".join(map(str, paths)),
+            warnings,
         )
     base = None
     if baseline is not None:

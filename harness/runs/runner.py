@@ -189,7 +189,8 @@ class Runner:
         )
         # Two resamples take the bootstrap's path; the run's thousand would only cost time.
         config = self.config.model_copy(update={"n_bootstrap": 2})
-        dataset.check_judged()
+        if get_protocol(self.config.protocol).evaluate is None:  # its own scoring needs no gold
+            dataset.check_judged()
         try:
             evaluate_items(config, dataset.items, placeholder)
         except (ArithmeticError, LookupError, TypeError, ValueError) as exc:

@@ -65,6 +65,9 @@ INTERRUPTED_WHILE = """
 import builtins, os, signal, sys
 import typer.main
 
+# As from a terminal: a pytest worker that ignores SIGINT would hand its children the ignore.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 def interrupt():
     os.kill(os.getpid(), signal.SIGINT)
 
