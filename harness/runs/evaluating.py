@@ -5,9 +5,10 @@ or qrels, through the one evaluation path. Nothing of a run is imported here."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import wraps
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any, ParamSpec, TypeAlias
 
 from harness.core.dataset import Dataset, Item, load_dataset
 from harness.core.errors import HarnessError
@@ -22,50 +23,7 @@ from harness.scoring.metrics import Aggregate, MissingPolicy
 
 Scores: TypeAlias = Mapping[str, float | None]
 PredictionsGiven: TypeAlias = str | Path | Mapping[str, Scores] | Iterable[Mapping[str, Any]]
-
-
-def evaluate(
-    dataset: str | Path | Dataset | None,
-    predictions: PredictionsGiven,
-    *,
-    qrels: str | Path | None = None,
-    columns: str | None = None,
-    check_audio: bool = False,
-    missing: MissingPolicy = "worst",
-    n_bootstrap: int = 1000,
-    seed: int = 0,
-    at: Sequence[int] = (),
-    protocol: str = "rank",
-    options: Mapping[str, Any] | None = None,
-) -> Aggregate:
-    """Metrics of your own predictions as `harness evaluate` computes them (and a run): Hit@1,
-    MRR, nDCG and Kendall's tau-b with bootstrap CIs, and the @K metrics of each K of `at`.
-
-    `dataset`: a dataset folder, a Hugging Face dataset (`columns`: its column mapping, in
-    YAML) or a `Dataset`; or None with TREC `qrels` (the items are its queries, their
-    candidates the documents the run file ranks). `predictions`: a predictions JSONL or TREC
-    run file, `{item_id: {candidate_id: score}}`, or a list of `{"item_id", "scores" or
-    "ranking", "repeat"}` lines. Predictions that leave items or candidates without a score
-    warn (`CoverageWarning`), saying how they were counted. Returns the aggregate
-    (`.to_json()`: the metrics.json form; `.per_item`: the per-item values).
-
-    `protocol`: one with a scoring of its own scores its own predictions file against
-    `dataset` in its own form (a file, a folder, a Hugging Face dataset; None: the file alone),
-    with its `options` (music-crs: `catalog_size`, `catalog`, `official`, `judge`;
-    docs/protocols/music_crs.md)."""
-    return evaluation(
-        dataset,
-        predictions,
-        qrels=qrels,
-        columns=columns,
-        check_audio=check_audio,
-        missing=missing,
-        n_bootstrap=n_bootstrap,
-        seed=seed,
-        at=at,
-        protocol=protocol,
-        options=options,
-    ).aggregate
+P = ParamSpec("P")
 
 
 def evaluation(
@@ -82,8 +40,8 @@ def evaluation(
     protocol: str = "rank",
     options: Mapping[str, Any] | None = None,
 ) -> Evaluation:
-    """`evaluate`'s whole evaluation: the aggregate with each item group's, or the protocol's
-    (metrics.json)."""
+    """`evaluate`'s whole evaluation (what `harness evaluate` writes): the aggregate with each
+    item group's, or the protocol's (`.to_json()`: metrics.json)."""
     if protocol != "rank" or options:
         return _own_scoring(
             protocol, dataset, predictions, columns, options or {}, n_bootstrap, seed
@@ -96,6 +54,35 @@ def evaluation(
     for line in coverage_warnings(items, given, result.aggregate):
         warnings.warn(line, CoverageWarning, stacklevel=3)  # the caller of harness.evaluate
     return result
+
+
+def _aggregate_of(whole: Callable[P, Evaluation]) -> Callable[P, Aggregate]:
+    @wraps(whole)
+    def evaluate(*args: P.args, **kwargs: P.kwargs) -> Aggregate:
+        return whole(*args, **kwargs).aggregate
+
+    evaluate.__name__ = evaluate.__qualname__ = "evaluate"
+    evaluate.__doc__ = EVALUATE_DOC
+    return evaluate
+
+
+EVALUATE_DOC = """Metrics of your own predictions as `harness evaluate` computes them (and a run):
+    Hit@1, MRR, nDCG and Kendall's tau-b with bootstrap CIs, and the @K metrics of each K of
+    `at`; the parameters are `evaluation`'s.
+
+    `dataset`: a dataset folder, a Hugging Face dataset (`columns`: its column mapping, in
+    YAML) or a `Dataset`; or None with TREC `qrels` (the items are its queries, their
+    candidates the documents the run file ranks). `predictions`: a predictions JSONL or TREC
+    run file, `{item_id: {candidate_id: score}}`, or a list of `{"item_id", "scores" or
+    "ranking", "repeat"}` lines. Predictions that leave items or candidates without a score
+    warn (`CoverageWarning`), saying how they were counted. Returns the aggregate
+    (`.to_json()`: the metrics.json form; `.per_item`: the per-item values).
+
+    `protocol`: one with a scoring of its own scores its own predictions file against
+    `dataset` in its own form (a file, a folder, a Hugging Face dataset; None: the file alone),
+    with its `options` (music-crs: `catalog_size`, `catalog`, `official`, `judge`;
+    docs/protocols/music_crs.md)."""
+evaluate = _aggregate_of(evaluation)
 
 
 def _own_scoring(
