@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from harness.cli.common import console, user_errors
+from harness.cli.common import CacheDirOption, console, user_errors
 from harness.core.errors import HarnessError
 from harness.core.locking import make_folder
 
@@ -18,8 +18,6 @@ app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode="markdown",
 )
-
-CACHE_DIR_HELP = "Response cache directory [default: $BGM_JUDGE_CACHE or .cache/responses]."
 
 
 @app.command("export")
@@ -34,7 +32,7 @@ def export(
         ),
     ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Export every answer of the cache.")] = False,
-    cache_dir: Annotated[Path | None, typer.Option(help=CACHE_DIR_HELP)] = None,
+    cache_dir: CacheDirOption = None,
 ) -> None:
     """Write the answers a run used (`--run`) or the whole cache (`--all`) to one portable
     file (gzip JSON lines, docs/formats.md) that `harness cache import` reads on another
@@ -86,7 +84,7 @@ def _existing(cache_dir: Path | None) -> None:
 @user_errors
 def import_(
     files: Annotated[list[Path], typer.Argument(help="Files written by `harness cache export`.")],
-    cache_dir: Annotated[Path | None, typer.Option(help=CACHE_DIR_HELP)] = None,
+    cache_dir: CacheDirOption = None,
 ) -> None:
     """Add portable files' answers to the cache; an answer the cache holds already is kept
     as it is (never replaced). Each file is checked whole first: a damaged one adds nothing

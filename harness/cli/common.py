@@ -1,14 +1,15 @@
 """What every `harness` subcommand shares: the consoles, the exit codes, the wrapper that
-turns an input error into one line and exit code 2, the version line, and termination
-signals handled like Ctrl-C."""
+turns an input error into one line and exit code 2, the version line, termination signals
+handled like Ctrl-C, and the options several commands take."""
 
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import wraps
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
 
 import typer
 from typer.core import TyperGroup, TyperOption
@@ -26,7 +27,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_INCOMPLETE = 1
 EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130  # 128 + SIGINT; SIGTERM and SIGHUP exit with 128 + their number
 
 
 def user_errors(func: F) -> F:
@@ -86,18 +86,34 @@ def _as_ctrl_c(signum: int, frame: object) -> None:
 
 
 @contextmanager
-def termination_as_interrupt() -> Iterator[None]:
-    """SIGTERM and SIGHUP end the block as Ctrl-C would (KeyboardInterrupt, with every
-    call cancelled cleanly); `interrupted_by` then names the signal."""
+def resumable() -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP end the block alike (every call cancelled cleanly): one line
+    saying how to resume, then exit 128 + the signal (130 for Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
     _received.clear()
     previous = {sent: signal.signal(sent, _as_ctrl_c) for sent in TERMINATION_SIGNALS}
     try:
         yield
+    except KeyboardInterrupt:
+        received = signal.Signals(_received[-1] if _received else signal.SIGINT)
+        label = "" if received == signal.SIGINT else f" ({received.name})"
+        err_console.print(
+            f"[bold yellow]interrupted{label}:[/] re-run the same command to resume "
+            "(every answer received so far is in the cache)"
+        )
+        raise typer.Exit(128 + received) from None
     finally:
         for sent, handler in previous.items():
             signal.signal(sent, handler)
 
 
-def interrupted_by() -> signal.Signals:
-    """The signal that interrupted the last `termination_as_interrupt` block."""
-    return signal.Signals(_received[-1] if _received else signal.SIGINT)
+def warn(lines: Iterable[str]) -> None:
+    for line in lines:
+        err_console.print(
+            f"[bold yellow]warning:[/] {terminal_text(line)}", highlight=False, soft_wrap=True
+        )
+
+
+CacheDirOption = Annotated[
+    Path | None,
+    typer.Option(help="Response cache directory [default: $BGM_JUDGE_CACHE or .cache/responses]."),
+]

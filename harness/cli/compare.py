@@ -9,14 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Column, Table
 
-from harness.cli.common import (
-    check_range,
-    console,
-    err_console,
-    interrupted_by,
-    termination_as_interrupt,
-    user_errors,
-)
+from harness.cli.common import CacheDirOption, check_range, console, resumable, user_errors, warn
 from harness.core.errors import HarnessError
 from harness.core.sanitize import terminal_text
 from harness.runs.compare.inputs import MissingChoice
@@ -25,11 +18,6 @@ SIDES_HELP = (
     "An experiment file (one configuration), a run folder, or a predictions file (with --dataset)."
 )
 METRIC_HELP = "A bounded per-item metric, named as in metrics.json: hit@1, ndcg@10, ..."
-
-
-def _check_alpha(alpha: float) -> None:
-    if not 0 < alpha < 1:
-        raise HarnessError(f"--alpha must lie strictly between 0 and 1, not {alpha:g}")
 
 
 @user_errors
@@ -87,12 +75,7 @@ def compare(
     dataset: Annotated[
         Path | None, typer.Option(help="Dataset folder (predictions files need it).")
     ] = None,
-    cache_dir: Annotated[
-        Path | None,
-        typer.Option(
-            help="Response cache directory [default: $BGM_JUDGE_CACHE or .cache/responses]."
-        ),
-    ] = None,
+    cache_dir: CacheDirOption = None,
     progress: Annotated[bool, typer.Option(help="Show each batch's progress bar.")] = False,
 ) -> None:
     """Is B better than A, on the items both answered? By default a fixed-sample paired
@@ -104,37 +87,26 @@ def compare(
     compare.png) to --out; see docs/sequential.md."""
     from harness.runs.reporting import compare as compare_sides
 
-    try:
-        with termination_as_interrupt():
-            result = compare_sides(
-                a,
-                b,
-                sequential=sequential,
-                metric=metric,
-                alpha=alpha,
-                margin=margin,
-                max_items=max_items,
-                missing=missing,
-                budget_usd=budget_usd,
-                seed=seed,
-                batch_size=batch_size,
-                finite=finite,
-                out=out,
-                dataset=dataset,
-                cache_dir=cache_dir,
-                show_progress=progress,
-            )
-    except KeyboardInterrupt:
-        received = interrupted_by()
-        err_console.print(
-            "[bold yellow]interrupted:[/] re-run the same command to resume (every answer "
-            "received so far is in the cache)"
+    with resumable():
+        result = compare_sides(
+            a,
+            b,
+            sequential=sequential,
+            metric=metric,
+            alpha=alpha,
+            margin=margin,
+            max_items=max_items,
+            missing=missing,
+            budget_usd=budget_usd,
+            seed=seed,
+            batch_size=batch_size,
+            finite=finite,
+            out=out,
+            dataset=dataset,
+            cache_dir=cache_dir,
+            show_progress=progress,
         )
-        raise typer.Exit(128 + received) from None
-    if result.warning:
-        err_console.print(
-            f"[bold yellow]warning:[/] {terminal_text(result.warning)}", highlight=False
-        )
+    warn([result.warning] if result.warning else [])
     console.print(terminal_text(result.line()), highlight=False, soft_wrap=True)
     console.print(f"[dim]wrote {', '.join(terminal_text(p) for p in result.files)}[/]")
 
@@ -172,7 +144,8 @@ def plan(
         simulate_sequential,
     )
 
-    _check_alpha(alpha)
+    if not 0 < alpha < 1:
+        raise HarnessError(f"--alpha must lie strictly between 0 and 1, not {alpha:g}")
     if effect == 0:
         raise HarnessError("--effect must be non-zero")
     check_range("--batch-size", batch_size, 1)

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from harness.cli.common import EXIT_INCOMPLETE, console, err_console, user_errors
+from harness.cli.common import EXIT_INCOMPLETE, CacheDirOption, console, err_console, user_errors
 from harness.core.sanitize import terminal_text
 
 app = typer.Typer(
@@ -21,10 +21,6 @@ app = typer.Typer(
 ConfigOption = Annotated[
     Path | None,
     typer.Option("--config", help="Build file (YAML); its section for this stage is used."),
-]
-CacheOption = Annotated[
-    Path | None,
-    typer.Option(help="Response cache directory [default: $BGM_JUDGE_CACHE or .cache/responses]."),
 ]
 OverwriteOption = Annotated[
     bool, typer.Option(help="Replace an output dataset folder written by an earlier build.")
@@ -180,7 +176,7 @@ def stage2(
     model: Annotated[str | None, typer.Option(help="Captioning model id.")] = None,
     sample: Annotated[int | None, typer.Option(help="Keep a seeded sample of N.")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed of the sample.")] = None,
-    cache_dir: CacheOption = None,
+    cache_dir: CacheDirOption = None,
 ) -> None:
     """Read and filter DailyDialog; caption each dialogue with the summariser prompt."""
     from harness.construct.config import load_build_config
@@ -215,7 +211,7 @@ def stage3(
         str | None, typer.Option(help="'sentence-transformers' (offline) or 'openai'.")
     ] = None,
     embedding_model: Annotated[str | None, typer.Option(help="Embedding model.")] = None,
-    cache_dir: CacheOption = None,
+    cache_dir: CacheDirOption = None,
     overwrite: OverwriteOption = False,
 ) -> None:
     """Pick four candidates per dialogue (top-1 + 3 from the top 10%); write the dataset."""
@@ -276,7 +272,7 @@ def stage4(
 @user_errors
 def run_all(
     config: Annotated[Path, typer.Argument(help="Build file (YAML).")],
-    cache_dir: CacheOption = None,
+    cache_dir: CacheDirOption = None,
     overwrite: OverwriteOption = False,
 ) -> None:
     """Stages 1-3 from the build file (and stage 4 when it names an annotated dataset)."""

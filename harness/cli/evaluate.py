@@ -8,10 +8,10 @@ from typing import Annotated
 
 import typer
 
-from harness.cli.common import check_range, console, err_console, user_errors
+from harness.cli.common import check_range, console, user_errors, warn
 from harness.core.errors import HarnessError
 from harness.core.locking import make_folder
-from harness.core.sanitize import dumps_json, terminal_text
+from harness.core.sanitize import dumps_json
 
 MUSIC_CRS = "music-crs: "  # the options of `--protocol music-crs` (docs/protocols/music_crs.md)
 
@@ -132,8 +132,7 @@ def evaluate(
                 warning.message, warning.category, warning.filename, warning.lineno
             )
     lines = [str(w.message) for w in caught if issubclass(w.category, CoverageWarning)]
-    for line in [*lines, *(metrics.get("validation") or ())]:  # what --official let through
-        err_console.print(f"[bold yellow]warning:[/] {terminal_text(line)}", highlight=False)
+    warn([*lines, *(metrics.get("validation") or ())])  # and what --official let through
     if out and folder:  # with what `harness export trec` reads back
         import yaml
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 import warnings
 from pathlib import Path
@@ -14,12 +13,12 @@ from harness.cli.annotate import annotate
 from harness.cli.cache import app as cache_app
 from harness.cli.common import (
     EXIT_INCOMPLETE,
+    CacheDirOption,
     HarnessGroup,
     check_range,
     console,
     err_console,
-    interrupted_by,
-    termination_as_interrupt,
+    resumable,
     user_errors,
     version_text,
 )
@@ -105,12 +104,7 @@ def run(
     results_dir: Annotated[Path, typer.Option(help="Where run folders are written.")] = Path(
         "results"
     ),
-    cache_dir: Annotated[
-        Path | None,
-        typer.Option(
-            help="Response cache directory [default: $BGM_JUDGE_CACHE or .cache/responses]."
-        ),
-    ] = None,
+    cache_dir: CacheDirOption = None,
     seed_cache: Annotated[
         Path | None,
         typer.Option(
@@ -183,31 +177,22 @@ def run(
     if limit is not None:
         check_range("--limit", limit, 1)
     overrides = {"limit": limit} if limit is not None else {}
-    try:
-        with termination_as_interrupt():
-            results = api.run(
-                experiment or flag_experiment(dataset, provider or (), prompt or ()),
-                results_dir=results_dir,
-                cache_dir=cache_dir,
-                seed_cache=seed_cache,
-                show_progress=progress,
-                overwrite=overwrite,
-                only=only or (),
-                shard=shard,
-                set=set_ or (),
-                dry_run=dry_run,
-                output_tokens=output_tokens,
-                save_experiment=save_experiment,
-                **overrides,
-            )
-    except KeyboardInterrupt:
-        received = interrupted_by()  # Ctrl-C, or SIGTERM/SIGHUP handled the same way
-        label = "" if received == signal.SIGINT else f" ({received.name})"
-        err_console.print(
-            f"[bold yellow]interrupted{label}:[/] re-run the same command to resume "
-            "(every answer received so far is in the cache)"
+    with resumable():
+        results = api.run(
+            experiment or flag_experiment(dataset, provider or (), prompt or ()),
+            results_dir=results_dir,
+            cache_dir=cache_dir,
+            seed_cache=seed_cache,
+            show_progress=progress,
+            overwrite=overwrite,
+            only=only or (),
+            shard=shard,
+            set=set_ or (),
+            dry_run=dry_run,
+            output_tokens=output_tokens,
+            save_experiment=save_experiment,
+            **overrides,
         )
-        raise typer.Exit(128 + received) from None  # 130 for Ctrl-C, 143 SIGTERM, 129 SIGHUP
     if not all(r.complete for r in results):
         for line in failure_summary(results):
             err_console.print(line, highlight=False, soft_wrap=True)

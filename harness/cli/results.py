@@ -3,13 +3,13 @@ finished runs (and shards of one) and their own predictions."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from harness.cli.common import console, err_console, user_errors
+from harness.cli.common import console, user_errors, warn
 from harness.core.errors import HarnessError
 from harness.core.sanitize import terminal_text
 
@@ -17,13 +17,6 @@ RUNS_HELP = (
     "Run folders, sweep folders (searched at any depth), predictions JSONL files, or folders "
     "holding only predictions.jsonl."
 )
-
-
-def _warn(lines: Sequence[str]) -> None:
-    for line in lines:
-        err_console.print(
-            f"[bold yellow]warning:[/] {terminal_text(line)}", highlight=False, soft_wrap=True
-        )
 
 
 @user_errors
@@ -112,9 +105,9 @@ def report(
             score=score,
         )
     except NothingToReport as exc:
-        _warn(exc.warnings)  # each skipped run, then the one error line
+        warn(exc.warnings)  # each skipped run, then the one error line
         raise HarnessError(exc.headline) from None
-    _warn(made.warnings)
+    warn(made.warnings)
     console.print(comparison_rich_table(source_title(runs), made.loaded, made.analysis.human))
     if made.analysis.paired:
         console.print(paired_rich_table(made.analysis))
@@ -126,12 +119,6 @@ def _mean(metrics: Mapping[str, Any], name: str) -> str:
     value = (metrics.get("metrics") or {}).get(name) or {}
     mean = value.get("mean") if isinstance(value, Mapping) else None
     return "n/a" if mean is None else f"{mean:.3f}"
-
-
-def _read(path: Path) -> dict[str, Any]:
-    from harness.core.run_files import read_or_empty
-
-    return read_or_empty(path)
 
 
 @user_errors
@@ -147,6 +134,8 @@ def runs(
     from rich.table import Table
 
     from harness.core.provenance import drifted_packages, unofficial_endpoints
+    from harness.core.run_files import read_or_empty
+    from harness.reports.formatting import percent
     from harness.reports.sources import discover
     from harness.scoring import registry
     from harness.scoring.evaluation import no_scores_reason
@@ -154,10 +143,13 @@ def runs(
 
     roots = folders or [Path("results")]
     found = discover(roots)
-    _warn(found.warnings)
+    warn(found.warnings)
+    if not found.sources:
+        raise HarnessError(f"no finished runs under {', '.join(map(str, roots))}")
     names = registry.names("ranking")
-    labels = map(registry.label, names)
-    table = Table("run", "setup", "items", *labels, "coverage", "failed", "finished")
+    table = Table("run", "setup", "items", *map(registry.label, names))
+    for column in ("coverage", "failed", "finished"):
+        table.add_column(column)
     table.columns[0].overflow = table.columns[1].overflow = "fold"
 
     def shown(path: Path) -> str:
@@ -166,63 +158,53 @@ def runs(
                 return terminal_text(str(path.relative_to(root)))
         return terminal_text(str(path))
 
+    marks: set[str] = set()
     for source in found.sources:
         if source.kind == "predictions":
             table.add_row(shown(source.path), "your predictions (harness report scores them)")
             continue
-        metrics = _read(source.path / "metrics.json")
-        config = _read(source.path / "config.yaml")
-        stats = _read(source.path / "run.json")
+        metrics = read_or_empty(source.path / "metrics.json")
+        config = read_or_empty(source.path / "config.yaml")
+        stats = read_or_empty(source.path / "run.json")
         provider = config.get("provider") or {}
         inputs = config.get("inputs") or {}
+        entry = REGISTRY.get(str(provider.get("name")))
         setup = " · ".join(
             str(part)
             for part in (
                 provider.get("label") or provider.get("name"),
                 provider.get("model"),
-                config.get("prompt") if _is_judge(REGISTRY, provider) else None,
+                config.get("prompt") if entry is None or entry.kind == "judge" else None,
                 f"{inputs.get('dialogue', 'full')}/{inputs.get('music', 'audio')}",
             )
             if part
         )
-        coverage = metrics.get("coverage")
-        provenance = stats.get("provenance") or {}
         mark = (" †" if unofficial_endpoints(stats) else "") + (
             " ‡" if drifted_packages(stats) else ""
         )
-        finished = str(provenance.get("finished_at") or "?")
+        marks |= set(mark.split())
         failed = no_scores_reason(metrics, stats)  # chance-level numbers are not shown
         figures = [_mean(metrics, name) for name in names]
         if failed is not None:
             figures = ["no metrics"] + ["-"] * (len(names) - 1)
-        if failed is not None:
             setup += f" ({failed})"
+        finished = str((stats.get("provenance") or {}).get("finished_at") or "?")
         table.add_row(
             shown(source.path) + mark,
             terminal_text(setup),
             str(metrics.get("n_items", "?")),
             *figures,
-            "n/a" if coverage is None else f"{100 * coverage:.1f}%",
+            percent(metrics.get("coverage")),
             f"{stats.get('errors', '?')}/{stats.get('calls', '?')}",
             finished.replace("T", " ")[:16],
         )
-    if not found.sources:
-        where = ", ".join(map(str, folders or [Path("results")]))
-        raise HarnessError(f"no finished runs under {where}")
     console.print(table)
-    if any(
-        unofficial_endpoints(_read(s.path / "run.json")) for s in found.sources if s.kind == "run"
-    ):
+    if "†" in marks:
         console.print("† endpoint is not the provider's official service (see the run's report.md)")
-    if any(drifted_packages(_read(s.path / "run.json")) for s in found.sources if s.kind == "run"):
+    if "‡" in marks:
         console.print(
             "‡ made in an environment that differs from the lock (see the run's report.md)"
         )
-
-
-def _is_judge(registry: Mapping[str, Any], provider: Mapping[str, Any]) -> bool:
-    entry = registry.get(str(provider.get("name")))
-    return entry is None or entry.kind == "judge"
 
 
 @user_errors
@@ -309,8 +291,7 @@ def merge(
     from harness.runs.merge import merge_shards
 
     merged = merge_shards(shards, out, overwrite=overwrite)
-    for warning in merged.warnings:
-        err_console.print(f"[bold yellow]warning:[/] {terminal_text(warning)}", highlight=False)
+    warn(merged.warnings)
     console.print(
         f"merged {merged.shards} shard(s): {merged.records} records of {merged.items} items "
         f"in {merged.out}/ (records.jsonl, metrics.json, report.md)",

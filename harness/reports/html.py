@@ -31,13 +31,7 @@ from harness.reports.paired_tables import (
 )
 from harness.reports.protocol_tables import protocol_sections
 from harness.reports.sensitivity import sensitivity_section
-from harness.reports.tables import (
-    comparison_header,
-    comparison_rows,
-    endpoint_notes,
-    human_row,
-    table_metrics,
-)
+from harness.reports.tables import comparison_table, endpoint_notes
 
 # Polls the server and offers a reload when the results change.
 LIVE_SCRIPT = """<script>
@@ -144,11 +138,7 @@ def render_html(
         "paired_note": paired_note(analysis) if analysis.paired else None,
         "pair_notes": analysis.notes,
         "endpoint_notes": [note.replace("`", "") for note in endpoint_notes(runs)],
-        "comparison": _compact(
-            comparison_header(runs),
-            comparison_rows(runs)
-            + ([human_row(analysis.human, table_metrics(runs))] if analysis.human else []),
-        ),
+        "comparison": _compact(*comparison_table(runs, analysis.human)),
         "protocol_sections": protocol_sections([(run.label, run.metrics_json()) for run in runs])
         + sensitivity_section(runs),
         "paired": (PAIRED_HEADER, paired_rows(analysis)) if analysis.paired else None,

@@ -36,28 +36,25 @@ from harness.scoring.human_ceiling import HUMAN_ROW
 from harness.scoring.metrics import Aggregate
 
 
+def _usd(block: Any, key: str) -> float | None:
+    usd = block.get(key) if isinstance(block, dict) else None
+    return float(usd) if isinstance(usd, int | float) and not isinstance(usd, bool) else None
+
+
 def estimated_cost(stats: Mapping[str, Any]) -> float | None:
     """Estimated cost in USD of all the run's answers, generated summaries included (run.json
     `cost.usd` and `summaries_cost.usd`, written by harness.calls.pricing.run_cost); None when the
     run has no price for its model."""
-    total = None
-    for block in ("cost", "summaries_cost"):
-        cost = stats.get(block)
-        usd = cost.get("usd") if isinstance(cost, dict) else None
-        if isinstance(usd, int | float) and not isinstance(usd, bool):
-            total = (total or 0.0) + float(usd)
-    return total
+    found = [
+        usd for b in ("cost", "summaries_cost") if (usd := _usd(stats.get(b), "usd")) is not None
+    ]
+    return sum(found, 0.0) if found else None
 
 
 def cost_discounts(stats: Mapping[str, Any]) -> dict[str, float]:
     """The batch and prompt-cache discounts in the run's cost (run.json `cost`), in USD."""
-    cost = stats.get("cost")
-    found: dict[str, float] = {}
-    for key in ("batch_discount", "cache_discount"):
-        usd = cost.get(key) if isinstance(cost, dict) else None
-        if isinstance(usd, int | float) and not isinstance(usd, bool):
-            found[key] = float(usd)
-    return found
+    keys = ("batch_discount", "cache_discount")
+    return {k: usd for k in keys if (usd := _usd(stats.get("cost"), k)) is not None}
 
 
 def cost_cell(stats: Mapping[str, Any]) -> str:
@@ -166,21 +163,29 @@ def human_row(human: Aggregate, names: Sequence[str]) -> list[str]:
     """The human ceiling as a comparison row of the metric columns `names` (cells that do
     not apply say so)."""
     metrics: dict[str, Any] = human.to_json()["metrics"]  # type: ignore[assignment]
+    cells = [format_metric(metrics.get(m)) for m in names]
+    tie = percent(human.tie_rate)
     return [
         HUMAN_ROW,
         "human",
         "annotators",
         "n/a",
         "n/a",
-        *(format_metric(metrics.get(m)) for m in names),
+        *cells,
         str(human.n_items),
         "n/a",
-        percent(human.tie_rate),
-        "n/a",
-        "n/a",
-        "n/a",
-        "n/a",
-    ]
+        tie,
+    ] + ["n/a"] * 4
+
+
+def comparison_table(
+    runs: Sequence[RunData], human: Aggregate | None = None, *, compact: bool = False
+) -> tuple[list[str], list[list[str]]]:
+    """The comparison's header and rows, the human ceiling last where there is one."""
+    rows = comparison_rows(runs, compact=compact)
+    if human is not None:
+        rows.append(human_row(human, table_metrics(runs, compact=compact)))
+    return comparison_header(runs, compact=compact), rows
 
 
 def comparison_csv_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
@@ -238,15 +243,7 @@ def comparison_markdown(analysis: Analysis, title: str = "comparison") -> str:
     lines = [
         f"# {title}",
         "",
-        markdown_table(
-            comparison_header(analysis.runs),
-            comparison_rows(analysis.runs)
-            + (
-                [human_row(analysis.human, table_metrics(analysis.runs))]
-                if analysis.human is not None
-                else []
-            ),
-        ),
+        markdown_table(*comparison_table(analysis.runs, analysis.human)),
         "",
         "Means with 95% percentile-bootstrap CIs over items"
         + (" (± std across repeats where a run has several)." if repeats else ".")
@@ -314,9 +311,6 @@ def comparison_rich_table(
 ) -> TerminalTable:
     # The run name carries provider, model, prompt and inputs; comparison.md has every column.
     skip = {"provider", "model", "prompt", "inputs", "tie rate", "calls", "tokens in/out"}
-    header = comparison_header(runs, compact=True)
+    header, rows = comparison_table(runs, human, compact=True)
     keep = [i for i, column in enumerate(header) if column not in skip]
-    rows = comparison_rows(runs, compact=True)
-    if human is not None:
-        rows.append(human_row(human, table_metrics(runs, compact=True)))
     return TerminalTable(title, [header[i] for i in keep], [[row[i] for i in keep] for row in rows])
