@@ -27,6 +27,11 @@ OverwriteOption = Annotated[
 ]
 
 
+def _given(**options: Any) -> dict[str, Any]:
+    """The options given on the command line (those not None)."""
+    return {name: value for name, value in options.items() if value is not None}
+
+
 def _show(title: str, fields: dict[str, Any], report_path: Path) -> None:
     console.print(f"[bold]{terminal_text(title)}[/]")
     for name, value in fields.items():
@@ -151,13 +156,9 @@ def stage1(
     from harness.construct.config import load_build_config
 
     settings = load_build_config(config).stage1
-    update: dict[str, Any] = {}
-    if check_caption is not None:
-        update["check_caption"] = check_caption
+    update = _given(check_caption=check_caption)
     if vocals_audio_dir is not None:
-        vocals = {"audio_dir": vocals_audio_dir}
-        if vocals_threshold is not None:
-            vocals["threshold"] = vocals_threshold  # type: ignore[assignment]
+        vocals = _given(audio_dir=vocals_audio_dir, threshold=vocals_threshold)
         update["audio_vocals"] = AudioVocalsConfig.model_validate(vocals)
     _stage1(musiccaps, out, settings.model_copy(update=update))
 
@@ -183,14 +184,10 @@ def stage2(
     from providers import provider_options
 
     settings = load_build_config(config).stage2
-    update: dict[str, Any] = {}
+    update = _given(sample=sample, seed=seed)
     if provider is not None:
         block = {"name": provider, "model": model}
         update["provider"] = provider_options(block, source="--provider", field="provider")
-    if sample is not None:
-        update["sample"] = sample
-    if seed is not None:
-        update["seed"] = seed
     if not _stage2(dailydialog, out, settings.model_copy(update=update), cache_dir):
         raise typer.Exit(EXIT_INCOMPLETE)
 
@@ -219,20 +216,12 @@ def stage3(
     from harness.core.errors import HarnessError
 
     settings = load_build_config(config).stage3
-    update: dict[str, Any] = {}
-    if seed is not None:
-        update["seed"] = seed
-    if query is not None:
-        if query not in ("summary", "dialogue"):
-            raise HarnessError(f"--query must be 'summary' or 'dialogue', not {query!r}")
-        update["query"] = query
-    embed_update: dict[str, Any] = {}
-    if embedder is not None:
-        if embedder not in ("sentence-transformers", "openai"):
-            raise HarnessError(f"--embedder must be sentence-transformers or openai: {embedder!r}")
-        embed_update["kind"] = embedder
-    if embedding_model is not None:
-        embed_update["model"] = embedding_model
+    if query not in (None, "summary", "dialogue"):
+        raise HarnessError(f"--query must be 'summary' or 'dialogue', not {query!r}")
+    if embedder not in (None, "sentence-transformers", "openai"):
+        raise HarnessError(f"--embedder must be sentence-transformers or openai: {embedder!r}")
+    update = _given(seed=seed, query=query)
+    embed_update = _given(kind=embedder, model=embedding_model)
     if embed_update:
         update["embedder"] = settings.embedder.model_copy(update=embed_update)
     _stage3(
@@ -262,9 +251,7 @@ def stage4(
     from harness.construct.config import load_build_config
 
     settings = load_build_config(config).stage4
-    update = {
-        k: v for k, v in {"min_w": min_w, "drop_bottom": drop_bottom}.items() if v is not None
-    }
+    update = _given(min_w=min_w, drop_bottom=drop_bottom)
     _stage4(dataset, out, settings.model_copy(update=update), overwrite)
 
 
