@@ -19,7 +19,7 @@ from harness.core.json_text import compact_json
 from harness.reports.analysis import Analysis
 from harness.reports.browser_data import ORDER_SHOWN, TOP_K, item_data
 from harness.reports.labels import shorten_unique
-from harness.reports.media import AudioMode, audio_sources
+from harness.reports.media import AudioMode, audio_sources, data_uri
 from harness.reports.paired_tables import (
     PAIRED_HEADER,
     POSITION_HEADER,
@@ -29,6 +29,7 @@ from harness.reports.paired_tables import (
     paired_title,
     position_bias_rows,
 )
+from harness.reports.plots import Figure
 from harness.reports.protocol_tables import protocol_sections
 from harness.reports.sensitivity import sensitivity_section
 from harness.reports.tables import comparison_table, endpoint_notes
@@ -77,7 +78,7 @@ def _compact(header: list[str], rows: list[list[str]]) -> tuple[list[str], list[
 
 def render_html(
     analysis: Analysis,
-    images: Mapping[str, str],
+    figures: Mapping[str, Figure],
     out_dir: Path,
     *,
     title: str = "bgm-judge report",
@@ -88,8 +89,7 @@ def render_html(
     groups: Sequence[tuple[str, str]] = (),
     sidecar: bool = False,
 ) -> tuple[str, str | None]:
-    """The report page, its figures' `images` given by name as URLs (data: URIs, or markers
-    its writer replaces), and with `sidecar` the script SIDECAR (None when no item has more
+    """The report page, its `figures` inlined, and with `sidecar` the script SIDECAR (None when no item has more
     candidates than the page draws): what "show all" draws, which the page then loads from
     next to it, so that it opens quickly. Audio: linked relative to `out_dir`, embedded
     (`embed_audio`), or `audio` (a function giving each clip's URL, for a server). `live`:
@@ -146,7 +146,7 @@ def render_html(
         "position": (POSITION_HEADER, position_bias_rows(analysis))
         if analysis.position_bias
         else None,
-        "images": images,
+        "images": {name: data_uri(f.page_png, "image/png") for name, f in figures.items()},
         "repeats": any(run.aggregate.n_repeats > 1 for run in runs),
         "data": script_json(data),
         "live_script": LIVE_SCRIPT if live else "",

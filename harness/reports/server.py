@@ -31,7 +31,7 @@ from harness.core.files import read_bytes
 from harness.reports.analysis import analyse
 from harness.reports.html import LIVE_SCRIPT
 from harness.reports.loading import RunData
-from harness.reports.media import audio_type, data_uri
+from harness.reports.media import audio_type
 from harness.reports.sources import discover, load_sources
 
 WATCHED = ("metrics.json", "records.jsonl", "run.json", "config.yaml")
@@ -128,10 +128,7 @@ class LiveReport:
         clips: dict[str, Path] = {}
         for index, (name, members) in enumerate(groups):
             analysis = analyse(members)
-            figures = {
-                k: data_uri(f.page_png, "image/png")
-                for k, f in report_figures(analysis, files=False).items()
-            }
+            figures = report_figures(analysis, files=False)
             shown = title if len(groups) == 1 else f"{title}: {name}"
             html, _ = render_html(
                 analysis,

@@ -13,7 +13,6 @@ from harness.core.sanitize import write_csv
 from harness.reports import plots
 from harness.reports.analysis import Analysis
 from harness.reports.latex import comparison_tex, pivot_tex
-from harness.reports.media import data_uri
 from harness.reports.paired_tables import (
     agreement_csv_rows,
     paired_csv_rows,
@@ -77,10 +76,9 @@ def write_report(
     if html:
         from harness.reports.html import SIDECAR, render_html  # jinja2 is only needed here
 
-        images = {name: data_uri(f.page_png, "image/png") for name, f in figures.items()}
         page, more = render_html(
             analysis,
-            images,
+            figures,
             out,
             title=title,
             embed_audio=embed_audio,

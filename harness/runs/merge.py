@@ -41,7 +41,6 @@ from harness.runs.run_folder import (
     write_run_folder,
 )
 from harness.runs.runner import run_dataset
-from harness.scoring.human_ceiling import human_ceiling
 
 SUMMARIES = "summaries.jsonl"
 
@@ -254,15 +253,8 @@ def merge_shards(folders: Sequence[Path], out: Path, *, overwrite: bool = False)
             parse_failures=int(stats.get("parse_failures", 0)),
             errors=int(stats.get("errors", 0)),
         )
-        human = human_ceiling(dataset.items, n_bootstrap=config.n_bootstrap, seed=config.seed)
         write_run_folder(
-            out,
-            config,
-            items=dataset.items,
-            predictions=evaluation.predictions,
-            metrics=metrics,
-            stats=stats,
-            human=human.to_json() if human is not None else None,
+            out, config, items=dataset.items, evaluation=evaluation, metrics=metrics, stats=stats
         )
         write_run_keys(out, keys)
         _write_summaries(summaries, dataset, out)

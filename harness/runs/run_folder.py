@@ -17,7 +17,7 @@ from harness.config.protocols import get_protocol, protocol_of, resolve
 from harness.core.dataset import Dataset, Item
 from harness.core.errors import ConfigError, HarnessError
 from harness.core.files import sha256_of
-from harness.core.predictions import Predictions, write_predictions
+from harness.core.predictions import write_predictions
 from harness.core.records import Record
 from harness.core.run_files import read_run_config
 from harness.core.sanitize import dumps_json
@@ -31,6 +31,8 @@ from harness.scoring.evaluation import (
     evaluation_options,
     expected_score_records,
 )
+from harness.scoring.human_ceiling import human_ceiling
+from harness.scoring.metrics import Aggregate
 from harness.scoring.reliability import judge_reliability
 from harness.scoring.stats import position_top1_rates
 from providers import provider_class
@@ -109,25 +111,28 @@ def write_run_folder(
     config: ExperimentConfig,
     *,
     items: Sequence[Item],
-    predictions: Predictions,
+    evaluation: Evaluation,
     metrics: Mapping[str, Any],
     stats: Mapping[str, Any],
-    human: Mapping[str, Any] | None = None,
     subset: Sequence[str] | None = None,
-) -> None:
+) -> Aggregate | None:
     """Write an evaluated run's files beside its records.jsonl: predictions.jsonl, metrics.json,
-    run.json, config.yaml (scrubbed; `subset` listed as `items`) and report.md."""
+    run.json, config.yaml (scrubbed; `subset` listed as `items`) and report.md (with the
+    human ceiling of annotated items, which it returns)."""
     if (out_dir / "records.jsonl").is_file():  # so that a merge can tell it is the same file
         stats = {**stats, "records_sha256": sha256_of(out_dir / "records.jsonl")}
     stats = scrub_value(dict(stats))
-    write_predictions(out_dir / "predictions.jsonl", predictions, items)
+    write_predictions(out_dir / "predictions.jsonl", evaluation.predictions, items)
     (out_dir / "metrics.json").write_text(dumps_json(metrics, indent=2) + "\n")
     (out_dir / "run.json").write_text(scrub(dumps_json(stats, indent=2)) + "\n")
     saved = scrub_value(config.model_dump(mode="json"))
     if subset is not None:
         saved["items"] = list(subset)
     (out_dir / "config.yaml").write_text(yaml.safe_dump(saved, sort_keys=False))
-    write_run_report(out_dir / "report.md", config, metrics, stats, human=human)
+    human = human_ceiling(items, n_bootstrap=config.n_bootstrap, seed=config.seed)
+    shown = human.to_json() if human is not None else None
+    write_run_report(out_dir / "report.md", config, metrics, stats, human=shown)
+    return human
 
 
 def evaluate_items(

@@ -36,7 +36,6 @@ from harness.protocols.plans import Call, CallPlan, check_inputs
 from harness.protocols.summaries import Summaries
 from harness.runs.run_folder import check_run_folder, evaluate_items, evaluate_run, write_run_folder
 from harness.scoring.evaluation import Evaluation, no_scores_reason
-from harness.scoring.human_ceiling import human_ceiling
 from harness.scoring.metrics import Aggregate
 from providers import Judge, Provider, create_provider
 
@@ -280,17 +279,13 @@ class Runner:
         evaluation, metrics = self.evaluate(dataset, records, cost)
         self.stats.wall_s = round(time.perf_counter() - started, 3)
         stats = self.run_stats(records, cost)
-        human = human_ceiling(
-            dataset.items, n_bootstrap=self.config.n_bootstrap, seed=self.config.seed
-        )
-        write_run_folder(
+        human = write_run_folder(
             self.out_dir,
             self.config,
             items=dataset.items,
-            predictions=evaluation.predictions,
+            evaluation=evaluation,
             metrics=metrics,
             stats=stats,
-            human=human.to_json() if human is not None else None,
             subset=None if self.items is None else [item.id for item in dataset.items],
         )
         result = RunResult(

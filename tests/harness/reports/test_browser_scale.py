@@ -16,7 +16,6 @@ from harness.core.records import Record
 from harness.reports.analysis import analyse
 from harness.reports.browser_data import TOP_K, run_ranks
 from harness.reports.html import SIDECAR, SIDECAR_CALLBACK, render_html
-from harness.reports.media import data_uri
 from harness.reports.writing import report_figures, write_report
 from tests.conftest import load_runs, write_pool_dataset
 from tests.harness.reports import test_html
@@ -102,10 +101,7 @@ def test_served_pages_carry_the_rest_inline(tmp_path: Path) -> None:
     report = pool_report(tmp_path)
     runs = load_runs([tmp_path / "runs" / "order", tmp_path / "runs" / "reverse"])
     analysis = analyse(runs)
-    figures = {
-        k: data_uri(f.page_png, "image/png")
-        for k, f in report_figures(analysis, files=False).items()
-    }
+    figures = report_figures(analysis, files=False)
     page, script = render_html(analysis, figures, report.parent, sidecar=False)
     assert script is None
     inline = report_data(page)["more"]
@@ -192,10 +188,7 @@ def test_show_all_of_a_served_page_draws_the_rest_from_the_page(page: Any, tmp_p
     (report.parent / SIDECAR).unlink()  # the served page needs none
     runs = load_runs([tmp_path / "runs" / "order", tmp_path / "runs" / "reverse"])
     analysis = analyse(runs)
-    figures = {
-        k: data_uri(f.page_png, "image/png")
-        for k, f in report_figures(analysis, files=False).items()
-    }
+    figures = report_figures(analysis, files=False)
     served, _ = render_html(analysis, figures, report.parent, sidecar=False)
     report.write_text(served)
     page.goto(report.as_uri())

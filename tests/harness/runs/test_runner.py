@@ -342,10 +342,9 @@ def test_the_end_of_a_run_evaluates_then_writes_its_folder(
         out,
         config,
         items=dataset.items,
-        predictions=evaluation.predictions,
+        evaluation=evaluation,
         metrics=metrics,
         stats=json.loads(before["run.json"]),
-        human=None,
     )
     assert {name: (out / name).read_bytes() for name in written} == before
 
