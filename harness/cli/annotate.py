@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from harness.cli.common import console, user_errors
+from harness.cli.common import access_token, console, user_errors
 from harness.core.errors import HarnessError
 from harness.core.sanitize import terminal_text
 
@@ -105,12 +105,11 @@ def annotate(
                 highlight=False,
             )
             return
-        local = host in LOCAL_HOSTS
         study = Study(
             guidelines=_read_text(guidelines) if guidelines else DEFAULT_GUIDELINES,
             practice=load_dataset(practice) if practice else None,
             min_listen_s=min_listen,
-            token=token or (None if local else secrets.token_urlsafe(12)),
+            token=access_token(token, host in LOCAL_HOSTS),
             admin_key=admin_key or secrets.token_urlsafe(12),
             completion_code=completion_code,
             completion_url=completion_url,
@@ -124,11 +123,6 @@ def annotate(
             highlight=False,
             soft_wrap=True,
         )
-        if not local:
-            console.print(
-                "[bold yellow]note:[/] listening beyond this machine: only links with the token "
-                "get in; use HTTPS in front of it (a reverse proxy) on an open network"
-            )
         web.run_app(create_study_app(data, store, study), host=host, port=port, print=None)
     finally:
         store.close()

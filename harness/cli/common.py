@@ -4,6 +4,7 @@ handled like Ctrl-C, and the options several commands take."""
 
 from __future__ import annotations
 
+import secrets
 import signal
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -111,6 +112,19 @@ def warn(lines: Iterable[str]) -> None:
         err_console.print(
             f"[bold yellow]warning:[/] {terminal_text(line)}", highlight=False, soft_wrap=True
         )
+
+
+def access_token(token: str | None, local: bool) -> str | None:
+    """The token a served page asks for: the one given, else none on this machine only and
+    a random one beyond it (then a note says so)."""
+    if local:
+        return token
+    console.print(
+        "[bold yellow]note:[/] listening beyond this machine: only links with the token "
+        "get in; use HTTPS in front of it (a reverse proxy) on an open network",
+        highlight=False,
+    )
+    return token or secrets.token_urlsafe(12)
 
 
 CacheDirOption = Annotated[

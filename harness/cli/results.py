@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from harness.cli.common import console, user_errors, warn
+from harness.cli.common import access_token, console, user_errors, warn
 from harness.core.errors import HarnessError
 from harness.core.sanitize import terminal_text
 
@@ -232,12 +232,9 @@ def view(
 ) -> None:
     """Serve the HTML report of the runs, live: every page load re-reads the results that
     changed, and an open page offers a reload when a run finishes. Ctrl+C stops."""
-    import secrets
-
     from harness.reports.server import LiveReport, is_loopback, serve
 
-    local = is_loopback(host)
-    token = token or (None if local else secrets.token_urlsafe(12))
+    token = access_token(token, is_loopback(host))
     report = LiveReport(runs or [Path("results")], dataset=dataset)
     try:
         server = serve(report, host, port, token=token)
@@ -249,12 +246,6 @@ def view(
         "(Ctrl+C stops)",
         highlight=False,
     )
-    if not local:
-        console.print(
-            "[bold yellow]note:[/] listening beyond this machine: only links with the token "
-            "get in; use HTTPS in front of it (a reverse proxy) on an open network",
-            highlight=False,
-        )
     if open_browser:
         import webbrowser
 

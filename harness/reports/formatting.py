@@ -65,17 +65,10 @@ def metric_rows(
     block's `shown_metrics`), items, coverage and tie rate."""
     names = shown_metrics(m for _, m in runs) if names is None else names
     rows = []
-    for name, metrics in runs:
-        cells = [format_metric(metrics["metrics"].get(m)) for m in names]
-        rows.append(
-            [
-                name,
-                *cells,
-                str(metrics["n_items"]),
-                percent(metrics["coverage"]),
-                percent(metrics["tie_rate"]),
-            ]
-        )
+    for label, block in runs:
+        cells = [format_metric(block["metrics"].get(m)) for m in names]
+        counts = [str(block["n_items"]), percent(block["coverage"]), percent(block["tie_rate"])]
+        rows.append([label, *cells, *counts])
     return rows
 
 
@@ -84,12 +77,12 @@ def group_rows(
 ) -> list[list[str]]:
     """The per-group breakdown (metrics.json `groups`) as rows `run / group`, or `group`
     alone for a single run."""
-    names = shown_metrics(m for _, m in runs) if names is None else names
-    blocks = []
-    for run, metrics in runs:
-        for group, block in (metrics.get("groups") or {}).items():
-            blocks.append((group if len(runs) == 1 else f"{run} / {group}", block))
-    return metric_rows(blocks, names)
+    blocks = [
+        (group if len(runs) == 1 else f"{run} / {group}", block)
+        for run, metrics in runs
+        for group, block in (metrics.get("groups") or {}).items()
+    ]
+    return metric_rows(blocks, shown_metrics(m for _, m in runs) if names is None else names)
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

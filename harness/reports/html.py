@@ -1,11 +1,6 @@
 """The self-contained HTML report: one file with the tables, the figures (inlined PNGs) and a
-dialogue browser for benchmark-sized runs: the dialogues travel as JSON and the page draws
-one page of them at a time, with search, filters (disagreement with the human, parse
-failures) and pagination. Per dialogue: the turns, the candidates in the human's order (the
-gold first) with captions and one audio player each (every clip's audio once in the file),
-each run's score, and the raw answers full-width below. Of a pool (hundreds of candidates)
-the page draws the gold and each run's top K with each run's rank of them, and the rest on
-"show all" (harness.reports.browser_data)."""
+dialogue browser (harness.reports.browser_data) that draws one page of dialogues at a time,
+with search, filters and pagination, each clip's audio once in the file."""
 
 from __future__ import annotations
 
@@ -89,12 +84,11 @@ def render_html(
     groups: Sequence[tuple[str, str]] = (),
     sidecar: bool = False,
 ) -> tuple[str, str | None]:
-    """The report page, its `figures` inlined, and with `sidecar` the script SIDECAR (None when no item has more
-    candidates than the page draws): what "show all" draws, which the page then loads from
-    next to it, so that it opens quickly. Audio: linked relative to `out_dir`, embedded
-    (`embed_audio`), or `audio` (a function giving each clip's URL, for a server). `live`:
-    served by `harness view`, which the page polls for new results. `warnings`: what could
-    not be read, shown at the top."""
+    """The report page, its `figures` inlined; with `sidecar`, the script SIDECAR of what
+    "show all" draws, loaded from next to the page so that it opens quickly (None when no
+    item has more candidates than the page draws). Audio: linked relative to `out_dir`,
+    embedded (`embed_audio`), or `audio` (each clip's URL, for a server). `live`: served by
+    `harness view`, which the page polls. `warnings`: shown at the top."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("harness.reports", "templates"),
         autoescape=True,

@@ -12,7 +12,6 @@ from harness.config.protocols import protocol_of
 from harness.core.dataset import Dataset, load_dataset
 from harness.core.errors import HarnessError
 from harness.core.predictions import read_predictions
-from harness.core.provenance import drifted_packages, unofficial_endpoints
 from harness.core.records import Record, read_records
 from harness.core.run_files import read_run_config, read_run_json
 from harness.reports.labels import generated_labels
@@ -45,8 +44,7 @@ class RunData:
     protocol: dict[str, Any] = field(default_factory=dict)
 
     def metrics_json(self) -> dict[str, Any]:
-        """The run's metrics as metrics.json holds them, `groups` (and the protocols' blocks)
-        included."""
+        """The run's metrics as metrics.json holds them."""
         out = self.aggregate.to_json()
         if self.groups:
             out["groups"] = {name: agg.to_json() for name, agg in self.groups.items()}
@@ -81,22 +79,9 @@ class RunData:
         return shown + ("+context audio" if inputs.get("context_audio") else "")
 
     @property
-    def drifted_packages(self) -> list[str]:
-        """Packages whose installed version differed from the lock when the run was made."""
-        return drifted_packages(self.stats)
-
-    @property
-    def unofficial_endpoints(self) -> list[str]:
-        """API endpoints of this run that are not the provider's official service."""
-        return unofficial_endpoints(self.stats)
-
-    @property
-    def parse_failures(self) -> int:
-        return sum(r.parse_error is not None for r in self.records)
-
-    @property
     def parse_failure_rate(self) -> float | None:
-        return self.parse_failures / len(self.records) if self.records else None
+        failed = sum(r.parse_error is not None for r in self.records)
+        return failed / len(self.records) if self.records else None
 
     def per_item(self) -> dict[str, dict[str, float]]:
         """metric -> {item id: value (mean over repeats)}, as the metric layer computes it."""
@@ -114,13 +99,9 @@ def load_run(
     datasets: dict[Path, Dataset] | None = None,
     score: Literal["greedy", "expected"] = "greedy",
 ) -> RunData:
-    """Read a run folder and recompute its aggregate from records.jsonl.
-
-    `dataset` overrides the dataset folder named in the run's config.yaml; `datasets` is a
-    cache shared across runs of the same dataset. `score: expected` evaluates the judge's
-    expected scores (`extra.expected_score`) where the run has them, its greedy ones where
-    it has none (RunData.score says which).
-    """
+    """Read a run folder and recompute its aggregate from records.jsonl. `dataset` overrides
+    its config.yaml's; `datasets`: a cache shared across runs. `score: expected` evaluates the
+    judge's expected scores where the run has them (RunData.score says which)."""
     config_path = path / "config.yaml"
     if not config_path.is_file():
         raise HarnessError(f"{path}: no config.yaml (is this a finished run folder?)")

@@ -7,12 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from rich.table import Table
 
-from harness.core.sanitize import terminal_text
 from harness.reports.analysis import Analysis
-from harness.reports.formatting import metric_label
-from harness.scoring.stats import CORRECTION_NAMES, PairedDifference
+from harness.reports.formatting import TerminalTable, metric_label, percent
+from harness.scoring.stats import CORRECTION_NAMES
 
 PAIRED_HEADER = [
     "run",
@@ -27,10 +25,6 @@ PAIRED_HEADER = [
     "p adj.",
     "MDD 80%",
 ]
-
-
-def _p_text(diff: PairedDifference) -> str:
-    return f"{diff.p_value:.4f}" + ("" if diff.exact else " (MC)")
 
 
 def paired_rows(analysis: Analysis) -> list[list[str]]:
@@ -48,7 +42,7 @@ def paired_rows(analysis: Analysis) -> list[list[str]]:
                     "n/a" if empty else f"{diff.baseline_mean:.3f}",
                     "n/a" if empty else f"{diff.difference:+.3f}",
                     "n/a" if empty else f"[{diff.ci95[0]:+.3f}, {diff.ci95[1]:+.3f}]",
-                    _p_text(diff),
+                    f"{diff.p_value:.4f}" + ("" if diff.exact else " (MC)"),
                     f"{analysis.adjusted_p[label][name]:.4f}",
                     "n/a" if diff.n_items < 2 else f"{diff.mdd80:.3f}",
                 ]
@@ -119,19 +113,16 @@ def agreement_csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
 
 
 def position_bias_rows(analysis: Analysis) -> list[list[str]]:
-    rows = []
-    for label, bias in analysis.position_bias.items():
-        rows.append(
-            [
-                label,
-                str(bias.n_calls),
-                " / ".join(f"{100 * r:.1f}%" for r in bias.rates),
-                " / ".join(f"{100 * r:.1f}%" for r in bias.human_rates),
-                f"{100 * bias.uniform:.1f}%",
-                f"{bias.p_value:.4f}",
-            ]
-        )
-    return rows
+    return [
+        [
+            label,
+            str(bias.n_calls),
+            *(" / ".join(map(percent, r)) for r in (bias.rates, bias.human_rates)),
+            percent(bias.uniform),
+            f"{bias.p_value:.4f}",
+        ]
+        for label, bias in analysis.position_bias.items()
+    ]
 
 
 POSITION_HEADER = [
@@ -160,13 +151,6 @@ def position_bias_csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
     ]
 
 
-def paired_rich_table(analysis: Analysis) -> Table:
-    table = Table(
-        title=terminal_text(paired_title(analysis).replace("`", "")), title_justify="left"
-    )
-    for column in PAIRED_HEADER:
-        left = column in ("run", "baseline", "metric")
-        table.add_column(column, justify="left" if left else "right")
-    for row in paired_rows(analysis):
-        table.add_row(*map(terminal_text, row))
-    return table
+def paired_rich_table(analysis: Analysis) -> TerminalTable:
+    title = paired_title(analysis).replace("`", "")
+    return TerminalTable(title, PAIRED_HEADER, paired_rows(analysis))

@@ -1,8 +1,6 @@
-"""Report figures (matplotlib, Agg backend): metric bars with CI whiskers and the chance
-level, the agreement heatmap, and position-bias bars; each drawn once as a PNG at a size that
-fits the HTML page (also written as the figure's PNG file) and once as a vector PDF for a
-paper. Figures grow with the number of runs up to a cap, their text shrinking past it. Run
-labels are shortened to fit, never to the same text."""
+"""Report figures (matplotlib, Agg backend), each drawn once as the page's PNG and saved as a
+vector PDF for a paper. Figures grow with the number of runs up to a cap, their text shrinking
+past it."""
 
 from __future__ import annotations
 

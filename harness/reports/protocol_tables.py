@@ -1,8 +1,6 @@
-"""The protocols' report sections (`Section`), from metrics.json blocks: the turns of a refine
-run (each turn's metrics beside the turn gain, turn 2 - turn 1 with a paired-bootstrap CI, and
-SR@K) or of a music-crs run (each turn number's nDCG), a describe run's description metrics
-(BLEU-1..4, ROUGE-L, embedding cosine); and `protocol_sections`, every registered protocol's
-sections for a report."""
+"""The protocols' report sections (`Section`) from metrics.json blocks: a refine or music-crs
+run's turns, a describe run's description metrics; `protocol_sections` gathers every registered
+protocol's."""
 
 from __future__ import annotations
 

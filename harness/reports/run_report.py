@@ -60,10 +60,11 @@ def write_run_report(
     if failed is not None:
         lines += [f"**No metrics: {failed}.** Chance-level numbers are not reported.", ""]
     else:
+        names = shown_metrics([metrics])
         lines += [
             markdown_table(
-                metric_header(_names(metrics)),
-                metric_rows(_rows(config.name, metrics) + human_rows(human), _names(metrics)),
+                metric_header(names),
+                metric_rows(_rows(config.name, metrics) + human_rows(human), names),
             ),
             "",
             "Means with 95% percentile-bootstrap CIs over items"
@@ -111,10 +112,6 @@ def human_rows(human: Mapping[str, Any] | None) -> list[tuple[str, Mapping[str, 
     if human is None:
         return []
     return [(HUMAN_ROW, {**human, "coverage": None})]
-
-
-def _names(metrics: Mapping[str, Any]) -> list[str]:
-    return shown_metrics([metrics])
 
 
 def _without_relevant(metrics: Mapping[str, Any]) -> str:

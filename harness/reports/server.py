@@ -41,7 +41,6 @@ HUNG_UP = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
 
 
 def is_loopback(host: str) -> bool:
-    """Whether binding to `host` serves this machine only."""
     if host in LOCAL_NAMES:
         return True
     try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.core.provenance import drifted_packages, unofficial_endpoints
 from harness.reports.analysis import Analysis
 from harness.reports.formatting import (
     TerminalTable,
@@ -77,7 +78,6 @@ def _tokens(stats: Mapping[str, Any]) -> str:
 
 
 def table_metrics(runs: Sequence[RunData], *, compact: bool = False) -> list[str]:
-    """The metric columns of the comparison (see `shown_metrics`)."""
     return shown_metrics((run.aggregate.to_json() for run in runs), compact=compact)
 
 
@@ -88,29 +88,28 @@ DRIFTED_MARK = " ‡"
 def run_marks(run: RunData) -> str:
     """A dagger when the run's endpoint is not the provider's official one, a double dagger
     when it was made in an environment that differs from the lock."""
-    return (UNOFFICIAL_MARK if run.unofficial_endpoints else "") + (
-        DRIFTED_MARK if run.drifted_packages else ""
+    return (UNOFFICIAL_MARK if unofficial_endpoints(run.stats) else "") + (
+        DRIFTED_MARK if drifted_packages(run.stats) else ""
     )
 
 
 def marked(run: RunData) -> str:
-    """The run's label with its marks (see `run_marks`)."""
     return run.label + run_marks(run)
 
 
 def endpoint_notes(runs: Sequence[RunData]) -> list[str]:
     """One line per marked run: which endpoint it called, which packages had drifted."""
     notes = [
-        f"† `{run.label}`: {'; '.join(run.unofficial_endpoints)} is not the provider's official "
+        f"† `{run.label}`: {'; '.join(marks)} is not the provider's official "
         "service; its numbers are not that provider's, and its cost is estimated at official prices."
         for run in runs
-        if run.unofficial_endpoints
+        if (marks := unofficial_endpoints(run.stats))
     ]
     notes += [
         f"‡ `{run.label}`: made in an environment that differs from the lock "
-        f"({'; '.join(run.drifted_packages)}); it may not reproduce after `make install`."
+        f"({'; '.join(drift)}); it may not reproduce after `make install`."
         for run in runs
-        if run.drifted_packages
+        if (drift := drifted_packages(run.stats))
     ]
     return notes
 
@@ -198,7 +197,7 @@ def comparison_csv_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
             "run": run.label,
             "path": str(run.path),
             "score": run.score,
-            "official_endpoint": not run.unofficial_endpoints,
+            "official_endpoint": not unofficial_endpoints(run.stats),
             "provider": run.provider.get("name"),
             "model": run.provider.get("model"),
             "prompt": run.prompt,
@@ -229,7 +228,6 @@ def comparison_csv_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:
 
 
 def human_csv_rows(human: Aggregate | None) -> list[dict[str, Any]]:
-    """The human ceiling as a comparison.csv row (metric columns only)."""
     if human is None:
         return []
     row: dict[str, Any] = {"run": HUMAN_ROW, "provider": "human", "n_items": human.n_items}
@@ -257,24 +255,24 @@ def comparison_markdown(analysis: Analysis, title: str = "comparison") -> str:
             "Scores: each judge's expected score (probability-weighted over the admissible "
             f"score strings) for {', '.join(expected)}; greedy scores for the other runs."
         )
+
+    def section(title: str, *body: str) -> None:
+        lines.extend(["", f"## {title}", "", *body])
+
     groups = [(run.label, run.metrics_json()) for run in analysis.runs]
     protocols = protocol_markdown(groups)
     if protocols:
         lines += ["", *protocols[:-1]]
     if any(run.groups for run in analysis.runs):
         names = table_metrics(analysis.runs)
-        lines += [
-            "",
-            "## Per group",
-            "",
-            markdown_table(metric_header(names, "run / group"), group_rows(groups, names)),
-        ]
+        header = metric_header(names, "run / group")
+        section("Per group", markdown_table(header, group_rows(groups, names)))
     notes = endpoint_notes(analysis.runs)
     if notes:
         lines += ["", *notes]
     pivot = pivot_markdown(analysis.runs)
     if pivot:
-        lines += ["", "## Model x prompt", "", pivot]
+        section("Model x prompt", pivot)
     if analysis.paired or analysis.notes:
         lines += ["", f"## {paired_title(analysis)}", ""]
     if analysis.paired:
@@ -285,24 +283,17 @@ def comparison_markdown(analysis: Analysis, title: str = "comparison") -> str:
         ]
     if analysis.notes:
         lines += ["", *(f"- no baseline: {note}" for note in analysis.notes)]
-    agreement = analysis.agreement
-    lines += [
-        "",
-        "## Agreement (Kendall's tau-b, per item, averaged)",
-        "",
-        markdown_table(["", *agreement.labels], agreement_rows(analysis)),
-    ]
+    agreement = markdown_table(["", *analysis.agreement.labels], agreement_rows(analysis))
+    section("Agreement (Kendall's tau-b, per item, averaged)", agreement)
     if analysis.position_bias:
-        lines += [
-            "",
-            "## Position bias of joint prompts",
-            "",
+        section(
+            "Position bias of joint prompts",
             markdown_table(POSITION_HEADER, position_bias_rows(analysis)),
             "",
             "Share of joint calls whose top score sat at each presentation position (ties "
             "split evenly), and where the human's first was shown; chi-square test of the "
             "model's rates against the uniform rate.",
-        ]
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -1,7 +1,5 @@
-"""Writing `harness report`'s files: comparison.md/.csv/.tex, pivot.tex/.csv (several
-prompts), paired.csv, agreement.csv, position_bias.csv, the figures (metrics, agreement,
-position bias) as the page's PNG and a vector PDF, and report.html (with
-report-candidates.js when items have more candidates than the page draws)."""
+"""Writing `harness report`'s files: comparison.md/.csv/.tex, pivot.tex/.csv, paired.csv,
+agreement.csv, position_bias.csv, the figures (PNG and PDF) and report.html."""
 
 from __future__ import annotations
 
@@ -50,7 +48,6 @@ def write_report(
     embed_audio: bool = False,
     warnings: Sequence[str] = (),
 ) -> list[Path]:
-    """Write the report's files into `out` (see the module's docstring); returns their paths."""
     out.mkdir(parents=True, exist_ok=True)
     runs = analysis.runs
     figures = report_figures(analysis)

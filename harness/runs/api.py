@@ -1,7 +1,6 @@
-"""The Python API (`harness.run`, `harness.evaluate`, `harness.load_run`) and the one pipeline
-behind the command line: `harness run` calls `run`, `harness evaluate` calls `evaluation`
-(both evaluation functions live in `harness.runs.evaluating`).
-What only a run needs is imported by `run`, so `harness evaluate` starts without it."""
+"""The Python API (`harness.run`, `harness.evaluate`, `harness.load_run`), the one pipeline
+behind the command line. What only a run needs is imported by `run`, so `harness evaluate`
+starts without it."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
 """`harness merge SHARD_FOLDERS... --out RUN`: the run folder of a sharded run, rebuilt from its
-shards. The shards are checked first (`merge_checks`): finished, of one configuration and one
-split, each shard once, each holding the items the dataset assigns it now. Then the records are
-sorted, evaluated and written by the run's own code (`run_folder`): records.jsonl, metrics.json
-and report.md are byte for byte the unsharded run's. run.json sums the shards' counts (the cost
-recomputed) and lists them under `merged_from`.
-"""
+checked shards (`merge_checks`) by the run's own code (`run_folder`), byte for byte the unsharded
+run's; run.json sums the shards' counts (the cost recomputed) and lists them in `merged_from`."""
 
 from __future__ import annotations
 
@@ -206,7 +202,6 @@ def _write_summaries(lines: dict[str, dict[str, Any]], dataset: Dataset, out: Pa
 
 
 def merge_shards(folders: Sequence[Path], out: Path, *, overwrite: bool = False) -> Merged:
-    """Check the shards, then write the whole run's folder to `out`."""
     if not folders:
         raise HarnessError("give the shards' run folders to merge")
     shards = sorted((read_shard(f) for f in folders), key=lambda run: run.shard)

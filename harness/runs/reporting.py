@@ -42,7 +42,6 @@ class Report:
 
     @property
     def figures(self) -> list[Path]:
-        """The figures written (PNG)."""
         return [path for path in self.files if path.suffix == ".png"]
 
 

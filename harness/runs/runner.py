@@ -104,7 +104,6 @@ class Runner:
         self.plan: CallPlan = call_plan(config, self.provider, self.out_dir)
         self.summaries = Summaries(self.out_dir / "summaries.jsonl")
 
-    # ---------------------------------------------------------------- preparing calls
     def whole_dataset(self) -> Dataset:
         """The run's items before sharding (`limit` and `items` applied)."""
         dataset = run_dataset(self.config)
@@ -152,7 +151,6 @@ class Runner:
         """The call's records: one, or a conversation's turns (`protocol: refine`)."""
         return await self.plan.records(call, self.answerer)
 
-    # ---------------------------------------------------------------- the whole run
     async def run(self) -> RunResult:
         started = time.perf_counter()
         self.started_at = now()
@@ -288,7 +286,8 @@ class Runner:
             stats=stats,
             subset=None if self.items is None else [item.id for item in dataset.items],
         )
-        result = RunResult(
+        blocks = get_protocol(self.config.protocol).blocks
+        return RunResult(
             self.config,
             self.out_dir,
             self.stats,
@@ -296,10 +295,8 @@ class Runner:
             human,
             evaluation.groups,
             unofficial_endpoints(stats),
+            {k: metrics[k] for k in blocks if k in metrics},
         )
-        blocks = get_protocol(self.config.protocol).blocks
-        result.protocol = {k: metrics[k] for k in blocks if k in metrics}
-        return result
 
     def evaluate(
         self, dataset: Dataset, records: Iterable[Record], cost: RunCost | None = None

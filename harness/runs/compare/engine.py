@@ -171,7 +171,6 @@ def _common(
     a_values: FloatArray,
     b_values: FloatArray,
 ) -> dict[str, Any]:
-    """The fields of a Comparison both designs fill alike."""
     calls, usd = source.spent()
     calls_full, usd_full = source.full(len(visited))
     return {

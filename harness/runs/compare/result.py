@@ -122,7 +122,6 @@ class Comparison:
         }
 
     def line(self) -> str:
-        """The one terminal line."""
         calls = ""
         if self.calls is not None and self.calls_full:
             calls = f", {self.calls} model calls of {self.calls_full} for two full runs"
