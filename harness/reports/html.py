@@ -15,15 +15,7 @@ from harness.reports.analysis import Analysis
 from harness.reports.browser_data import ORDER_SHOWN, TOP_K, item_data
 from harness.reports.labels import shorten_unique
 from harness.reports.media import AudioMode, audio_sources, data_uri
-from harness.reports.paired_tables import (
-    PAIRED_HEADER,
-    POSITION_HEADER,
-    agreement_rows,
-    paired_note,
-    paired_rows,
-    paired_title,
-    position_bias_rows,
-)
+from harness.reports.paired_tables import paired_note, paired_title, statistics_tables
 from harness.reports.plots import Figure
 from harness.reports.protocol_tables import protocol_sections
 from harness.reports.sensitivity import sensitivity_section
@@ -135,11 +127,7 @@ def render_html(
         "comparison": _compact(*comparison_table(runs, analysis.human)),
         "protocol_sections": protocol_sections([(run.label, run.metrics_json()) for run in runs])
         + sensitivity_section(runs),
-        "paired": (PAIRED_HEADER, paired_rows(analysis)) if analysis.paired else None,
-        "agreement": (["", *analysis.agreement.labels], agreement_rows(analysis)),
-        "position": (POSITION_HEADER, position_bias_rows(analysis))
-        if analysis.position_bias
-        else None,
+        **statistics_tables(analysis),
         "images": {name: data_uri(f.page_png, "image/png") for name, f in figures.items()},
         "repeats": any(run.aggregate.n_repeats > 1 for run in runs),
         "data": script_json(data),

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness.reports.loading import RunData
-from harness.reports.pivot import Pivot, build_pivot
+from harness.reports.pivot import build_pivot
 from harness.scoring import registry
 from harness.scoring.metrics import MetricSummary
 
@@ -92,10 +92,6 @@ def pivot_tex(runs: Sequence[RunData]) -> str | None:
     pivot = build_pivot(runs)
     if pivot is None:
         return None
-    return _pivot_table(pivot)
-
-
-def _pivot_table(pivot: Pivot) -> str:
     names = registry.names("ranking")
     width = len(names)
     groups = " & ".join(

@@ -75,6 +75,19 @@ def paired_title(analysis: Analysis) -> str:
     return f"Paired comparison against `{analysis.baseline.label}`"
 
 
+Table = tuple[list[str], list[list[str]]]
+
+
+def statistics_tables(analysis: Analysis) -> dict[str, Table | None]:
+    """The paired, agreement and position-bias tables (header, rows), None where not made."""
+    position = (POSITION_HEADER, position_bias_rows(analysis)) if analysis.position_bias else None
+    return {
+        "paired": (PAIRED_HEADER, paired_rows(analysis)) if analysis.paired else None,
+        "agreement": agreement_table(analysis),
+        "position": position,
+    }
+
+
 def paired_csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
     return [
         {
@@ -90,12 +103,13 @@ def paired_csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
     ]
 
 
-def agreement_rows(analysis: Analysis) -> list[list[str]]:
+def agreement_table(analysis: Analysis) -> Table:
     agreement = analysis.agreement
-    return [
+    rows = [
         [label, *("n/a" if np.isnan(v) else f"{v:.3f}" for v in agreement.tau[i])]
         for i, label in enumerate(agreement.labels)
     ]
+    return ["", *agreement.labels], rows
 
 
 def agreement_csv_rows(analysis: Analysis) -> list[dict[str, Any]]:

@@ -48,36 +48,17 @@ def build_pivot(runs: Sequence[RunData]) -> Pivot | None:
     return Pivot(rows, prompts, cells)
 
 
-def pivot_header(pivot: Pivot) -> list[str]:
-    return [
-        "model",
-        *(
-            f"{prompt}: {registry.label(m)}"
-            for prompt in pivot.prompts
-            for m in registry.names("ranking")
-        ),
-    ]
-
-
-def pivot_rows(pivot: Pivot) -> list[list[str]]:
-    return [
-        [
-            row,
-            *(
-                format_metric(pivot.summary(row, prompt, m))
-                for prompt in pivot.prompts
-                for m in registry.names("ranking")
-            ),
-        ]
-        for row in pivot.rows
-    ]
-
-
 def pivot_markdown(runs: Sequence[RunData]) -> str | None:
     pivot = build_pivot(runs)
     if pivot is None:
         return None
-    return markdown_table(pivot_header(pivot), pivot_rows(pivot))
+    cells = [(prompt, m) for prompt in pivot.prompts for m in registry.names("ranking")]
+    header = ["model", *(f"{prompt}: {registry.label(m)}" for prompt, m in cells)]
+    rows = [
+        [row, *(format_metric(pivot.summary(row, prompt, m)) for prompt, m in cells)]
+        for row in pivot.rows
+    ]
+    return markdown_table(header, rows)
 
 
 def pivot_csv_rows(runs: Sequence[RunData]) -> list[dict[str, Any]]:

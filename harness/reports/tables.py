@@ -21,13 +21,10 @@ from harness.reports.formatting import (
 )
 from harness.reports.loading import RunData
 from harness.reports.paired_tables import (
-    PAIRED_HEADER,
-    POSITION_HEADER,
-    agreement_rows,
+    agreement_table,
     paired_note,
-    paired_rows,
     paired_title,
-    position_bias_rows,
+    statistics_tables,
 )
 from harness.reports.pivot import pivot_markdown
 from harness.reports.protocol_tables import protocol_markdown
@@ -273,22 +270,19 @@ def comparison_markdown(analysis: Analysis, title: str = "comparison") -> str:
     pivot = pivot_markdown(analysis.runs)
     if pivot:
         section("Model x prompt", pivot)
+    tables = statistics_tables(analysis)
     if analysis.paired or analysis.notes:
         lines += ["", f"## {paired_title(analysis)}", ""]
-    if analysis.paired:
-        lines += [
-            markdown_table(PAIRED_HEADER, paired_rows(analysis)),
-            "",
-            paired_note(analysis),
-        ]
+    if (paired := tables["paired"]) is not None:
+        lines += [markdown_table(*paired), "", paired_note(analysis)]
     if analysis.notes:
         lines += ["", *(f"- no baseline: {note}" for note in analysis.notes)]
-    agreement = markdown_table(["", *analysis.agreement.labels], agreement_rows(analysis))
+    agreement = markdown_table(*agreement_table(analysis))
     section("Agreement (Kendall's tau-b, per item, averaged)", agreement)
-    if analysis.position_bias:
+    if (position := tables["position"]) is not None:
         section(
             "Position bias of joint prompts",
-            markdown_table(POSITION_HEADER, position_bias_rows(analysis)),
+            markdown_table(*position),
             "",
             "Share of joint calls whose top score sat at each presentation position (ties "
             "split evenly), and where the human's first was shown; chi-square test of the "
