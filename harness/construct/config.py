@@ -1,19 +1,4 @@
-"""The build file of `harness build all` (its stage sections also serve the single stages).
-
-```yaml
-out: build/dialbgm            # stage1/, stage2/, dataset/ (and final/) are written here
-seed: 0                       # the one seed: stage 2's sample and stage 3's draws
-musiccaps: data/musiccaps-public.csv
-dailydialog: data/dailydialog # folder with dialogues_text.txt (+ label files)
-audio_dir: data/musiccaps-audio   # <ytid>.wav (or .flac, .ogg, .mp3)
-stage1: {check_caption: false}
-stage2: {min_turns: 4, max_turns: 12, sample: 1200,
-         provider: {name: gemini, model: gemini-2.5-flash}}
-stage3: {embedder: {kind: openai, model: text-embedding-3-large}}
-annotated: null               # an annotated dataset folder: runs stage 4 into final/
-stage4: {min_w: 0.25, drop_bottom: 0.1}
-```
-"""
+"""The build file of `harness build all` (its stage sections also serve the single stages)."""
 
 from __future__ import annotations
 

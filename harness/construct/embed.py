@@ -1,10 +1,5 @@
 """Text embeddings for stage 3: the packaged sentence-embedding model (offline), or any
-OpenAI-compatible `/v1/embeddings` endpoint (text-embedding-3-large, a local server).
-
-Rows come back L2-normalised, so a dot product is the cosine. Endpoint answers are cached in
-the shared response cache (one entry per text); transient errors are retried with the
-runner's policy: wait what Retry-After asks for, else exponential backoff with jitter.
-"""
+OpenAI-compatible `/v1/embeddings` endpoint (text-embedding-3-large, a local server)."""
 
 from __future__ import annotations
 

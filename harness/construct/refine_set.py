@@ -1,13 +1,4 @@
-"""A refinement set for `protocol: refine` (MuseChat's shape) from MusicCaps captions.
-
-Each item has one gold clip and a pool of `pool` text-only candidates (the gold and
-`pool - 1` other MusicCaps clips drawn at random), each a caption with its aspect list. The
-turn-1 request names only part of the gold's aspects (`query_aspects` of them, drawn at random
-among those that describe the music rather than the recording), so that the pool holds many
-candidates that fit it; the gold's full aspect list is what the simulated user compares the
-first pick with (`refine: {feedback: aspects}`). Clips with fewer than `min_aspects` aspects
-or no caption are not used. The same CSV, options and seed give byte-identical files.
-"""
+"""A refinement set for `protocol: refine` (MuseChat's shape) from MusicCaps captions."""
 
 from __future__ import annotations
 

@@ -1,13 +1,4 @@
-"""Stage 1: keep the MusicCaps clips that can play under a conversation.
-
-A clip is removed when its aspect list (and, optionally, its caption) mentions vocals,
-speech, noise or prominent sound effects, and, with `audio_vocals` set, when the musicnn
-MagnaTagATune tagger hears a voice in its audio (`harness.construct.audio_tags`). Each rule is a list of terms matched at word
-boundaries (`*` at the end of a term matches any word ending). A mention does not count when
-it is negated in its own clause: "no voices", "no singer or backing vocals", "without
-vocals", "non-vocal", "vocal-free"; so an instrumental clip is not thrown out for saying it
-has no vocals.
-"""
+"""Stage 1: keep the MusicCaps clips that can play under a conversation."""
 
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
-"""Stage 2: DailyDialog dialogues, filtered by length, each with a music-oriented caption.
-
-DailyDialog ships one dialogue per line of `dialogues_text.txt` (turns separated by
-`__eou__`), with parallel label files: `dialogues_emotion.txt` and `dialogues_act.txt` (one
-label per turn) and `dialogues_topic.txt` (one per dialogue). The split folders use
-`dialogues_<split>.txt` with `dialogues_<label>_<split>.txt`. One line of the release has
-more turns than labels; such lines are kept without those labels and listed in the report.
-"""
+"""Stage 2: DailyDialog dialogues, filtered by length, each with a music-oriented caption."""
 
 from __future__ import annotations
 

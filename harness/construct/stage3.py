@@ -1,11 +1,4 @@
-"""Stage 3: four candidate clips per dialogue, and the dataset folder (docs/formats.md).
-
-Dialogue captions and clip captions are embedded; clips are ranked by cosine similarity to
-each dialogue. The "1+3" rule takes the top-1 clip plus three drawn at random (seeded per
-dialogue) from the rest of the top 10%, so candidates are all plausible but not trivially
-ordered. Only clips whose audio file exists and decodes are eligible. The written items
-have no rankings yet: those come from the annotators (stage 4).
-"""
+"""Stage 3: four candidate clips per dialogue, and the dataset folder (docs/formats.md)."""
 
 from __future__ import annotations
 

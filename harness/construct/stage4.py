@@ -1,9 +1,4 @@
-"""Stage 4: consensus rankings from the annotators, and agreement-based filtering.
-
-Consensus is the Borda count with its hierarchical tie-break (`harness.scoring.consensus`).
-Agreement per item is Kendall's coefficient of concordance W over the annotators' rankings.
-Items with W below `min_w`, or in the bottom `drop_bottom` share of W, are dropped.
-"""
+"""Stage 4: consensus rankings from the annotators, and agreement-based filtering."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""What the fake model answers: a deterministic score derived from the request (prompt
-text and audio bytes) in whatever form the prompt or its JSON schema asks for, and the
-usage the real services would bill."""
+"""What the fake model answers: a deterministic score from the request, in the form the prompt
+or its schema asks for, and the usage the real services would bill."""
 
 from __future__ import annotations
 

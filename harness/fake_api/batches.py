@@ -1,13 +1,5 @@
-"""Batch jobs in the fake API, shared by both wire formats: the store of uploaded files and
-jobs, how one request of a job is answered (as the online endpoint would answer it, without
-transient faults), and what the server counts as paid (every answered request, online or in
-a job, keyed by what it asks, so a request paid twice shows up as a duplicate).
-
-A job stays pending for `batch_latency_s` after it was created, then is answered in full at
-the next status check, except: the first `batch_expire_first` jobs expire with only the
-first half of their requests answered; a share `batch_error_rate` of requests gets a 500
-error line, and a share `batch_unreadable_rate` an output line cut in half (both on a
-request's first time in a job only, so resubmitting it succeeds)."""
+"""Batch jobs of both wire formats: the files and jobs, how a job's requests are answered (as
+online, without transient faults), and what was paid (docs/fake_api.md, batch faults)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The faults the fake API injects: statuses forced by model name, the rpm limit, and
-transient faults (429, 5xx, stalls, dropped connections) or malformed HTTP 200 answers (HTML,
-not UTF-8, JSON of the wrong shape, numbers and nesting past the JSON parser's limits) for a
-share of requests or for the first arrivals of every request body."""
+"""The faults the fake API injects: statuses forced by model name, the rate limits, and
+transient faults or malformed HTTP 200 answers for a share or the first arrivals of a body."""
 
 from __future__ import annotations
 

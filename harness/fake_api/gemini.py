@@ -89,27 +89,14 @@ def gemini_body(
 
 
 def gemini_error(reply: Reply) -> dict[str, Any]:
-    error: dict[str, Any] = {
-        "code": reply.status,
-        "message": reply.message,
-        "status": GEMINI_STATUS.get(reply.status, "UNKNOWN"),
-    }
-    details: list[dict[str, Any]] = []
+    status = GEMINI_STATUS.get(reply.status, "UNKNOWN")
+    error: dict[str, Any] = {"code": reply.status, "message": reply.message, "status": status}
+    rpc, details = "type.googleapis.com/google.rpc.", []
     if reply.retry_after is not None:
-        details.append(
-            {
-                "@type": "type.googleapis.com/google.rpc.RetryInfo",
-                "retryDelay": f"{reply.retry_after:g}s",
-            }
-        )
+        details.append({"@type": rpc + "RetryInfo", "retryDelay": f"{reply.retry_after:g}s"})
     if reply.reason is not None:
-        details.append(
-            {
-                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                "reason": reply.reason,
-                "domain": "googleapis.com",
-            }
-        )
+        info = {"reason": reply.reason, "domain": "googleapis.com"}
+        details.append({"@type": rpc + "ErrorInfo", **info})
     if details:
         error["details"] = details
     return {"error": error}

@@ -1,9 +1,5 @@
-"""Gemini's batch mode in the fake: `POST /{version}/models/{model}:batchGenerateContent`
-with inline requests, `GET /{version}/batches/{id}`, `GET /{version}/batches` and `POST
-/{version}/batches/{id}:cancel`, answered as the Gemini API does: a long-running operation
-whose `metadata` is the batch (`displayName`, `state` BATCH_STATE_*, `batchStats`, and when
-it has succeeded `output.inlinedResponses.inlinedResponses`, one per request in order with
-its `metadata`, holding a `response` or an `error`). An expired job has no output."""
+"""Gemini's batch mode in the fake: `:batchGenerateContent` with inline requests and
+`/{version}/batches[/{id}[:cancel]]`, as long-running operations (an expired job has no output)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,5 @@
-"""Token log-probabilities of the fake model's answers, for requests that ask for them
-(OpenAI `logprobs`/`top_logprobs`, Gemini `responseLogprobs`/`logprobs`).
-
-The answer is cut into tokens the way the real services' tokenizers treat numbers: Gemini's
-writes every digit as its own token, OpenAI's keeps a number of up to three digits as one.
-Every token is certain except those of the answer's score (`"score": <v.d>`), where the fake
-model hesitates deterministically: the whole part is v with 0.6, v + 1 with 0.3 and v - 1 with
-0.1, and the decimal d with 0.5, d + 1 with 0.3 and d - 1 with 0.2 (a value outside the scale
-gives its share to v or d). `score_distribution` says what those numbers are, so tests can
-compute the expected score independently of the harness.
-"""
+"""Token log-probabilities of the fake model's answers (OpenAI `logprobs`, Gemini
+`responseLogprobs`); the tokens and the score's distribution are in docs/fake_api.md."""
 
 from __future__ import annotations
 

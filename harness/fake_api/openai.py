@@ -1,6 +1,4 @@
-"""The OpenAI side of the fake API: `POST [/prefix]/v1/chat/completions` requests (OpenAI
-and compatible servers such as vLLM) read into a ParsedRequest, and answers and errors in
-OpenAI's wire format."""
+"""The OpenAI side of the fake API (`POST [/prefix]/v1/chat/completions`, also vLLM's)."""
 
 from __future__ import annotations
 
@@ -68,31 +66,6 @@ def parse_openai(body: dict[str, Any]) -> ParsedRequest:
     return ParsedRequest(
         model, instructions, user, audio, json_mode, schema, temperature, roles, top
     )
-
-
-def chat_completion(
-    text: str, *, prompt_tokens: int = 3, completion_tokens: int = 2
-) -> dict[str, Any]:
-    """The smallest chat.completion answer carrying `text`, for tests that answer a client
-    without the server (a mock transport, a compressed body, a batch output line)."""
-    return {
-        "id": "chatcmpl-test",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "m",
-        "choices": [
-            {
-                "index": 0,
-                "finish_reason": "stop",
-                "message": {"role": "assistant", "content": text},
-            }
-        ],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
-    }
 
 
 def openai_body(

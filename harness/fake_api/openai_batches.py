@@ -1,8 +1,5 @@
-"""OpenAI's Batch API in the fake: `POST /v1/files` (multipart, purpose `batch`), `GET
-/v1/files/{id}` and `/v1/files/{id}/content`, `POST /v1/batches`, `GET /v1/batches[/{id}]`
-and `POST /v1/batches/{id}/cancel`, in the wire format of the OpenAI API (the objects the
-openai SDK's `FileObject` and `Batch` models read; output and error files of JSONL lines
-`{"id", "custom_id", "response": {"status_code", "request_id", "body"}, "error"}`)."""
+"""OpenAI's Batch API in the fake: `/v1/files[/{id}[/content]]` and `/v1/batches[/{id}[/cancel]]`,
+in the wire format the openai SDK's `FileObject` and `Batch` read."""
 
 from __future__ import annotations
 

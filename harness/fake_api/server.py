@@ -1,5 +1,4 @@
-"""The fake API server: the aiohttp application, `FakeServer` (in a background thread, for
-tests) and `python -m harness.fake_api` (a process, for smoke runs and benchmarks)."""
+"""The fake API's aiohttp application, `FakeServer` (a background thread) and its command line."""
 
 from __future__ import annotations
 
@@ -185,16 +184,10 @@ async def handle(
     if not isinstance(body, dict):
         raise Reply(400, "the request body must be a JSON object")
     parsed = parse_gemini(entry.model, body) if api == "gemini" else parse_openai(body)
-    entry.model, entry.system, entry.user_text = parsed.model, parsed.system, parsed.user_text
+    for name in ("model", "system", "user_text", "json_mode", "temperature", "roles", "logprobs"):
+        setattr(entry, name, getattr(parsed, name))
     entry.audio_parts, entry.audio_formats = len(parsed.audio), [f for _, f in parsed.audio]
-    entry.json_mode, entry.response_schema = parsed.json_mode, parsed.schema
-    entry.temperature, entry.roles, entry.logprobs = (
-        parsed.temperature,
-        parsed.roles,
-        parsed.logprobs,
-    )
-    entry.fields = sorted(body)
-
+    entry.response_schema, entry.fields = parsed.schema, sorted(body)
     undecodable: Reply | None = None
     try:
         seconds, entry.audio_sample_rates = audio_info(parsed.audio)
@@ -235,9 +228,7 @@ class FakeServer:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
-    @property
-    def gemini_base_url(self) -> str:
-        return self.url
+    gemini_base_url = url
 
     @property
     def openai_base_url(self) -> str:
@@ -276,7 +267,8 @@ class FakeServer:
                 return
             started.set()
             loop.run_forever()
-            loop.run_until_complete(self._cleanup())
+            assert self._runner is not None
+            loop.run_until_complete(self._runner.cleanup())
             loop.close()
 
         self._thread = threading.Thread(target=serve, name="fake-api-server", daemon=True)
@@ -287,21 +279,14 @@ class FakeServer:
         return self
 
     async def _start_site(self) -> None:
+        app = build_app(self.state, self.book)
         self._runner = web.AppRunner(
-            build_app(self.state, self.book),
-            access_log=None,
-            handler_cancellation=True,
-            shutdown_timeout=0.5,
+            app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5
         )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
+        await web.TCPSite(self._runner, self.host, self.port).start()
         if self.port == 0:
             self.port = int(self._runner.addresses[0][1])
-
-    async def _cleanup(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
 
     def stop(self) -> None:
         if self._loop is not None and self._thread is not None:
@@ -316,6 +301,21 @@ class FakeServer:
         self.stop()
 
 
+FLAGS = (  # flag, FakeSettings field, type, help
+    ("--latency", "latency_s", float, "seconds before each answer"),
+    ("--fault-rate", "fault_rate", float, "share of requests faulted"),
+    ("--fail-first", "fail_first", int, "fault the first N arrivals of every body"),
+    ("--retry-after", "retry_after_s", float, "Retry-After of a 429"),
+    ("--slow", "slow_s", float, "stall of a 'timeout' fault"),
+    ("--rpm", "rpm", float, "requests-per-minute limit"),
+    ("--tpm", "tpm", float, "tokens-per-minute limit"),
+    ("--rpm-window", "rpm_window_s", float, "seconds of the rpm and tpm window"),
+    ("--seed", "seed", int, "seed of the fault draws"),
+    ("--max-concurrency", "max_concurrency", int, "handle at most N requests at once (vLLM)"),
+    ("--batch-latency", "batch_latency_s", float, "seconds a batch job stays pending"),
+)
+
+
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, FakeSettings]:
     parser = argparse.ArgumentParser(
         prog="python -m harness.fake_api",
@@ -323,46 +323,17 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, FakeS
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
-    parser.add_argument(
-        "--latency", dest="latency_s", type=float, default=0.0, help="seconds before each answer"
-    )
-    parser.add_argument("--fault-rate", type=float, default=0.0, help="share of requests faulted")
+    defaults = FakeSettings()
+    for flag, dest, kind, text in FLAGS:
+        parser.add_argument(flag, dest=dest, type=kind, default=getattr(defaults, dest), help=text)
     parser.add_argument(
         "--faults",
         default=",".join(FAULT_KINDS),
         help=f"comma-separated mix of transient faults ({','.join(FAULT_KINDS)}) and malformed "
         f"HTTP 200 answers ({','.join(MALFORMED_KINDS)}; 'malformed' for all of them)",
     )
-    parser.add_argument(
-        "--fail-first", type=int, default=0, help="fault the first N arrivals of every body"
-    )
-    parser.add_argument(
-        "--retry-after", dest="retry_after_s", type=float, default=1.0, help="Retry-After of a 429"
-    )
-    parser.add_argument(
-        "--slow", dest="slow_s", type=float, default=30.0, help="stall of a 'timeout' fault"
-    )
-    parser.add_argument("--rpm", type=float, default=None, help="requests-per-minute limit")
-    parser.add_argument("--tpm", type=float, default=None, help="tokens-per-minute limit")
-    parser.add_argument("--rpm-window", dest="rpm_window_s", type=float, default=60.0)
     parser.add_argument("--answer", default="score", choices=ANSWER_MODES)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--max-concurrency",
-        type=int,
-        default=None,
-        help="handle at most N requests at once; the rest wait (a vLLM server's max_num_seqs)",
-    )
-    parser.add_argument(
-        "--prefix-cache", action="store_true", help="report prompt-prefix cache hits"
-    )
-    parser.add_argument(
-        "--batch-latency",
-        dest="batch_latency_s",
-        type=float,
-        default=0.0,
-        help="seconds a batch job stays pending",
-    )
+    parser.add_argument("--prefix-cache", action="store_true", help="report prefix cache hits")
     parser.add_argument("--verbose", action="store_true", help="log every request")
     args = parser.parse_args(argv)
     fields = {field.name for field in dataclasses.fields(FakeSettings)}

@@ -1,21 +1,6 @@
 """Hugging Face datasets as dataset folders: `hf://OWNER/NAME[@REVISION]` (fetched through the
 `datasets` library and its cache), a folder written by `save_to_disk`, a folder of Parquet
-files or one Parquet file, with a column mapping (`columns:`) from its rows to items and clips.
-
-The dataset is written once as an ordinary dataset folder (`items.jsonl`, `clips.jsonl`,
-`source.json`) under the harness's data folder (`$BGM_JUDGE_DATA`, default `data/`), at
-`hf/<name>-<hash of the source and the mapping>`; everything downstream (runs, reports, the
-response cache) reads that folder. An `Audio` column's bytes are written as files named by
-their SHA-256 (`<the folder>/audio/<hash>.<format>`), so a recording is one file however many
-rows carry it, and cached answers (keyed by the audio's bytes) stay valid; the files stay inside
-the dataset folder, where a dataset's clip paths must lead. The audio is read from the column's raw
-bytes (`Audio(decode=False)`) with soundfile: `datasets`' own decoding needs torchcodec.
-
-Rows are read with `columns.items` (and `columns.clips`): each maps an item (clip) field to a
-column name; a field not mapped is read from the column of the same name if there is one.
-Without `columns.clips`, candidates are song titles: each distinct title becomes a text-only
-clip whose id is a hash of the title.
-"""
+files or one Parquet file, with a column mapping (`columns:`) from its rows to items and clips."""
 
 from __future__ import annotations
 

@@ -1,22 +1,4 @@
-"""The MusiCRS release (Surana et al. 2025, CC BY 4.0) as a dataset folder.
-
-One item per Reddit thread: id = the thread's `name`, `query` (the LLM-rewritten request),
-the thread text (`combined_text`) as a one-turn dialogue, `group` = `source_subreddit`,
-candidates = `final_candidates` as text-only clips (a `title`, no audio) and `relevant` =
-`limited_gt`. A song title is one clip wherever it appears: its id is a hash of the title as
-written, so the same string in two threads is the same clip. Titles are not normalised into
-one clip: MusiCRS's own popularity baseline counts titles as written, and a few threads list
-two spellings of one song ("Eternal Triangle" and "\"eternal triangle\""), which would
-otherwise become one candidate listed twice.
-
-Gold titles are matched to candidates with MusiCRS's normalisation (lowercase, strip,
-curly quotes to straight ones, strip surrounding quotes, spaces and tabs); a gold title that
-matches no candidate is an error. With `audio`, a folder holding one subfolder per thread
-(`<audio>/<name>/*.wav`, the layout MusiCRS's download script writes), each thread's files
-are linked into the dataset folder (`context_audio/<name>/`) and become its `context_audio`;
-a thread name that is not a folder name under `audio` (`../x`) is refused. `out` must be a new
-or empty folder (`overwrite` replaces a dataset imported there before).
-"""
+"""The MusiCRS release (Surana et al. 2025, CC BY 4.0) as a dataset folder."""
 
 from __future__ import annotations
 

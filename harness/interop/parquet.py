@@ -1,12 +1,4 @@
-"""Runs as typed Parquet tables (`harness export parquet`), and back (`harness.load_run`).
-
-`records.parquet`: one row per record (model call) and run (`run`: the run folder's name,
-with as many parent folders as tell runs of one name apart; `sweep`: its sweep, or null), with the columns of `records_schema()`; `scores` is a map from candidate id to score (null where the answer gave none), `extra` the
-record's `extra` (and any other field) as JSON text. `items.parquet`: one row per item and
-run: the run, its sweep, the item, its group, its number of candidates and relevant candidates, then one
-float64 column per metric (the item's value, averaged over repeats; null where the run's
-missing-score policy excluded the item or the run has no such metric).
-"""
+"""Runs as typed Parquet tables (`harness export parquet`), and back (`harness.load_run`)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
 """Local audio-language model judges (transformers): loading once per run, prompts through the
-family's own processor, micro-batched greedy generation and the expected score.
-
-A model is loaded once, by `ready()` before the run's first model call (so loading never
-counts against that call's `timeout_s`), and freed by `aclose()` at the end of the run.
-Prompts go through the checkpoint's own processor and chat template (`_processor.py`).
-Expected score (`score: expected`): every admissible score string after the answer's
-`"score": ` is scored by its continuation probability, in batched forward passes over the few
-token paths that cover them (`providers._expected_score`).
-"""
+family's own processor, micro-batched greedy generation and the expected score."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
 """A local judge's prompt as its checkpoint ships it: the family's own transformers processor
-(its chat template, tokenizer and audio feature extractor), loaded without remote code.
-
-The judges send text and audio only, so the processor's image and video parts are left out
-(their slots hold a stand-in that is never called; transformers' vision processors need
-torchvision, which the judges do not). Everything a prompt goes through is the processor's
-own code: `apply_chat_template` with the checkpoint's chat template renders the turns and one
-audio placeholder per clip, and the processor's `__call__` expands each placeholder into as
-many audio tokens as the feature extractor's output yields and computes the audio features.
-"""
+(its chat template, tokenizer and audio feature extractor), loaded without remote code."""
 
 from __future__ import annotations
 

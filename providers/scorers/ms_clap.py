@@ -1,20 +1,5 @@
 """Microsoft CLAP (`ms-clap`): the `msclap` package's 2022 (Cnn14 audio encoder, BERT text
-encoder) and 2023 (HTS-AT, GPT-2) models, loaded as msclap's own `CLAPWrapper.load_clap` does.
-
-The architecture is msclap's (`msclap.models.clap.CLAP`, from its
-`configs/config_<version>.yml`); the weights are `CLAP_weights_<version>.pth` of the hub
-repository `microsoft/msclap` (or a file in it, or a local .pth file; `version:` defaults to
-the year in the file name), their `model` state dict loaded
-non-strictly as msclap does (missing and unexpected keys are logged); the text goes through
-the text model's tokenizer as msclap prepares it (GPT-2: `' <|endoftext|>'` appended, `'!'` as
-padding; padded to the config's `text_len`, never truncated below the text model's own limit).
-Audio is decoded at the config's 44.1 kHz and fitted to its `duration` (5 s for 2022, 7 s for
-2023): a shorter clip repeated, a longer one cut to its central window (msclap crops at random).
-
-msclap pins transformers < 5 and imports torchaudio in its file-loading wrapper, so it is
-installed without its dependencies (`pip install --no-deps msclap==1.3.4 torchlibrosa==0.1.0`,
-`make install` does) and only its model code is imported, never `msclap/__init__.py`.
-"""
+encoder) and 2023 (HTS-AT, GPT-2) models, loaded as msclap's own `CLAPWrapper.load_clap` does."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
 """ParaCLAP (`paraclap`), the CLAP-style model for computational paralinguistics (Jing,
 Triantafyllopoulos and Schuller, Interspeech 2024), loaded as its official repository's
-`eval.py` does (github.com/KeiKinn/ParaCLAP, `models_xin.py` and `eval.py`).
-
-The model is a wav2vec 2.0 audio tower (`audeering/wav2vec2-large-robust-12-ft-emotion-msp-dim`:
-the mean of its last hidden states over time) and a BERT text tower (`bert-base-uncased`: its
-[CLS] state), each followed by a projection (linear, GELU, linear with dropout, residual, layer
-norm) to `embedding_dim` 768, plus the CLIP logit scale. The released weights
-(`best.pth.tar` of the hub repository `KeiKinn/paraclap`, or a local file in `model:`) load
-strictly into that layout (the module names below are the repository's). Audio goes in as the
-raw 16 kHz waveform of the whole clip, as in `eval.py`; text through the BERT tokenizer.
-"""
+`eval.py` does (github.com/KeiKinn/ParaCLAP, `models_xin.py` and `eval.py`)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
 """Popularity baseline (MusiCRS's own): a candidate's score is how often it appears among the
 candidate lists of the run's items in the same `group` (a subreddit), so the songs a
-community's threads mention most rank first. It reads no text and no audio.
-
-Counts tie often. `tie_break: none` (the default) leaves ties as ties, and the metrics take
-their expectation over every order of the tied candidates; `tie_break: order` breaks them by
-the item's candidate order (earlier first), which is what MusiCRS's script does with a stable
-sort and what reproduces its published popularity row.
-"""
+community's threads mention most rank first. It reads no text and no audio."""
 
 from __future__ import annotations
 

@@ -21,9 +21,9 @@ from aiohttp.test_utils import TestServer
 
 from harness.config.experiment import provider_config
 from harness.core.types import ChatRequest, ProviderError
-from harness.fake_api.openai import chat_completion
 from providers import create_provider
 from providers.api import _bounded_body
+from tests.support.chat_completion import chat_completion
 
 LIMIT = 4 * 2**20  # the bound, lowered for the test
 BOMB_BYTES = 64 * 2**20  # what the bomb inflates to: 16 x the bound (about 64 KB gzipped)

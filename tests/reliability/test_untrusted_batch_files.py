@@ -18,11 +18,11 @@ from harness.cli.main import app
 from harness.core.errors import HarnessError
 from harness.fake_api import FakeServer
 from harness.fake_api import openai_batches as fake_batches
-from harness.fake_api.openai import chat_completion
 from providers import create_provider, provider_options
 from providers.api.openai_batch import OpenAIBatchApi
 from providers.batch import BatchResults
 from tests.reliability.conftest import fast_settings, read_jsonl, write_dataset
+from tests.support.chat_completion import chat_completion
 
 BATCH = {"batch": True, "batch_poll_s": 0.02, "batch_collect_s": 0.05}
 

@@ -1,13 +1,4 @@
-"""The annotation web app: one dialogue and its candidates at a time, ranked 1..N.
-
-Routes: `/` (the page), `GET /api/next?annotator=NAME` (the annotator's next unranked item
-and progress), `POST /api/rankings` (store one ranking), `GET /api/progress` (rankings per
-annotator), `GET /audio/{clip_id}` (the id URL-encoded), and the study around the task
-(guidelines, practice, admin page, access token, completion codes: `harness.construct.annotate.study`). Every submission is validated here, whatever the page
-checked: the annotator name, the item, and that the ranking is a permutation of the item's
-candidates. POSTs must be JSON, so a page from another origin cannot submit (the browser
-would need a CORS preflight, which this server never grants).
-"""
+"""The annotation web app: one dialogue and its candidates at a time, ranked 1..N."""
 
 from __future__ import annotations
 

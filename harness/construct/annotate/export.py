@@ -1,11 +1,4 @@
-"""Rankings from the annotation database into a copy of the dataset, for stage 4.
-
-`--export --out DIR` writes a complete dataset folder: DIR/items.jsonl (each item with
-`annotations`, rankings best first, and `annotators`, whose ranking each one is, ordered by
-annotator name), DIR/clips.jsonl, and the audio (hard links where the file system allows,
-else copies). The dataset itself is never rewritten. Annotations already in its items.jsonl are
-kept and merged by annotator; a ranking for the same annotator must agree with the database.
-"""
+"""Rankings from the annotation database into a copy of the dataset, for stage 4."""
 
 from __future__ import annotations
 

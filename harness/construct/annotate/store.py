@@ -1,10 +1,4 @@
-"""Annotators' rankings in SQLite, written the moment they are submitted.
-
-One row per (annotator, item): the primary key means an annotator can only ever write their
-own rows, and a stored ranking is final: the same ranking again is accepted (a retried
-request), a different one is refused, so nothing is overwritten by a second tab or a second
-person who typed the same name.
-"""
+"""Annotators' rankings in SQLite, written the moment they are submitted."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
 """The study around the ranking task: guidelines each annotator confirms first, practice
 items (with the reference ranking as feedback, stored apart and never exported), an access
 token when the server is reachable beyond this machine, an admin progress page, and a
-completion code to give a crowdsourcing platform.
-
-Routes added to the task's app: `GET /api/session?annotator=` (where the annotator stands),
-`POST /api/guidelines`, `GET /api/practice/next?annotator=`, `POST /api/practice`,
-`GET /practice-audio/{clip_id}`, `GET /admin?key=` and `GET /api/admin?key=`. The API keeps
-the order the page shows (guidelines, then practice, then the task): a ranking posted early
-is refused with 409.
-"""
+completion code to give a crowdsourcing platform."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
 """Experiment tracking: one tracker run per harness run (`tracking:` in the experiment file),
 grouped by its sweep, with the run's settings, provenance, metrics with their CIs, cost and
-report files; a run that fails or is interrupted is marked so.
-
-    tracking:
-      wandb: {project: bgm-judge, mode: offline}     # W&B (wandb); online needs WANDB_API_KEY
-      mlflow: {tracking_uri: mlruns}                 # MLflow (mlflow-skinny): a folder or a server
-
-Both need the `tracking` extra. Settings of `tracking:` do not change a run's results, so a
-finished run is not refused for them.
-"""
+report files; a run that fails or is interrupted is marked so."""
 
 from __future__ import annotations
 

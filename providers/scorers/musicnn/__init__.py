@@ -1,12 +1,5 @@
 """The pretrained musicnn music taggers (Pons & Serra, 2019) ported to PyTorch: the
-MagnaTagATune and Million Song Dataset models, musicnn and VGG-like, 50 tags each.
-
-    tagger = Tagger.load("MTT_musicnn")
-    tagger.tag(["clip.wav"])  # [{"guitar": 0.02, "classical": 0.71, ...}]
-
-The weights are read from the `musicnn` 0.1.0 wheel (`pip install --no-deps
-musicnn==0.1.0`) with no TensorFlow; torch and librosa are imported on first use.
-"""
+MagnaTagATune and Million Song Dataset models, musicnn and VGG-like, 50 tags each."""
 
 from providers.scorers.musicnn.tagger import Clip, Tagger, describe, top_tags
 from providers.scorers.musicnn.vocals import (

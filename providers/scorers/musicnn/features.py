@@ -1,28 +1,4 @@
-"""musicnn's input: a log-compressed mel spectrogram cut into 3-second windows.
-
-The same steps as `musicnn.extractor.batch_data` (musicnn 0.1.0):
-
-1. decode and resample to 16 kHz mono with `librosa.load` (its default resampler);
-2. a power (|STFT|^2) mel spectrogram: n_fft 512, hop 256, 96 Slaney mel bands, centred
-   frames;
-3. round to float16 (the precision the models were trained on), then `log10(10000 * x + 1)`
-   in float32: under the NumPy < 2 that musicnn pins, `10000 * float16_array` promotes to
-   float32; NumPy 2 would keep float16 and overflow to inf above x = 6.55, common in
-   music, so the promotion is written out here;
-4. windows of 187 frames (3 s) with no overlap, starting at frame 0; the frames after the
-   last whole window are dropped.
-
-Where this differs from the original, on purpose:
-
-- A clip shorter than one window (fewer than 187 frames, under ~2.98 s) makes the
-  original fail (it builds no batch); here its spectrogram is repeated until it fills one
-  window, the `repeat-pad` the models were trained with (`pad_short` in their config.json).
-- Mel values above float16's largest (65504, out of reach of samples within [-1, 1]) are
-  clipped to it, where the original's cast gives inf.
-- Frame padding is named (`pad_mode="constant"`, librosa's default since 0.10) so that an
-  upgrade of librosa cannot change it silently; under librosa < 0.10, which the models were
-  trained with, the default was "reflect". Only a clip's first and last frames differ.
-"""
+"""musicnn's input: a log-compressed mel spectrogram cut into 3-second windows."""
 
 from __future__ import annotations
 

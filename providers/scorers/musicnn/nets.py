@@ -1,15 +1,5 @@
 """PyTorch versions of the musicnn and VGG-like taggers of `musicnn/models.py` (0.1.0), in
-inference mode, and the mapping of their TensorFlow variables onto them.
-
-TensorFlow works channels-last, (batch, time, freq, channels); here the input is
-(batch, time, 96) and convolutions run on (batch, channels, time, freq), so kernels are
-permuted on load and every place where the original flattens a channels-last tensor does
-the same here (see `MusiCNN.forward` and `VGG.forward`). Batch norm uses TensorFlow's
-epsilon, 1e-3; dropout is the identity at inference.
-
-Layers are created in the order of the original graph, so the k-th TensorFlow layer of a
-kind (`conv2d_<k>`, `batch_normalization_<k>`, `dense_<k>`) is the k-th of the lists below.
-"""
+inference mode, and the mapping of their TensorFlow variables onto them."""
 
 from __future__ import annotations
 

@@ -1,17 +1,6 @@
 """Where the musicnn checkpoints and tag names come from: the files of the `musicnn` 0.1.0
 wheel (ISC licence), read as data. None of its Python modules is ever imported (they need
-TensorFlow 1 and NumPy < 1.17).
-
-Sources, first found wins:
-
-1. a wheel file given as an argument;
-2. a wheel file named by the environment variable `BGM_JUDGE_MUSICNN_WHEEL`;
-3. the installed package (`pip install --no-deps musicnn==0.1.0`), found with
-   `importlib.util.find_spec`, which locates a package without running it.
-
-Each checkpoint file is checked against the sha256 the wheel's RECORD lists for it, and the
-tag names are read from the lists in `musicnn/configuration.py` by parsing, not running, it.
-"""
+TensorFlow 1 and NumPy < 1.17)."""
 
 from __future__ import annotations
 

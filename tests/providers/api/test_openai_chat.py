@@ -20,11 +20,11 @@ from harness.core.errors import ConfigError
 from harness.core.records import Record
 from harness.core.types import AudioRef, ChatRequest, ProviderError
 from harness.fake_api import FakeServer, FakeSettings
-from harness.fake_api.openai import chat_completion
 from harness.runs.runner import RunResult
 from providers import create_provider, provider_options
 from providers.api.openai_chat import OpenAIAudioJudge, OpenAICompatibleJudge
 from tests.conftest import run_config
+from tests.support.chat_completion import chat_completion
 
 KEY = "sk-fake-openai-test-key-0123456789"
 N_CALLS = 12  # the tiny dataset: 3 items x 4 candidates, pointwise
