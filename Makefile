@@ -49,9 +49,10 @@ sample-audio: install
 	$(BIN)/python data/sample/build_audio.py
 	$(BIN)/python data/sample/build_audio.py --dataset data/sample_fewshot
 
-## Run experiments/$(EXP).yaml (default: the offline quickstart on the sample set).
+## Run experiments/$(EXP).yaml (default: the offline quickstart on the sample set); ARGS are
+## passed on to harness run (ARGS=--dry-run).
 experiment: sample-audio
-	$(BIN)/harness run experiments/$(EXP).yaml
+	$(BIN)/harness run experiments/$(EXP).yaml $(ARGS)
 
 ## Regenerate the figure blocks of README.md and docs/ (<!-- generated: NAME -->) by running
 ## the documented commands on the sample set and the fake API; review the diff (a few minutes).

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -188,6 +189,14 @@ def test_every_documented_harness_command_and_option_exists(
         if f not in written and not placeholder.fullmatch(Path(f).stem) and not (ROOT / f).is_file()
     ]
     assert missing == [], f"{page}:{line}: {missing}"
+
+
+def test_make_experiment_passes_args_on_to_harness_run() -> None:
+    shown = subprocess.run(
+        ["make", "-n", "experiment", "EXP=quickstart", "ARGS=--dry-run --limit 2"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert "harness run experiments/quickstart.yaml --dry-run --limit 2\n" in shown
 
 
 def test_every_documented_make_target_exists() -> None:

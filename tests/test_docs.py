@@ -292,3 +292,10 @@ def test_every_extra_is_in_the_install_table() -> None:
     install = (DOCS / "install.md").read_text(encoding="utf-8")
     rows = {ln.split("|")[1].strip() for ln in install.splitlines() if ln.startswith("| `")}
     assert {f"`{extra}`" for extra in extras} <= rows
+
+
+def test_the_readme_activates_the_venv_before_its_first_harness_command() -> None:
+    """Else the first `harness ...` a new user types is "command not found"."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "source .venv/bin/activate" in readme
+    assert readme.index("source .venv/bin/activate") < readme.index("`harness ")

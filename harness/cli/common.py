@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import secrets
 import signal
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import wraps
@@ -17,7 +18,7 @@ from typer.core import TyperGroup, TyperOption
 
 from harness._version import __version__
 from harness.core.console import terminal
-from harness.core.errors import HarnessError
+from harness.core.errors import DeprecatedSetting, HarnessError
 from harness.core.provenance import git_commit
 from harness.core.sanitize import terminal_text
 from harness.core.secrets import scrub
@@ -59,7 +60,14 @@ def version_text() -> str:
 class HarnessGroup(TyperGroup):
     """A command group whose own --help flag defaults to False, not None: typer (0.29)
     coerces a flag whose value is None through a pydantic adapter, and the group's flag is
-    None whenever a subcommand is named, so `harness NAME --help` imported pydantic."""
+    None whenever a subcommand is named, so `harness NAME --help` imported pydantic. It
+    accepts `--no-overwrite` (construct's default, spelt out before 0.3) with a warning."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if "--no-overwrite" in args:
+            warnings.warn("--no-overwrite is the default: leave it out", DeprecatedSetting, 2)
+            args = [arg for arg in args if arg != "--no-overwrite"]
+        return super().parse_args(ctx, args)
 
     def get_help_option(self, ctx: Any) -> TyperOption | None:
         option = super().get_help_option(ctx)

@@ -17,7 +17,13 @@ from harness.runs.compare.inputs import MissingChoice
 SIDES_HELP = (
     "An experiment file (one configuration), a run folder, or a predictions file (with --dataset)."
 )
-METRIC_HELP = "A bounded per-item metric, named as in metrics.json: hit@1, ndcg@10, ..."
+MetricOption = Annotated[
+    str,
+    typer.Option(
+        metavar="hit@1|mrr|ndcg|kendall_tau_b|hit@K|recall@K|precision@K|ndcg@K",
+        help="A bounded per-item metric, named as in metrics.json (K a cut-off: ndcg@10).",
+    ),
+]
 
 
 @user_errors
@@ -32,7 +38,7 @@ def compare(
             "confidence sequence decides (default: a fixed-sample paired test on every item).",
         ),
     ] = False,
-    metric: Annotated[str, typer.Option(help=METRIC_HELP)] = "hit@1",
+    metric: MetricOption = "hit@1",
     alpha: Annotated[float, typer.Option(help="Error probability of the decision.")] = 0.05,
     margin: Annotated[
         float | None,
@@ -108,6 +114,14 @@ def compare(
         )
     warn([result.warning] if result.warning else [])
     console.print(terminal_text(result.line()), highlight=False, soft_wrap=True)
+    for label, marks in result.unofficial.items():
+        for mark in marks:
+            console.print(
+                f"[yellow]†[/] {terminal_text(label)}: endpoint {terminal_text(mark)} is not the "
+                "provider's official service",
+                highlight=False,
+                soft_wrap=True,
+            )
     console.print(f"[dim]wrote {', '.join(terminal_text(p) for p in result.files)}[/]")
 
 
@@ -116,7 +130,7 @@ def plan(
     a: Annotated[Path, typer.Argument(help="A pilot: a run folder or predictions file.")],
     b: Annotated[Path, typer.Argument(help="B pilot on the same items.")],
     effect: Annotated[float, typer.Option(help="True difference B - A to detect, e.g. 0.05.")],
-    metric: Annotated[str, typer.Option(help=METRIC_HELP)] = "hit@1",
+    metric: MetricOption = "hit@1",
     alpha: Annotated[float, typer.Option(help="Error probability of the test.")] = 0.05,
     dataset: Annotated[
         Path | None, typer.Option(help="Dataset folder (predictions files need it).")

@@ -23,7 +23,8 @@ ConfigOption = Annotated[
     typer.Option("--config", help="Build file (YAML); its section for this stage is used."),
 ]
 OverwriteOption = Annotated[
-    bool, typer.Option(help="Replace an output dataset folder written by an earlier build.")
+    bool,
+    typer.Option("--overwrite", help="Replace an output dataset folder an earlier build wrote."),
 ]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -69,7 +69,9 @@ def evaluate(
             "documents it ranks are the candidates."
         ),
     ] = None,
-    missing: Annotated[str, typer.Option(help="Missing-score policy: worst or exclude.")] = "worst",
+    missing: Annotated[
+        Literal["worst", "exclude"], typer.Option(help="Missing-score policy.")
+    ] = "worst",
     out: Annotated[
         Path | None,
         typer.Option(
@@ -100,8 +102,6 @@ def evaluate(
     if (predictions_file is None) == (predictions is None):
         raise HarnessError("give the predictions file (as the argument, or --predictions)")
     path: Path = predictions_file or predictions  # type: ignore[assignment]
-    if missing not in ("worst", "exclude"):
-        raise HarnessError(f"--missing must be 'worst' or 'exclude', not {missing!r}")
     check_range("--n-bootstrap", n_bootstrap, 10, MAX_BOOTSTRAP)
     check_range("--seed", seed, 0)
     given = {"catalog_size": catalog_size, "catalog": catalog, "judge": judge_score}
@@ -117,7 +117,7 @@ def evaluate(
         warnings.simplefilter("always", CoverageWarning)
         metrics = api.evaluation(
             dataset, path, qrels=qrels, columns=columns, check_audio=check_audio,
-            missing=missing, n_bootstrap=n_bootstrap, seed=seed, at=_cutoffs(at),  # type: ignore[arg-type]
+            missing=missing, n_bootstrap=n_bootstrap, seed=seed, at=_cutoffs(at),
             protocol=protocol, options=options,
         ).to_json()  # fmt: skip
     console.print(rich_table(str(path), [(path.stem, metrics)]))

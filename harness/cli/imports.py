@@ -41,7 +41,7 @@ def musicrs(
     ] = None,
     overwrite: Annotated[
         bool,
-        typer.Option(help="Replace a dataset imported into --out before (never other files)."),
+        typer.Option("--overwrite", help="Replace a dataset imported into --out (only that)."),
     ] = False,
 ) -> None:
     """One item per Reddit thread: the query, the thread text, the subreddit as group, the

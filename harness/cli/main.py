@@ -42,20 +42,12 @@ app = typer.Typer(
     rich_markup_mode="markdown",  # docstrings reflow; [brackets] in help stay literal
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-app.add_typer(construct_app, name="construct")
-app.add_typer(import_app, name="import")
 app.add_typer(export_app, name="export")
+app.add_typer(import_app, name="import")
 app.add_typer(cache_app, name="cache")
+app.add_typer(construct_app, name="construct")
 # The group's name before 0.2; kept for one release.
 app.add_typer(construct_app, name="build", hidden=True)
-app.command()(annotate)
-app.command()(evaluate)
-app.command()(report)
-app.command()(runs)
-app.command()(view)
-app.command()(compare)
-app.command()(plan)
-app.command("list")(list_)
 
 
 def _print_version(value: bool) -> None:
@@ -80,7 +72,6 @@ if TYPE_CHECKING:
     from harness.runs.runner import RunResult
 
 
-@app.command()
 @user_errors
 def run(
     experiment: Annotated[
@@ -193,15 +184,14 @@ def run(
             save_experiment=save_experiment,
             **overrides,
         )
+    if results and not progress:  # without the bar, still the table
+        api.print_summary(results, results_dir)
     if not all(r.complete for r in results):
         for line in failure_summary(results):
             err_console.print(line, highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_INCOMPLETE)
     if any(r.no_scores is not None for r in results):  # every answer unparsable
         raise typer.Exit(EXIT_INCOMPLETE)
-
-
-app.command()(merge)
 
 
 def failure_summary(results: list[RunResult]) -> list[str]:
@@ -226,7 +216,11 @@ def failure_summary(results: list[RunResult]) -> list[str]:
     return lines
 
 
-app.command()(tag)
+# The commands in the order of a study: run, look, compare; then the other tools.
+for command in (run, runs, report, view, compare, plan, merge, evaluate, tag):
+    app.command()(command)
+app.command("list")(list_)
+app.command()(annotate)
 
 
 @app.command(hidden=True)

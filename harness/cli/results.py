@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -38,8 +38,8 @@ def report(
         ),
     ] = None,
     correction: Annotated[
-        str,
-        typer.Option(help="Adjust the paired p-values for their number: holm, bh or none."),
+        Literal["holm", "bh", "none"],
+        typer.Option(help="Adjust the paired p-values for their number."),
     ] = "holm",
     dataset: Annotated[
         Path | None,
@@ -68,7 +68,7 @@ def report(
     ] = 10000,
     seed: Annotated[int, typer.Option(help="Seed of the paired bootstrap and permutations.")] = 0,
     score: Annotated[
-        str,
+        Literal["greedy", "expected"],
         typer.Option(
             help="Which scores the metrics and paired statistics use: greedy (the answers) "
             "or expected (the judges' probability-weighted scores, where a run has them)."

@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from harness.config.experiment import ExperimentConfig
-    from harness.core.sharding import Shard
     from harness.runs.runner import RunResult
 
     Experiment: TypeAlias = str | Path | ExperimentConfig | Mapping[str, Any]
@@ -43,7 +42,8 @@ def run(
     """Run an experiment (a file, an `ExperimentConfig` or a mapping of its fields) as
     `harness run` does: each run's calls, answered by the cache where it can, then its folder
     under `results_dir`, and a sweep's comparison. Returns one result per run (`.aggregate`,
-    `.stats`, `.out_dir`); works inside a running event loop (Jupyter) too.
+    `.stats`, `.out_dir`); works inside a running event loop (Jupyter) too. `show_progress`:
+    print the progress bar and the results table (False: print nothing).
 
     `set`: `--set KEY=VALUE` overrides; keyword `overrides` replace top-level settings
     (`limit=5`; on a sweep `name=` names the sweep). `only`: shell patterns of the runs to
@@ -97,24 +97,37 @@ def run(
         made = [_tracked(config, options) for config in configs]
     finally:
         cache.close()
-    _print_summary(made, results, part, [config.name for config in every])
+    if part is None:  # a shard's metrics are a part's: its merge makes the sweep's files
+        _write_sweep(made, results, [config.name for config in every])
+    if show_progress:
+        print_summary(made, results)
     return made
 
 
-def _print_summary(
-    results: list[RunResult], results_dir: Path, shard: Shard | None, names: list[str]
-) -> None:
-    """The runs' metrics as one table, what failed or needs a mark, each run's calls; and a
-    sweep's comparison.md and the order of its runs `names` (not for a shard: its merge does
-    that), where the runs that --only left out keep their rows from their folders."""
-    from harness.core.console import terminal
-    from harness.core.provenance import drifted_packages, environment
-    from harness.core.sanitize import terminal_text
-    from harness.reports.formatting import rich_table
-    from harness.reports.run_report import human_rows, write_comparison
+def _write_sweep(results: list[RunResult], results_dir: Path, names: list[str]) -> None:
+    """A sweep's comparison.md and the order of its runs `names`, where the runs that --only
+    left out keep their rows from their folders."""
+    from harness.reports.run_report import write_comparison
     from harness.reports.sources import SWEEP_FILE
 
-    console = terminal()
+    sweep = results[0].config.sweep
+    if sweep is None:
+        return
+    folder = results_dir / sweep
+    rows, failed, human = _rows(results)
+    made = {r.config.name for r in results}
+    rows += [row for name in names if name not in made and (row := _earlier(folder / name))]
+    rows.sort(key=lambda row: names.index(row[0].removesuffix(" †")))
+    write_comparison(folder / "comparison.md", sweep, rows, human, failed=failed)
+    order = {"sweep": sweep, "runs": names}
+    (folder / SWEEP_FILE).write_text(json.dumps(order, indent=2) + "\n")
+
+
+def _rows(
+    results: list[RunResult],
+) -> tuple[list[tuple[str, Any]], list[tuple[str, str]], dict[str, Any] | None]:
+    """The runs' metrics rows (a name with † where the endpoint was not official), the runs
+    without metrics and why, and the human ceiling."""
     rows: list[tuple[str, Any]] = [
         (r.config.name + (" †" if r.unofficial else ""), r.metrics_json())
         for r in results
@@ -122,10 +135,23 @@ def _print_summary(
     ]
     failed = [(r.config.name, r.no_scores or "") for r in results if r.no_scores is not None]
     human = next((r.human.to_json() for r in results if r.human is not None), None)
+    return rows, failed, human
+
+
+def print_summary(results: list[RunResult], results_dir: Path) -> None:
+    """What `harness run` prints: the runs' metrics as one table, what failed or needs a
+    mark, each run's calls, and where the results are."""
+    from harness.core.console import terminal
+    from harness.core.provenance import drifted_packages, environment
+    from harness.core.sanitize import terminal_text
+    from harness.reports.formatting import rich_table
+    from harness.reports.run_report import human_rows
+
+    console = terminal()
+    rows, failed, human = _rows(results)
     sweep = results[0].config.sweep
-    title = sweep or results[0].config.name
     if rows:
-        console.print(rich_table(title, [*rows, *human_rows(human)]))
+        console.print(rich_table(sweep or results[0].config.name, [*rows, *human_rows(human)]))
     lines = [
         f"[yellow]†[/] {terminal_text(r.config.name)}: endpoint {terminal_text(mark)} is not "
         "the provider's official service"
@@ -145,14 +171,6 @@ def _print_summary(
     ]
     for line in lines:
         console.print(line, highlight=False)
-    if sweep and shard is None:  # a shard's metrics are a part's: its merge makes the run's
-        folder = results_dir / sweep
-        made = {r.config.name for r in results}
-        rows += [row for name in names if name not in made and (row := _earlier(folder / name))]
-        rows.sort(key=lambda row: names.index(row[0].removesuffix(" †")))
-        write_comparison(folder / "comparison.md", sweep, rows, human, failed=failed)
-        order = {"sweep": sweep, "runs": names}
-        (folder / SWEEP_FILE).write_text(json.dumps(order, indent=2) + "\n")
     for result in results:
         stats = result.stats
         repaired = stats.cache_repaired

@@ -185,6 +185,7 @@ def _common(
         "usd_full": usd_full,
         "coverage": coverage.to_json(),
         "warning": coverage.warning(source.labels),
+        "unofficial": source.unofficial,
     }
 
 

@@ -59,6 +59,7 @@ class Comparison:
     bootstrap: dict[str, Any] = field(default_factory=dict)
     coverage: dict[str, Any] = field(default_factory=dict)  # `inputs.Coverage.to_json`
     warning: str | None = None  # what the coverage means for the result
+    unofficial: dict[str, list[str]] = field(default_factory=dict)  # label -> stand-in endpoints
     test: PairedDifference | None = None  # the fixed-sample design's test
     files: list[Path] = field(default_factory=list)  # compare.json (and compare.png) written
 

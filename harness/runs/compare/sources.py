@@ -63,6 +63,7 @@ class PairSource(Protocol):
     item_ids: list[str]
     answered: tuple[set[str], set[str]]
     unshared: int  # items only one of the datasets holds
+    unofficial: dict[str, list[str]]  # side label -> endpoints not the provider's official
 
     def values(self, asked: Sequence[str]) -> tuple[dict[str, float], dict[str, float]]: ...
 
@@ -108,6 +109,7 @@ class ValuesSource:
     item_ids: list[str] = field(default_factory=list)
     answered: tuple[set[str], set[str]] = (set(), set())
     unshared: int = 0
+    unofficial: dict[str, list[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.item_ids = list(self.a_values | self.b_values)
@@ -142,6 +144,7 @@ class FinishedSource(ValuesSource):
         self.a, self.b = a, b
         self.item_ids, self.unshared = _shared_items(a.dataset, b.dataset)
         self.answered = (_answered(a, values[0]), _answered(b, values[1]))
+        self.unofficial = {run.label: run.unofficial_endpoints for run in (a, b)}
         self._asked: list[str] = []
 
     def values(self, asked: Sequence[str]) -> tuple[dict[str, float], dict[str, float]]:
@@ -175,6 +178,7 @@ class RunSource:
     item_ids: list[str] = field(default_factory=list)
     answered: tuple[set[str], set[str]] = (set(), set())
     unshared: int = 0
+    unofficial: dict[str, list[str]] = field(default_factory=dict)
     _model_calls: int = 0
     _usd: float | None = None
     _calls_per_item: float = 0.0
@@ -196,7 +200,7 @@ class RunSource:
         out = []
         calls = 0.0
         usd: float | None = 0.0
-        for side, config in zip("AB", self.configs, strict=True):
+        for side, config, label in zip("AB", self.configs, self.labels, strict=True):
             runner = Runner(
                 config,
                 cache=self.cache,
@@ -212,6 +216,7 @@ class RunSource:
                     "so far are in the cache)"
                 )
             self._model_calls += result.stats.model_calls
+            self.unofficial[label] = result.unofficial
             cost = _cost(result.out_dir)
             spent, total = cost.get("usd_spent"), cost.get("usd")
             if spent is not None:

@@ -5,10 +5,13 @@ validated like the file, a finished run never silently replaced by another confi
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+import click
 import pytest
 import yaml
+from typer.main import get_command
 from typer.testing import CliRunner
 
 import harness
@@ -253,3 +256,49 @@ def test_run_help_imports_no_pydantic() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "Usage:" in out.stdout
     assert out.stderr.split() == ["0", "False"]
+
+
+def test_options_with_choices_show_them() -> None:
+    """Not `<str>`: the value column lists what the option takes."""
+    from harness.scoring import registry
+
+    metrics = "|".join(m.name for m in registry.metrics() if registry.comparable(m.at(1)))
+    for command, option, shown in (
+        ("evaluate", "--missing", "<worst|exclude>"),
+        ("report", "--correction", "<holm|bh|none>"),
+        ("report", "--score", "<greedy|expected>"),
+        ("compare", "--metric", metrics),
+        ("plan", "--metric", metrics),
+    ):
+        cli = get_command(app).commands[command]  # type: ignore[attr-defined]
+        param = next(p for p in cli.params if option in p.opts)
+        assert param.display_type_rich(ctx=click.Context(cli)) == shown, (command, option)
+
+
+def test_the_top_level_help_lists_the_commands_in_a_study_s_order() -> None:
+    shown = runner.invoke(app, ["-h"], terminal_width=200).stdout
+    names = re.findall(r"^│ ([a-z]+)  ", shown, flags=re.MULTILINE)
+    commands = names[names.index("run") :]
+    assert commands[:5] == ["run", "runs", "report", "view", "compare"], commands
+
+
+def test_overwrite_is_one_flag_everywhere_and_the_old_spelling_still_works(
+    tmp_path: Path,
+) -> None:
+    for command in (["run"], ["merge"], ["construct", "stage4"], ["import", "musicrs"]):
+        help_text = runner.invoke(app, [*command, "-h"], terminal_width=200).stdout
+        assert "--overwrite " in help_text and "--no-overwrite" not in help_text, command
+    with pytest.warns(harness.core.errors.DeprecatedSetting, match="--no-overwrite"):
+        old = runner.invoke(app, ["import", "musicrs", str(tmp_path / "none"), "--no-overwrite"])
+    assert "No such option" not in old.output and old.exit_code != 0  # the source is missing
+
+
+def test_a_run_in_python_without_progress_prints_nothing(
+    tiny_dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = experiment(tmp_path, tiny_dataset, "provider: {name: random}\n")
+    common = {"results_dir": tmp_path / "results", "cache_dir": tmp_path / "cache"}
+    harness.run(path, show_progress=False, **common)
+    assert capsys.readouterr().out == ""
+    code, stdout, _ = run(tmp_path, str(path))  # the command prints the table without the bar
+    assert code == 0 and "Hit@1" in stdout and "results in" in stdout

@@ -173,3 +173,28 @@ def test_budget_stops_before_the_batch_that_would_pass_it(tmp_path: Path) -> Non
         assert report["n_items"] == 8 and report["reason"].startswith("the next batch would pass")
         assert 0 < report["usd"] < report["usd_full"]
         assert _answered(server) == 2 * 8 * 4
+
+
+def test_a_comparison_on_a_stand_in_endpoint_is_marked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`harness compare` prints the † the docs promise for a run whose endpoint is not the
+    provider's official service, as `harness run` does."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    dataset = write_dataset(tmp_path / "data", 4)
+    with FakeServer(fast_settings()) as server:
+        a, b = (write_experiment(tmp_path / f"{n}.yaml", dataset, server, model=n) for n in "ab")
+        for path in (a, b):  # the OpenAI provider, whose official service is elsewhere
+            path.write_text(path.read_text().replace("openai-compatible", "openai"))
+        result = CliRunner().invoke(
+            app, ["compare", str(a), str(b), "--out", str(tmp_path / "out"),
+                  "--cache-dir", str(tmp_path / "cache")],
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    marks = [line for line in result.output.splitlines() if line.startswith("†")]
+    url = server.openai_base_url
+    assert [" ".join(line.split()) for line in marks] == [
+        f"† {side}: endpoint provider: {url} (from provider.base_url) is not the provider's "
+        "official service"
+        for side in ("A:soak", "B:soak")
+    ]
