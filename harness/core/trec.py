@@ -23,16 +23,22 @@ MAX_FIRST_LINE = 1 << 16  # a run line is a few dozen bytes; a predictions line 
 TrecScores = dict[int, dict[str, dict[str, float | None]]]  # as predictions.Predictions
 
 
-def is_trec_run(path: Path) -> bool:
-    """Whether the first non-blank line of `path` has the six fields of a run line."""
+def run_tag(path: Path) -> str | None:
+    """The run tag (sixth field) of the first non-blank line of a TREC run file; None where
+    `path` is not one."""
     try:
         for _, raw in lines(path, limit=MAX_FIRST_LINE):
-            line = raw.decode("utf-8", errors="replace").strip()
-            if line:
-                return not line.startswith("{") and len(line.split()) == 6
+            fields = raw.decode("utf-8", errors="replace").split()
+            if fields:
+                return fields[5] if len(fields) == 6 and fields[0][0] != "{" else None
     except DatasetError:  # not a file, or a first line too long for a run line
-        return False
-    return False
+        return None
+    return None
+
+
+def is_trec_run(path: Path) -> bool:
+    """Whether the first non-blank line of `path` has the six fields of a run line."""
+    return run_tag(path) is not None
 
 
 def ranked(item: Item, scores: Scores) -> list[str]:

@@ -13,7 +13,6 @@ import jinja2
 from harness.core.json_text import compact_json
 from harness.reports.analysis import Analysis
 from harness.reports.browser_data import ORDER_SHOWN, TOP_K, item_data
-from harness.reports.labels import shorten_unique
 from harness.reports.media import AudioMode, audio_sources, data_uri
 from harness.reports.paired_tables import paired_note, paired_title, statistics_tables
 from harness.reports.plots import Figure
@@ -43,7 +42,6 @@ LIVE_SCRIPT = """<script>
 # may load a script from its folder, not fetch a JSON file).
 SIDECAR = "report-candidates.js"
 SIDECAR_CALLBACK = "bgmReportCandidates"
-HEADER_WIDTH = 14  # characters of a run's label in a column header (the full one on hover)
 
 
 def script_json(value: Any) -> str:
@@ -91,8 +89,6 @@ def render_html(
     template = env.get_template("report.html.jinja")
     runs = analysis.runs
     labels = [run.label for run in runs]
-    short = dict(zip(labels, shorten_unique(labels, HEADER_WIDTH), strict=True))
-    short["human"] = "human"
     items, more = item_data(runs) if runs else ([], {"items": {}, "captions": {}})
     drawn = {c["id"] for item in items for c in item["candidates"]}
     mode: AudioMode = audio if audio is not None else "embed" if embed_audio else "link"
@@ -104,7 +100,7 @@ def render_html(
     )
     more["audio"] = {cid: src for cid, src in sources.items() if cid not in drawn}
     data: dict[str, Any] = {
-        "runs": [{"label": label, "short": short[label]} for label in labels],
+        "runs": [{"label": label} for label in labels],
         "audio": {cid: src for cid, src in sources.items() if cid in drawn},
         "items": items,
         "top_k": TOP_K,
@@ -119,7 +115,6 @@ def render_html(
     context: dict[str, Any] = {
         "title": title,
         "runs": runs,
-        "short": short,
         "paired_title": paired_title(analysis) if analysis.paired else None,
         "paired_note": paired_note(analysis) if analysis.paired else None,
         "pair_notes": analysis.notes,

@@ -14,6 +14,7 @@ from harness.core.errors import HarnessError
 from harness.core.predictions import read_predictions
 from harness.core.records import Record, read_records
 from harness.core.run_files import read_run_config, read_run_json
+from harness.core.trec import run_tag
 from harness.reports.labels import generated_labels
 from harness.scoring.evaluation import (
     evaluate_records,
@@ -185,7 +186,7 @@ def load_predictions(
         for repeat, by_item in sorted(predictions.items())
         for item_id, scores in by_item.items()
     ]
-    name = path.parent.name if path.name == "predictions.jsonl" else path.stem
+    name = run_tag(path) or (path.parent.name if path.name == "predictions.jsonl" else path.stem)
     config: dict[str, Any] = {
         "name": name,
         "dataset": str(dataset),

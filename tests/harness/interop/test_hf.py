@@ -5,7 +5,11 @@ as a dataset folder; the audio is written once, named by its content; the revisi
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +24,7 @@ from harness.interop.hf import materialize
 
 datasets = pytest.importorskip("datasets")
 runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[3]
 pytestmark = [
     pytest.mark.filterwarnings("ignore:Inheritance class Aiohttp:DeprecationWarning"),
     pytest.mark.usefixtures("api_keys", "offline_hub"),
@@ -329,3 +334,34 @@ def test_a_mapping_without_the_new_fields_keeps_its_folder() -> None:
     mapping that names none of them (a re-run finds its data and its finished runs)."""
     source = HFSource.model_validate({"uri": "hf://someone/tiny-bgm", "columns": {}})
     assert folder_for(source).name == "someone_tiny-bgm-" + FOLDER_HASH_BEFORE_ISSUE_47
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not any((ROOT / "data" / "sample" / "audio").glob("*.wav")),
+    reason="sample audio not built (make sample-audio)",
+)
+def test_the_documented_round_trip_runs_verbatim_after_the_quickstart(tmp_path: Path) -> None:
+    """docs/interop.md's saved-dataset commands, as printed, in a checkout where the
+    quickstart ran (its results folder holds runs of the same names on data/sample)."""
+    page = (ROOT / "docs" / "interop.md").read_text(encoding="utf-8")
+    section = page[page.index("A dataset folder from a saved dataset") : page.index("## TREC")]
+    python_code, commands = (
+        re.search(rf"```{language}\n(.*?)```", section, re.S).group(1)  # type: ignore[union-attr]
+        for language in ("python", "bash")
+    )
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "sample").symlink_to(ROOT / "data" / "sample")
+    (tmp_path / "experiments").symlink_to(ROOT / "experiments")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    env |= {"BGM_JUDGE_CACHE": str(tmp_path / "cache"), "HF_HOME": str(tmp_path / "hf")}
+
+    def shell(script: str) -> None:
+        done = subprocess.run(
+            ["bash", "-ec", script], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+
+    shell("harness run experiments/quickstart.yaml --only 'random*' --no-progress")
+    shell(f"python - <<'EOF'\n{python_code}EOF")
+    shell(commands)

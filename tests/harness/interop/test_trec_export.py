@@ -163,3 +163,21 @@ def test_ids_with_whitespace_are_refused_not_written_unreadable(tmp_path: Path) 
     assert result.exit_code == 2 and "Traceback" not in result.output, result.output
     assert "'item two'" in result.output and "whitespace" in result.output
     assert not (tmp_path / "trec" / "run.trec").exists()
+
+
+def test_a_report_of_trec_runs_labels_them_by_their_run_tags(tmp_path: Path) -> None:
+    """Not `run (trec-order)` / `run (trec-none)` after the files' common name."""
+    pool = write_pool_dataset(tmp_path / "pool", 4, 30)
+    files = []
+    for tie_break in ("order", "none"):
+        run_dir = popularity_run(tmp_path / tie_break, pool, tie_break)
+        run_file, qrels = export(run_dir, tmp_path / f"trec-{tie_break}")
+        files.append(run_file)
+    tags = [run_file.read_text().split()[5] for run_file in files]
+    assert tags == ["popularity-order", "popularity-none"]
+    out = tmp_path / "report"
+    args = ["report", *map(str, files), "--qrels", str(qrels), "--out", str(out), "--no-html"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    rows = (out / "comparison.csv").read_text().splitlines()[1:]
+    assert [row.split(",")[0] for row in rows] == tags

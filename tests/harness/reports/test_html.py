@@ -229,7 +229,7 @@ def test_embedded_audio_plays_in_chromium(page: Any, tmp_path: Path) -> None:
 
 def test_report_in_chromium_reads_at_benchmark_scale(page: Any, tmp_path: Path) -> None:
     """1,200 dialogues: one page of them in the DOM at a time, search, pagination, a deep
-    link, and run columns headed by short labels with the full one on hover."""
+    link, and run columns headed by their full labels."""
     n = 1200
     dataset = write_tiny_dataset(tmp_path / "data", n_items=n, seconds=0.02)
     long_a = {"name": "mock", "model": "m", "label": "gemini_gemini-2.5-pro_zero_shot_full_audio"}
@@ -272,12 +272,9 @@ def test_report_in_chromium_reads_at_benchmark_scale(page: Any, tmp_path: Path) 
     page.wait_for_function("document.getElementById('item-d600') !== null")
     assert page.locator("#page-info").inner_text().startswith("page 25 of 48")
 
-    # Run columns: short, distinct labels; the full label on hover.
-    headers = page.locator("#item-d600 th.run abbr")
-    titles = [headers.nth(i).get_attribute("title") for i in range(2)]
-    shown = [headers.nth(i).inner_text() for i in range(2)]
-    assert titles == [long_a["label"], long_b["label"]]
-    assert len(set(shown)) == 2 and all(len(text) <= 14 for text in shown)
+    # Run columns: the full labels, wrapping (never cut to stubs that look alike).
+    headers = page.locator("#item-d600 th.run")
+    assert [headers.nth(i).inner_text() for i in range(2)] == [long_a["label"], long_b["label"]]
     # Candidates in the human's order; the raw answer full-width and left-aligned.
     page.fill("#search", "d0")
     ranks = page.locator("#item-d0 table.candidates tbody tr td:first-child").all_inner_texts()
@@ -341,3 +338,25 @@ def test_the_page_has_the_human_row_whole_agreement_headers_and_the_inputs_title
     agreement = html[html.index('id="agreement-table"') :]
     header = agreement[: agreement.index("</thead>")]
     assert "<th>all-MiniLM-L6-v2-on-summaries</th>" in header and "…" not in header
+
+
+def test_the_browser_s_column_headers_tell_the_runs_apart(tmp_path: Path) -> None:
+    """Two models by two prompts: the headers are the full labels (they wrap), not stubs
+    such as `gemini…o · cot` and `gemini…h · cot`."""
+    dataset = write_tiny_dataset(tmp_path / "data", n_items=4, seconds=0.1)
+    sweep = tmp_path / "results" / "sweep"
+    for model in ("gemini-2.5-pro", "gemini-2.5-flash"):
+        for prompt in ("zero_shot", "cot"):
+            records = pointwise_records(tiny_scores(4))
+            provider = {"name": "gemini", "model": model}
+            write_run(
+                sweep / f"{model}-{prompt}", dataset, records, provider=provider, prompt=prompt
+            )
+    runs = load_runs(sorted(sweep.iterdir()))
+    write_report(analyse(runs, None), tmp_path / "report", title="sweep")
+    html = (tmp_path / "report" / "report.html").read_text()
+    labels = {"gemini-2.5-pro · cot", "gemini-2.5-flash · cot", "gemini-2.5-pro · zero_shot"}
+    shown = [run["label"] for run in report_data(html)["runs"]]
+    assert labels < set(shown) and len(set(shown)) == 4
+    comparison = html[html.index('id="comparison-table"') :]
+    assert "…" not in comparison[: comparison.index("</table>")]
