@@ -16,6 +16,7 @@ from harness.config.loading import load_experiments
 from harness.core.dataset import Dataset, Item
 from harness.core.errors import HarnessError
 from harness.core.event_loop import run_coroutine
+from harness.core.provenance import unofficial_endpoints
 from harness.core.records import Record, read_records
 from harness.core.run_files import read_or_empty
 from harness.reports.loading import RunData, load_predictions, load_run
@@ -144,7 +145,7 @@ class FinishedSource(ValuesSource):
         self.a, self.b = a, b
         self.item_ids, self.unshared = _shared_items(a.dataset, b.dataset)
         self.answered = (_answered(a, values[0]), _answered(b, values[1]))
-        self.unofficial = {run.label: run.unofficial_endpoints for run in (a, b)}
+        self.unofficial = {run.label: unofficial_endpoints(run.stats) for run in (a, b)}
         self._asked: list[str] = []
 
     def values(self, asked: Sequence[str]) -> tuple[dict[str, float], dict[str, float]]:
