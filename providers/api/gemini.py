@@ -21,7 +21,6 @@ from harness.core.types import (
     ChatRequest,
     ChatResponse,
     ProviderConfig,
-    ProviderError,
 )
 from providers._expected_score import TokenChoice, api_expected_score
 from providers.api._bounded_body import BoundedTransport, bounded_aiohttp_body
@@ -192,12 +191,6 @@ class GeminiJudge(ApiJudge[Client]):
 
     def is_connection_error(self, exc: BaseException) -> bool:
         return isinstance(exc, self.connection_errors)
-
-    def api_error(self, exc: errors.APIError, url: str | None) -> ProviderError:
-        """The ProviderError of an error answer (the batch adapter's jobs)."""
-        error = self.provider_error(exc, url, self.label)
-        assert error is not None
-        return error
 
 
 def _transport_errors(

@@ -7,38 +7,18 @@ count in full (base64), so a job holds as many requests as fit."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Protocol
+from typing import TYPE_CHECKING
 
-from google.genai import Client, errors, types
+from google.genai import types
 
 from harness.core.audio import encode_wav
-from harness.core.types import AudioRef, ChatRequest, ChatResponse, ProviderError
-from providers.api._shared import MALFORMED_ANSWER_ERRORS, malformed_answer, transport_error
+from harness.core.types import AudioRef, ChatRequest, ProviderError
+from providers.api._shared import MALFORMED_ANSWER_ERRORS, malformed_answer
 from providers.base import chat_answer
 from providers.batch import BatchApi, BatchProgress, BatchResults, BatchSettings
 
-
-class GeminiLike(Protocol):
-    """What the adapter uses of the Gemini judge (providers.api.gemini)."""
-
-    @property
-    def model(self) -> str: ...
-
-    sample_rate: int | None
-    timeouts: tuple[type[BaseException], ...]
-    connection_errors: tuple[type[BaseException], ...]
-
-    def contents(self, request: ChatRequest) -> list[types.Content]: ...
-
-    def generation_config(self, request: ChatRequest) -> types.GenerateContentConfig: ...
-
-    def read_response(self, response: types.GenerateContentResponse) -> ChatResponse: ...
-
-    def batch_client(self) -> tuple[Client, str | None]: ...
-
-    def api_error(self, exc: errors.APIError, url: str | None) -> ProviderError: ...
+if TYPE_CHECKING:
+    from providers.api.gemini import GeminiJudge
 
 
 KEY = "key"
@@ -60,7 +40,7 @@ class GeminiBatchApi(BatchApi):
     max_requests = 50_000
     max_bytes = 19 * 1024 * 1024  # inline requests: 20 MB per create call
 
-    def __init__(self, judge: GeminiLike, settings: BatchSettings) -> None:
+    def __init__(self, judge: GeminiJudge, settings: BatchSettings) -> None:
         super().__init__(settings)
         self.judge = judge
 
@@ -86,7 +66,7 @@ class GeminiBatchApi(BatchApi):
     async def submit(self, entries: list[tuple[str, ChatRequest]], label: str) -> str:
         client, url = self.judge.batch_client()
         inlined = [self._inlined(custom_id, request) for custom_id, request in entries]
-        with self._errors(url):
+        with self.judge.sdk_errors(url, self.name):
             job = await client.aio.batches.create(
                 model=self.judge.model,
                 src=types.BatchJobSource(inlined_requests=inlined),
@@ -99,7 +79,7 @@ class GeminiBatchApi(BatchApi):
     async def find(self, label: str) -> str | None:
         client, url = self.judge.batch_client()
         seen = 0
-        with self._errors(url):
+        with self.judge.sdk_errors(url, self.name):
             async for job in await client.aio.batches.list(config={"page_size": 100}):
                 if job.display_name == label:
                     return job.name
@@ -110,14 +90,14 @@ class GeminiBatchApi(BatchApi):
 
     async def progress(self, batch_id: str) -> BatchProgress:
         client, url = self.judge.batch_client()
-        with self._errors(url):
+        with self.judge.sdk_errors(url, self.name):
             job = await client.aio.batches.get(name=batch_id)
         state = job.state or types.JobState.JOB_STATE_UNSPECIFIED
         return BatchProgress(status=str(state.value), finished=state in FINISHED)
 
     async def results(self, batch_id: str) -> BatchResults:
         client, url = self.judge.batch_client()
-        with self._errors(url):
+        with self.judge.sdk_errors(url, self.name):
             job = await client.aio.batches.get(name=batch_id)
         results = BatchResults()
         if job.error is not None:
@@ -141,19 +121,6 @@ class GeminiBatchApi(BatchApi):
             answer["extra"] = {**answer["extra"], "batch": batch_id}
             results.answers[custom_id] = answer
         return results
-
-    @contextmanager
-    def _errors(self, url: str | None) -> Iterator[None]:
-        try:
-            yield
-        except errors.APIError as exc:
-            raise self.judge.api_error(exc, url) from None
-        except self.judge.timeouts as exc:
-            raise transport_error(self.name, exc, url, timeout=True) from None
-        except self.judge.connection_errors as exc:
-            raise transport_error(self.name, exc, url, timeout=False) from None
-        except MALFORMED_ANSWER_ERRORS as exc:
-            raise malformed_answer(self.name, exc, url) from None
 
 
 def _job_error(name: str, error: types.JobError) -> ProviderError:

@@ -1,19 +1,12 @@
-"""The public base of the judges behind an HTTP API (`ApiJudge`).
-
-A subclass names its service in class attributes (`label`, `url_variable`, `key_variables`,
-`official_base_url`) and implements `make_client`, `build_request`, `send` and `status_code`;
-the base owns the rest once for every API judge: the base URL (`provider.base_url`, else the
-`url_variable`, else the official one: the client and run.json's provenance get the same URL),
-the key (`provider.api_key_env`, else the first of `key_variables` set), the cache identity,
-one SDK client per base URL (`ClientPool`), the batch settings, and SDK exceptions turned
-into ProviderErrors through the hooks `status_code`, `is_auth_failure`, `should_retry`,
-`is_timeout` and `is_connection_error`.
-"""
+"""The public base of the judges behind an HTTP API (`ApiJudge`): a subclass names its service
+in class attributes and implements `make_client`, `build_request`, `send` and `status_code`;
+the base owns base URLs, keys, identity, the client pool, batch settings and SDK errors."""
 
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, ClassVar, Generic, TypeVar
 
 from harness.core.secrets import scrub
@@ -54,7 +47,6 @@ class ApiJudge(Judge, Generic[C]):
         self._batch_settings = batch_settings(self.config, self.urls)
 
     def headers_seen(self, headers: Mapping[str, str]) -> None:
-        """What the transports tell of each response (its rate-limit headers)."""
         if self.on_headers is not None:
             self.on_headers(headers)
 
@@ -74,8 +66,7 @@ class ApiJudge(Judge, Generic[C]):
         return url or self.official_base_url  # None: no URL configured
 
     def endpoint(self) -> dict[str, Any]:
-        """run.json's provenance, from the values the clients are built with: the URLs
-        `wire_url` gives, and the variable the key comes from (None: no key sent)."""
+        """run.json's provenance, from the values the clients are built with."""
         found = env_key_named(self.key_names)
         configured: list[str | None] = [*self.urls] or [None]  # as the ClientPool builds
         wire = [u for u in map(self.wire_url, configured) if u]
@@ -95,9 +86,8 @@ class ApiJudge(Judge, Generic[C]):
         return names[0] + (f" (or {' or '.join(names[1:])})" if len(names) > 1 else "")
 
     def identity(self) -> dict[str, Any]:
-        """The settings' identity with the endpoint as the key knows it (the user's
-        `endpoint_id` for a group of equivalent servers, else the effective base URLs), and
-        the sample rate even at its default; a subclass adds the defaults it applies."""
+        """With the endpoint as the key knows it (`endpoint_id`, else the base URLs) and the
+        sample rate even at its default."""
         identity = super().identity()
         identity.pop("base_url", None)
         endpoint = identity.pop("endpoint_id", None)
@@ -123,8 +113,7 @@ class ApiJudge(Judge, Generic[C]):
 
     @abstractmethod
     def make_client(self, base_url: str | None, key: str) -> C:
-        """The SDK client that sends to `base_url` (always this one: never a URL of the
-        SDK's own choosing) with `key`."""
+        """The SDK client that sends to `base_url` (never a URL of the SDK's choosing)."""
 
     def batch_client(self) -> tuple[C, str | None]:
         return self._pool.clients[0]  # batches go to the one base URL
@@ -149,13 +138,8 @@ class ApiJudge(Judge, Generic[C]):
 
         async def send(pooled: tuple[C, str | None]) -> ChatResponse:
             client, url = pooled
-            try:
+            with self.sdk_errors(url):
                 response = await self.send(client, built)
-            except Exception as exc:
-                error = self.provider_error(exc, url, self.label)
-                if error is None:
-                    raise
-                raise error from None
             if len(self.urls) > 1:  # a pool: the record names the server that answered
                 response.extra["server"] = scrub(url or "")
             return response
@@ -163,8 +147,7 @@ class ApiJudge(Judge, Generic[C]):
         return await self._pool.ask(send)
 
     def check_model(self, answered: str | None) -> None:
-        """A ProviderError (the server is at fault: another server is asked) when an answer
-        names another model than the one asked for (`same_model`)."""
+        """Refuse an answer naming another model (the server's fault: another one is asked)."""
         if not same_model(self.model, answered):
             raise ProviderError(
                 f"{self.label} answered as model {answered!r}, not {self.model!r}: the server "
@@ -197,17 +180,28 @@ class ApiJudge(Judge, Generic[C]):
         return isinstance(exc, ConnectionError)
 
     def should_retry(self, exc: BaseException) -> bool:
-        """Whether another attempt may succeed: 408, 429 and 5xx answers, timeouts, failed
-        connections and answers that could not be read."""
+        """408, 429 and 5xx answers; timeouts, failed connections, unreadable answers."""
         status = self.status_code(exc)
         if status is not None:
             return (status in (408, 429) or status >= 500) and not self.is_auth_failure(exc)
         return True
 
+    @contextmanager
+    def sdk_errors(self, url: str | None, label: str | None = None) -> Iterator[None]:
+        """Raise the SDK's exceptions as the ProviderErrors they mean (others unchanged)."""
+        try:
+            yield
+        except ProviderError:
+            raise
+        except Exception as exc:
+            error = self.provider_error(exc, url, label or self.label)
+            if error is None:
+                raise
+            raise error from None
+
     def provider_error(
         self, exc: BaseException, url: str | None, label: str
     ) -> ProviderError | None:
-        """The ProviderError that an exception of the SDK means (None: not the SDK's)."""
         status = self.status_code(exc)
         if status is not None:
             error = status_error(
@@ -235,8 +229,7 @@ class ApiJudge(Judge, Generic[C]):
 
 
 def same_model(asked: str, answered: str | None) -> bool:
-    """Whether an answer's model is the one asked for: the same name (`models/` aside), or a
-    dated or tagged release of it (`gpt-4o` answered as `gpt-4o-2024-08-06`, `llama3` as
+    """The same name (`models/` aside) or a dated or tagged release of it (`gpt-4o-2024-08-06`,
     `llama3:latest`); a server that names none is taken at its word."""
     if not answered:
         return True

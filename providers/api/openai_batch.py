@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Final
 
 import openai
 from openai.types.chat import ChatCompletion
@@ -17,33 +17,13 @@ from pydantic import ValidationError
 
 from harness.core.errors import DatasetError
 from harness.core.files import parse_json
-from harness.core.types import ChatRequest, ChatResponse, ProviderError
-from providers.api._shared import (
-    MALFORMED_ANSWER_ERRORS,
-    malformed_answer,
-    status_error,
-    transport_error,
-)
+from harness.core.types import ChatRequest, ProviderError
+from providers.api._shared import MALFORMED_ANSWER_ERRORS, malformed_answer, status_error
 from providers.base import chat_answer
 from providers.batch import BatchApi, BatchProgress, BatchResults, BatchSettings
 
-
-class ChatCompletionsJudge(Protocol):
-    """What the adapter uses of the chat-completions judges (providers.api.openai_chat)."""
-
-    @property
-    def model(self) -> str: ...
-
-    @property
-    def key_env(self) -> str: ...
-
-    def request_body(self, request: ChatRequest) -> dict[str, Any]: ...
-
-    def read_completion(self, completion: ChatCompletion) -> ChatResponse: ...
-
-    def batch_client(self) -> tuple[openai.AsyncOpenAI, str | None]: ...
-
-    def status_error(self, exc: openai.APIStatusError, url: str | None) -> ProviderError: ...
+if TYPE_CHECKING:
+    from providers.api.openai_chat import ChatCompletionsJudge
 
 
 ENDPOINT: Final = "/v1/chat/completions"
@@ -173,22 +153,16 @@ class OpenAIBatchApi(BatchApi):
 
     @contextmanager
     def _errors(self, url: str | None) -> Iterator[None]:
-        """SDK errors of the files and batches endpoints as ProviderErrors (a 404 there:
-        the server does not implement the Batch API)."""
-        try:
-            yield
-        except openai.APIStatusError as exc:
-            if exc.status_code in (404, 405):
+        """SDK errors as ProviderErrors (a 404 here: the server has no Batch API)."""
+        with self.judge.sdk_errors(url, self.name):
+            try:
+                yield
+            except openai.APIStatusError as exc:
+                if exc.status_code not in (404, 405):
+                    raise
                 raise ProviderError(
                     f"{self.name}: the server at {url or 'api.openai.com'} has no batch "
                     f"endpoint ({exc.status_code}); run without batch: true",
                     transient=False,
                     kind="not_found",
                 ) from None
-            raise self.judge.status_error(exc, url) from None
-        except openai.APITimeoutError as exc:
-            raise transport_error(self.name, exc, url, timeout=True) from None
-        except openai.APIConnectionError as exc:
-            raise transport_error(self.name, exc, url, timeout=False) from None
-        except (openai.APIResponseValidationError, ValidationError) as exc:
-            raise malformed_answer(self.name, exc, url) from None

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from harness.core.errors import ConfigError
-from harness.core.types import AudioRef, ChatRequest, ChatResponse, ProviderConfig, ProviderError
+from harness.core.types import AudioRef, ChatRequest, ChatResponse, ProviderConfig
 from providers._expected_score import TokenChoice, api_expected_score
 from providers.api._shared import MALFORMED_ANSWER_ERRORS, ApiOptions, parse_retry_after, wav_base64
 from providers.api.judge import ApiJudge
@@ -198,12 +198,6 @@ class ChatCompletionsJudge(ApiJudge["openai.AsyncOpenAI"]):
 
     def is_connection_error(self, exc: BaseException) -> bool:
         return isinstance(exc, _openai().APIConnectionError)
-
-    def status_error(self, exc: openai.APIStatusError, url: str | None) -> ProviderError:
-        """The ProviderError of an error answer (the batch adapter's files and batches)."""
-        error = self.provider_error(exc, url, self.label)
-        assert error is not None
-        return error
 
 
 def _chat_response(completion: ChatCompletion) -> ChatResponse:
