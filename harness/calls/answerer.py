@@ -25,11 +25,11 @@ from harness.calls.batch_ledger import BatchLedger
 from harness.calls.cache import CLAIM_LEASE_S, ResponseCache, cache_key
 from harness.calls.pacing import Pacer
 from harness.calls.prompting.templates import TemplateHashes, render
-from harness.core.errors import StorageError
+from harness.core.errors import HarnessError, StorageError
 from harness.core.sanitize import clean_value
 from harness.core.secrets import env_secrets, scrub, scrub_value
 from harness.core.types import ChatRequest, ProviderConfig, ProviderError, Request, ScoreRequest
-from providers import Provider
+from providers import Provider, create_provider
 from providers.batch import BatchApi
 
 
@@ -389,3 +389,35 @@ async def ask_until_parsed(
         if asked.parsed.error is None:
             break
     return asked
+
+
+def cached_parse(
+    answerer: Answerer, key: str, request: ChatRequest, parse: Callable[[str], P]
+) -> P | None:
+    """The usable parse the cache already holds for `key`, replaying its re-asks, or None:
+    what `ask_until_parsed` would give without a model call (the dry run counts with it)."""
+    first = key
+    for _ in range(answerer.settings.reask + 1):
+        answer = answerer.cache.get(key, "chat")
+        if answer is None:
+            return None
+        parsed = parse(answer["text"])
+        if parsed.error is None:
+            return parsed
+        request, key = reask_step(first, request, answer["text"], parsed.error)
+    return None
+
+
+def side_answerer(
+    block: ProviderConfig, cache: ResponseCache, role: str, kind: str = "judge"
+) -> Answerer:
+    """A call path on the run's cache for a provider used besides the run's own."""
+    provider = create_provider(block)
+    if provider.kind != kind:
+        raise HarnessError(f"{role} {block.name!r} is not a {kind} provider")
+    return Answerer(provider, block, cache, RunStats())
+
+
+async def close_side(answerer: Answerer) -> None:
+    answerer.close()
+    await answerer.provider.aclose()

@@ -26,18 +26,11 @@ from harness.core.dataset import Dataset, Item
 from harness.core.errors import HarnessError
 from harness.core.records import Record
 from harness.core.types import ProviderConfig, ProviderError, ScoreCandidate, ScoreRequest
+from harness.protocols.feedback import reference_ids
 from harness.protocols.plans import Call, CallPlan, JudgeCalls, ScorerCalls, SummaryOf
 from providers import Provider, create_provider
 
 DEFAULT_RETRIEVER = "text-embedding"
-
-
-def reference_ids(item: Item) -> list[str]:
-    """The item's candidates of maximal relevance (the human's top clip; every gold item
-    of a binary pool), in candidate order."""
-    relevance = item.relevance
-    best = max(relevance.values())
-    return [cid for cid in item.candidates if relevance[cid] == best]
 
 
 class _Side:

@@ -1,19 +1,8 @@
-"""The user's reply to a refine run's first pick (`protocol: refine`).
-
-Three sources (`refine: {feedback: ...}`):
-
-- `aspects` (default), a deterministic simulated user in the manner of MuseChat, which built
-  its second-turn requests from the music tags of the target and of the first pick: the
-  aspects the gold clip has and the first pick lacks ("with ...") and those the pick has and
-  the gold lacks ("without ..."), each side cut to `max_aspects` in the order of the clip's
-  aspect list, turned into one sentence. Wanted aspects the item's query already names are
-  left out (`skip_query_aspects`), so the reply adds what the query did not say.
-- `item`: the item's own `feedback` text, whatever the first pick (a pre-written reply).
-- `simulator`: an LLM plays the user (`user_simulator:` block, prompt
-  `prompts/user_simulator.jinja`): it is shown the request, the gold's caption and the
-  pick's caption, and answers `{"feedback": "..."}`. Its calls go through the call path
-  (cache, retries, re-asks) like every other call.
-"""
+"""The user's reply to a refine run's first pick (`refine: {feedback: ...}`): `aspects` (MuseChat's
+simulated user: "with" the gold's aspects the pick lacks, "without" the pick's the gold lacks,
+each cut to `max_aspects`, those the query names left out with `skip_query_aspects`), `item`
+(the item's own `feedback` text) or `simulator` (an LLM plays the user: `user_simulator:`,
+prompt `user_simulator.jinja`, answering `{"feedback": "..."}` through the call path)."""
 
 from __future__ import annotations
 
@@ -21,15 +10,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.calls.answerer import Answerer, RunStats, ask_until_parsed, reask_step
+from harness.calls.answerer import ask_until_parsed, cached_parse, close_side, side_answerer
 from harness.calls.cache import ResponseCache, request_key
-from harness.calls.prompting.parsing import ParseError, text_field
+from harness.calls.prompting.parsing import ParsedText, parse_text, text_field
 from harness.calls.prompting.templates import render
 from harness.config.blocks import RefineOptions
 from harness.core.dataset import Clip, Dataset, Item
 from harness.core.errors import HarnessError
 from harness.core.types import ChatRequest, ProviderConfig
-from providers import create_provider
 
 SIMULATOR_TEMPLATE = "user_simulator.jinja"
 FEEDBACK_SCHEMA: dict[str, Any] = {
@@ -41,11 +29,14 @@ SATISFIED = "Yes, that is the one I was looking for."
 SOMETHING_ELSE = "Not quite. Something else along the same lines, please."
 
 
+def reference_ids(item: Item) -> list[str]:
+    """The item's candidates of maximal relevance, in candidate order (the first: its gold)."""
+    best = max(item.relevance.values())
+    return [cid for cid in item.candidates if item.relevance[cid] == best]
+
+
 def gold_of(item: Item) -> str:
-    """The item's gold candidate: the first of maximal relevance in candidate order."""
-    relevance = item.relevance
-    best = max(relevance.values())
-    return next(cid for cid in item.candidates if relevance[cid] == best)
+    return reference_ids(item)[0]
 
 
 def _listed(aspects: Sequence[str], conjunction: str) -> str:
@@ -55,7 +46,6 @@ def _listed(aspects: Sequence[str], conjunction: str) -> str:
 
 
 def aspect_feedback(item: Item, clips: dict[str, Clip], pick: str, options: RefineOptions) -> str:
-    """The deterministic simulated user's reply to `pick` (see the module docstring)."""
     gold = gold_of(item)
     if pick == gold:
         return SATISFIED
@@ -87,8 +77,7 @@ def item_feedback(item: Item) -> str:
 
 
 def check_feedback_source(options: RefineOptions, dataset: Dataset) -> None:
-    """Refuse, before any call, items that cannot give the reply the run asks for: no
-    relevance judgement (no gold), no `feedback` text, or candidates without aspects."""
+    """Refuse, before any call, items that cannot give the reply the run asks for."""
     for item in dataset.items:
         if item.relevance_form is None:
             raise HarnessError(f"item {item.id} has no relevance judgement: refine needs a gold")
@@ -146,27 +135,15 @@ def simulator_request(item: Item, clips: dict[str, Clip], pick: str) -> ChatRequ
     return ChatRequest(prompt.system, prompt.parts, FEEDBACK_SCHEMA)
 
 
-@dataclass(frozen=True)
-class _Parsed:
-    text: str | None
-    error: str | None
-
-
-def _parse(text: str) -> _Parsed:
-    try:
-        return _Parsed(text_field(text, "feedback"), None)
-    except ParseError as exc:
-        return _Parsed(None, str(exc))
+def _parse(text: str) -> ParsedText:
+    return parse_text(lambda answer: text_field(answer, "feedback"), text)
 
 
 class UserSimulator:
     """An LLM playing the user, through its own call path on the run's cache."""
 
     def __init__(self, block: ProviderConfig, cache: ResponseCache) -> None:
-        provider = create_provider(block)
-        if provider.kind != "judge":
-            raise HarnessError(f"user_simulator {block.name!r} is not a judge provider")
-        self.answerer = Answerer(provider, block, cache, RunStats())
+        self.answerer = side_answerer(block, cache, "user_simulator")
 
     def key(self, request: ChatRequest) -> str:
         return request_key(
@@ -206,19 +183,10 @@ class UserSimulator:
         return reply
 
     def cached_reply(self, item: Item, clips: dict[str, Clip], pick: str) -> str | None:
-        """The reply the cache already holds (replaying re-asks), or None: the dry run's."""
+        """The reply the cache already holds, or None (`cached_parse`)."""
         request = simulator_request(item, clips, pick)
-        first = key = self.key(request)
-        for _ in range(self.answerer.settings.reask + 1):
-            answer = self.answerer.cache.get(key, "chat")
-            if answer is None:
-                return None
-            parsed = _parse(answer["text"])
-            if parsed.text is not None:
-                return parsed.text
-            request, key = reask_step(first, request, answer["text"], parsed.error)
-        return None
+        parsed = cached_parse(self.answerer, self.key(request), request, _parse)
+        return None if parsed is None else parsed.text
 
     async def aclose(self) -> None:
-        self.answerer.close()
-        await self.answerer.provider.aclose()
+        await close_side(self.answerer)

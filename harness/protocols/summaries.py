@@ -1,26 +1,28 @@
-"""One-sentence dialogue summaries for `inputs.dialogue: summary`.
-
-An item's own `summary` is used as it is. Where it has none, the summariser prompt
-(`prompts/summarize.jinja`) goes to a judge provider: the experiment's `summarizer:` block,
-or by default the run's own provider when that is a judge. Answers go through the call path
-(cache, retries, rate limit, re-asks) like every other call, so a re-run makes no new calls,
-and every summary of a run is written to `results/<run>/summaries.jsonl` for inspection.
-"""
+"""One-sentence dialogue summaries for `inputs.dialogue: summary`: an item's own, else the
+summariser prompt's answer from the `summarizer:` block (default: the run's judge) through the
+call path; every summary of a run goes to `results/<run>/summaries.jsonl`."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from harness.calls.answerer import Answerer, RunStats, ask_until_parsed, reask_step
+from harness.calls.answerer import (
+    Answerer,
+    ask_until_parsed,
+    cached_parse,
+    close_side,
+    side_answerer,
+)
 from harness.calls.cache import request_key
 from harness.calls.prompting.fewshot import dialogue_key
-from harness.calls.prompting.parsing import ParseError, parse_summary
+from harness.calls.prompting.parsing import parse_summary, parse_text
 from harness.calls.prompting.templates import render
 from harness.config.experiment import ExperimentConfig
 from harness.core.dataset import Item
@@ -29,7 +31,6 @@ from harness.core.files import write_jsonl
 from harness.core.records import Record
 from harness.core.sanitize import terminal_text
 from harness.core.types import ChatRequest, ProviderConfig
-from providers import create_provider
 
 SUMMARY_TEMPLATE = "summarize.jinja"
 SUMMARY_SCHEMA: dict[str, Any] = {
@@ -97,10 +98,8 @@ class Summaries:
         console: Console,
         show_progress: bool = True,
     ) -> None:
-        """Generate the summaries that `items` (each with its dataset folder) lack, write
-        summaries.jsonl, and raise DatasetError naming an item whose summary could not be
-        made. `answerer` is the run's call path; a `summarizer:` block gets its own, whose
-        model calls and retries are added to the run's counts."""
+        """Generate the summaries `items` (each with its dataset folder) lack and write
+        summaries.jsonl; DatasetError names an item whose summary could not be made."""
         sources = {id(item): (item, folder) for item, folder in items}
         todo = {
             dialogue_key(item): (item, folder)
@@ -123,8 +122,7 @@ class Summaries:
                 )
             finally:
                 if owned:
-                    summarizer.close()
-                    await provider.aclose()
+                    await close_side(summarizer)
             self.provider, self.model = summarizer.settings, provider.model
             self.endpoint = provider.endpoint()
             if owned:
@@ -179,8 +177,8 @@ class Summaries:
 def summarizer_for(
     config: ExperimentConfig, answerer: Answerer, first: Item, folder: Path
 ) -> tuple[Answerer, bool]:
-    """The call path whose provider writes summaries, and whether it was made here (to
-    close): the run's own when it is a judge, else the `summarizer:` block's."""
+    """The summariser's call path (the run's own judge, else the `summarizer:` block's) and
+    whether it was made here (to close)."""
     wanted: ProviderConfig | None = config.summarizer
     if wanted is None or wanted == config.provider:
         if answerer.provider.kind == "judge":
@@ -192,23 +190,10 @@ def summarizer_for(
             f"{config.provider.name} is not a judge that could write one: add "
             "`summarizer: {name: ..., model: ...}` to the experiment file",
         )
-    provider = create_provider(wanted)
-    if provider.kind != "judge":
-        raise HarnessError(f"summarizer {wanted.name!r} is not a judge provider")
-    return Answerer(provider, wanted, answerer.cache, RunStats()), True
+    return side_answerer(wanted, answerer.cache, "summarizer"), True
 
 
-@dataclass(frozen=True)
-class ParsedSummary:
-    summary: str | None
-    error: str | None
-
-
-def _parse(text: str) -> ParsedSummary:
-    try:
-        return ParsedSummary(parse_summary(text), None)
-    except ParseError as exc:
-        return ParsedSummary(None, str(exc))
+_parse = partial(parse_text, parse_summary)
 
 
 def summary_key(answerer: Answerer, request: ChatRequest) -> str:
@@ -224,24 +209,14 @@ def summary_key(answerer: Answerer, request: ChatRequest) -> str:
 
 
 def cached_summary(answerer: Answerer, item: Item) -> str | None:
-    """The summary the cache already holds for `item` (replaying its re-asks), or None:
-    what `summarize` would answer without a model call (the dry run counts with it)."""
+    """The summary the cache already holds for `item`, or None (`cached_parse`)."""
     request = summary_request(item)
-    first = key = summary_key(answerer, request)
-    for _ in range(answerer.settings.reask + 1):
-        answer = answerer.cache.get(key, "chat")
-        if answer is None:
-            return None
-        parsed = _parse(answer["text"])
-        if parsed.summary is not None:
-            return parsed.summary
-        request, key = reask_step(first, request, answer["text"], parsed.error)
-    return None
+    parsed = cached_parse(answerer, summary_key(answerer, request), request, _parse)
+    return None if parsed is None else parsed.text
 
 
 async def summarize(answerer: Answerer, item: Item) -> SummaryLine:
-    """The item's one-sentence summary from `answerer`'s provider, through its cache, retries
-    and re-asks; a failure is reported in the line, never turned into text."""
+    """The item's summary through the call path; a failure is reported, never made text."""
     provider = answerer.provider
     request = summary_request(item)
     asked = await ask_until_parsed(
@@ -258,9 +233,9 @@ async def summarize(answerer: Answerer, item: Item) -> SummaryLine:
             line.raw = asked.text
         return line
     assert asked.parsed is not None
-    if asked.parsed.summary is None:
+    if asked.parsed.text is None:
         line.error, line.raw = asked.parsed.error, asked.text
         return line
-    line.summary = asked.parsed.summary
+    line.summary = asked.parsed.text
     line.words = len(line.summary.split())
     return line

@@ -7,18 +7,35 @@ count in full (base64), so a job holds as many requests as fit."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from contextlib import AbstractContextManager
+from typing import Protocol
 
-from google.genai import types
+from google.genai import Client, types
 
 from harness.core.audio import encode_wav
-from harness.core.types import AudioRef, ChatRequest, ProviderError
+from harness.core.types import AudioRef, ChatRequest, ChatResponse, ProviderError
 from providers.api._shared import MALFORMED_ANSWER_ERRORS, malformed_answer
 from providers.base import chat_answer
 from providers.batch import BatchApi, BatchProgress, BatchResults, BatchSettings
 
-if TYPE_CHECKING:
-    from providers.api.gemini import GeminiJudge
+
+class GeminiLike(Protocol):
+    """What the adapter uses of the Gemini judge (providers.api.gemini)."""
+
+    @property
+    def model(self) -> str: ...
+
+    sample_rate: int | None
+
+    def contents(self, request: ChatRequest) -> list[types.Content]: ...
+
+    def generation_config(self, request: ChatRequest) -> types.GenerateContentConfig: ...
+
+    def read_response(self, response: types.GenerateContentResponse) -> ChatResponse: ...
+
+    def batch_client(self) -> tuple[Client, str | None]: ...
+
+    def sdk_errors(self, url: str | None, label: str) -> AbstractContextManager[None]: ...
 
 
 KEY = "key"
@@ -40,7 +57,7 @@ class GeminiBatchApi(BatchApi):
     max_requests = 50_000
     max_bytes = 19 * 1024 * 1024  # inline requests: 20 MB per create call
 
-    def __init__(self, judge: GeminiJudge, settings: BatchSettings) -> None:
+    def __init__(self, judge: GeminiLike, settings: BatchSettings) -> None:
         super().__init__(settings)
         self.judge = judge
 

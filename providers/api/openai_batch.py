@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Final
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, Final, Protocol
 
 import openai
 from openai.types.chat import ChatCompletion
@@ -17,13 +17,28 @@ from pydantic import ValidationError
 
 from harness.core.errors import DatasetError
 from harness.core.files import parse_json
-from harness.core.types import ChatRequest, ProviderError
+from harness.core.types import ChatRequest, ChatResponse, ProviderError
 from providers.api._shared import MALFORMED_ANSWER_ERRORS, malformed_answer, status_error
 from providers.base import chat_answer
 from providers.batch import BatchApi, BatchProgress, BatchResults, BatchSettings
 
-if TYPE_CHECKING:
-    from providers.api.openai_chat import ChatCompletionsJudge
+
+class ChatCompletionsJudge(Protocol):
+    """What the adapter uses of the chat-completions judges (providers.api.openai_chat)."""
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def key_env(self) -> str: ...
+
+    def request_body(self, request: ChatRequest) -> dict[str, Any]: ...
+
+    def read_completion(self, completion: ChatCompletion) -> ChatResponse: ...
+
+    def batch_client(self) -> tuple[openai.AsyncOpenAI, str | None]: ...
+
+    def sdk_errors(self, url: str | None, label: str) -> AbstractContextManager[None]: ...
 
 
 ENDPOINT: Final = "/v1/chat/completions"

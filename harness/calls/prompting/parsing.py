@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
@@ -326,6 +327,21 @@ def text_field(text: str, key: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ParseError(f"not_a_{key}", f"{key} must be a non-empty string")
     return " ".join(value.split())
+
+
+@dataclass(frozen=True)
+class ParsedText:
+    """A free-text answer (a summary, a simulated user's reply), or why it was unusable."""
+
+    text: str | None
+    error: str | None = None
+
+
+def parse_text(read: Callable[[str], str], text: str) -> ParsedText:
+    try:
+        return ParsedText(read(text))
+    except ParseError as exc:
+        return ParsedText(None, str(exc))
 
 
 def parse_description(text: str, candidates: list[str]) -> ParsedAnswer:
