@@ -1,10 +1,6 @@
-"""Provider registry. Modules are imported only when their provider is used, so SDKs and
-torch stay optional: adding a provider is one module plus one line in `REGISTRY`, or an
-entry point `bgm_judge.providers` naming its class in a package of its own
-(`harness.core.plugins`).
-
-A provider's kind (judge or scorer) is declared here, once; the provider's class derives
-from the matching base (`tests/providers/test_registry.py` checks that they agree)."""
+"""Provider registry: a module is imported only when its provider is used (SDKs and torch stay
+optional). A provider is one module plus one line in `REGISTRY`, or an entry point
+`bgm_judge.providers`; its kind is declared here once (tests/providers/test_registry.py)."""
 
 from __future__ import annotations
 

@@ -1,21 +1,8 @@
-"""The expected score of a judge's answer, `sum(v * P(v))` over the admissible score strings,
-from the model's token probabilities (`score: expected`).
-
-Admissible strings are the whole numbers "0" ... "10" and the one-decimal forms "0.0" ...
-"9.9" and "10.0". Local judges score every one of them by its full continuation probability
-after the answer's `"score": ` (constrained scoring, `score_strings`): each string is tokenized
-as the model would write it, the probabilities of its tokens are read from forward passes over
-the few token paths that cover all strings (a trie: with a tokenizer that splits "10" into "1"
-and "0", P(10) is P("1") * P("0" | "1")), and a whole number must also end there (the
-probability that the next token does not continue the number). One decimal is the format, so
-a second one is not asked about.
-
-API judges return only the alternatives along their own answer (`top_logprobs`), so
-`api_expected_score` reads the whole-number distribution at the step where the number starts
-and the decimal's at the step of the decimal digit; an alternative whose value would need
-tokens the API did not show (a digit-splitting tokenizer's "1" when the answer is not 1x) is
-left out and its share reported as `unresolved_mass`.
-"""
+"""The expected score `sum(v * P(v))` over the admissible score strings ("0".."10", "0.0".."10.0")
+from a judge's token probabilities (`score: expected`; docs/providers.md). Local judges score
+every string by its full continuation probability after `"score": ` over a trie of token paths
+(`score_strings`); API judges see only the alternatives along their answer (`top_logprobs`),
+and a value they cannot resolve counts as `unresolved_mass` (`api_expected_score`)."""
 
 from __future__ import annotations
 

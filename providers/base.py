@@ -1,13 +1,7 @@
-"""The one small interface every provider implements.
-
-A provider is either a Judge (a chat model: prompt in, text out) or a Scorer (a similarity
-model: one score per candidate). Providers only translate between the harness and a model;
-retries, rate limits, caching, parsing and records live in the harness's call path, which
-asks every provider the same way: `await provider.answer(request)`.
-
-Each provider declares its `provider:` keys as a pydantic model (`Options`, a subclass of
-`ProviderConfig`); unknown keys are refused when the experiment file loads.
-"""
+"""The one interface every provider implements: a Judge (prompt in, text out) or a Scorer (one
+score per candidate). Providers only translate: retries, rate limits, caching, parsing and
+records live in the call path, which asks each `await provider.answer(request)`. Each declares
+its `provider:` keys as a pydantic `Options` model (unknown keys refused)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""What a provider's batch API offers the harness (`batch: true`): submit many requests as one
-job, find a job submitted under a label (after a kill between submitting and recording its
-id), report its progress, and read its results. The harness's side (collecting requests,
-recording batch ids in the run folder, polling, resubmitting what is missing) lives in
-`harness.calls.batch_jobs`; each API's adapter lives next to its provider.
-
-Requests are identified by an id the harness chooses (the request's cache key), so results
-land in the cache under the same keys as online answers."""
+"""What a provider's batch API offers (`batch: true`): submit requests as one job, find a job by
+its label, report progress, read results, each keyed by the request's cache key. The harness's
+side is `harness.calls.batch_jobs`."""
 
 from __future__ import annotations
 

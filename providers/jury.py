@@ -1,13 +1,7 @@
-"""A jury of judges (Verga et al. 2024, "Replacing Judges with Juries", PoLL): every member
-answers the same prompt through the call path under its own cache key
-(`harness.protocols.plans.JudgeCalls`), so a jury costs nothing over its members' runs, and
-its record keeps each member's answer. Its scores combine the members' parsed scores:
-
-- `mean`: each candidate's mean score over the members that scored it;
-- `borda`: the sum over members of the number of candidates each ranks below it (ties half,
-  a missing score below every other);
-- `majority`: the share of members whose top pick it is (k tied at a member's top: 1/k each).
-"""
+"""A jury of judges (Verga et al. 2024, PoLL): each member answers under its own cache key
+(`harness.protocols.jury`); `mean` averages the members' scores, `borda` sums the candidates
+each member ranks below (ties half, a missing score last), `majority` is the share of members
+whose top pick it is (k tied: 1/k each)."""
 
 from __future__ import annotations
 

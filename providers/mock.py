@@ -1,12 +1,6 @@
-"""A scripted judge for offline tests of the runner, parser, cache and metrics.
-
-`answers` maps a clip id (or "*") to what the judge does for a request that contains it:
-a score (answered as `{"score": x}`), a raw string (answered verbatim), or
-"!transient"/"!permanent" (raise the matching ProviderError) or "!crash" (a RuntimeError, as
-a provider bug would). Lists are consumed one entry
-per call, so a test can script "fail once, then answer". Without a script the judge
-answers a deterministic score derived from the clip's caption-free prompt text.
-"""
+"""A scripted judge for offline tests. `answers` maps a clip id (or "*") to a score, a raw string,
+or "!transient"/"!permanent"/"!crash"; a list is consumed one entry per call. Unscripted, it
+answers a score derived from the prompt."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
-"""A seeded judge of known biases (docs/providers.md#simulated), on which the reliability block
-is validated. Each answer is, in turn: not JSON (`malformed`), one score for every clip (`ties`),
-the clips in the order shown (`position_bias`), a fresh random ranking (`noise`), else the judge's
-own ranking of the item (the human one with probability `agreement`, drawn once per item). It
-reads the item and its clips' order from the prompt (audio clip ids, or the captions shown)."""
+"""A seeded judge of known biases (docs/providers.md#simulated) that validates the reliability
+block. Each answer is, in turn: not JSON (`malformed`), one score for all (`ties`), the order
+shown (`position_bias`), a random ranking (`noise`), else its own ranking of the item (the
+human one with probability `agreement`). It finds the item and its clips in the prompt."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The call path of a run: one answer per request key, from the cache, from an identical
-request already in flight (in this process, or in another one sharing the cache), or from
-the provider at its pace (`harness.calls.pacing`: bounded concurrency, `rpm` or the
-provider's rate-limit headers and 429s), with retries of transient failures only
-(honouring Retry-After). After a failure that every later call would meet
-(a refused key, a wrong model) it stops sending and fails the rest fast."""
+"""The call path: one answer per request key, from the cache, from an identical request in flight
+(here or in another process), or from the provider at its pace (`pacing`), retrying transient
+failures only. After a failure every later call would meet, the rest fail fast."""
 
 from __future__ import annotations
 
@@ -25,17 +22,17 @@ from harness.calls.batch_ledger import BatchLedger
 from harness.calls.cache import CLAIM_LEASE_S, ResponseCache, cache_key
 from harness.calls.pacing import Pacer
 from harness.calls.prompting.templates import TemplateHashes, render
-from harness.core.errors import HarnessError, StorageError
+from harness.core.errors import StorageError
 from harness.core.sanitize import clean_value
 from harness.core.secrets import env_secrets, scrub, scrub_value
 from harness.core.types import ChatRequest, ProviderConfig, ProviderError, Request, ScoreRequest
-from providers import Provider, create_provider
+from providers import Provider
 from providers.batch import BatchApi
 
 
 @dataclass
 class RunStats:
-    """What a run counted: its calls and records (the runner), its model calls (the call path)."""
+    """What a run counted (run.json `stats`)."""
 
     calls: int = 0
     cache_hits: int = 0
@@ -71,8 +68,7 @@ class RunStats:
         }
 
 
-# Permanent failures that every later request of the run would meet as well: after the first
-# one, the run stops sending. Other failures stop it after a streak of calls without an answer.
+# Permanent failures every later request would meet: the run stops sending after the first.
 RUN_WIDE_KINDS = frozenset({"auth", "permission", "not_found", "load"})
 HALT_AFTER_FAILURES = 10
 _STREAK_HINTS = {
@@ -82,7 +78,7 @@ _STREAK_HINTS = {
 
 
 def _retry_after_or_backoff(initial: float, maximum: float) -> Callable[[Any], float]:
-    """Wait what the server asked for (Retry-After), else exponential backoff with jitter."""
+    """Retry-After when the server gave one, else exponential backoff with jitter."""
     backoff = wait_exponential_jitter(initial=initial, max=maximum, jitter=2 * initial)
 
     def wait(state: Any) -> float:
@@ -116,11 +112,10 @@ class Answerer:
 
     @cached_property
     def identity(self) -> dict[str, Any]:
-        """The provider's identity (part of every key), computed once per run."""
+        """The provider's identity (part of every key), once per run."""
         return self.provider.identity()
 
     def use_batches(self, api: BatchApi, ledger: Path, console: Console) -> BatchCollector:
-        """Send cache misses through the provider's batch API, its jobs kept in `ledger`."""
         self.batch = BatchCollector(
             api, BatchLedger(ledger), self.cache, console, self._invoke, self._count_sent
         )
@@ -136,9 +131,13 @@ class Answerer:
             self.batch.close()
             self.stats.batch = self.batch.to_json()
 
+    async def aclose(self) -> None:
+        """Close the call path and its provider (one used besides the run's)."""
+        self.close()
+        await self.provider.aclose()
+
     async def answer(self, key: str, request: Request) -> tuple[dict[str, Any], bool]:
-        """The answer for `key` and whether it came without a model call (from the cache, or
-        from an identical request in flight). Its text has no lone surrogate (`clean_value`)."""
+        """The answer for `key` and whether it came without a model call."""
         cached = self._cached(key, request)
         if cached is not None:
             return cached, True
@@ -157,8 +156,7 @@ class Answerer:
             task.exception()  # would print the unread failure with its traceback at exit
 
     async def _invoke(self, request: Request) -> dict[str, Any]:
-        """One fresh answer, retried on transient errors only; no retry after a wait
-        (Retry-After included) that would end past max_retry_time_s."""
+        """One fresh answer, retried on transient errors within max_retry_time_s."""
         cfg = self.settings
         retrying = AsyncRetrying(
             stop=stop_after_attempt(cfg.max_attempts) | stop_before_delay(cfg.max_retry_time_s),
@@ -182,7 +180,6 @@ class Answerer:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _attempt(self, request: Request) -> dict[str, Any]:
-        """One attempt: the provider's readiness, then its turn at the provider's pace."""
         cfg = self.settings
         await self.provider.ready()  # e.g. loading local weights: not timed
         async with self._pacer:
@@ -213,8 +210,7 @@ class Answerer:
             return answer
 
     def _note_failure(self, exc: ProviderError) -> None:
-        """Stop calling the model (fail the rest fast) at a run-wide failure, or after
-        HALT_AFTER_FAILURES calls in a row failed after their retries. The first reason stands."""
+        """Stop calling at a run-wide failure or after HALT_AFTER_FAILURES in a row."""
         if exc.kind == "not_sent":
             return
         self._failure_streak += 1
@@ -230,7 +226,6 @@ class Answerer:
             )
 
     async def _ask(self, request: Request) -> dict[str, Any]:
-        """The provider's answer; whatever else it raises becomes this request's error."""
         try:
             return await self.provider.answer(request)
         except ProviderError:
@@ -243,8 +238,7 @@ class Answerer:
             ) from exc
 
     async def _fetch(self, key: str, request: Request) -> tuple[dict[str, Any], bool]:
-        """Ask the model, unless another process sharing the cache already is (its claim):
-        then wait for its answer, so concurrent runs pay once for what they share."""
+        """Ask the model, unless another process holds the key's claim: then wait for it."""
         while not self.cache.claim(key):
             answer = await self._answer_from_elsewhere(key, request)
             if answer is not None:
@@ -272,7 +266,6 @@ class Answerer:
             self.cache.release(key)
 
     async def _answer_from_elsewhere(self, key: str, request: Request) -> dict[str, Any] | None:
-        """Wait while another live process holds the claim on `key`; its answer, if any."""
         delay = 0.02
         while self.cache.claimed_elsewhere(key):
             await asyncio.sleep(delay)
@@ -290,7 +283,6 @@ class Answerer:
             self._renewer = asyncio.ensure_future(self._renew_claims())
 
     async def _renew_claims(self) -> None:
-        """Renew every claim this run holds, from one task (not a timer per claim)."""
         while self._held:
             await asyncio.sleep(CLAIM_LEASE_S / 3)
             for key in list(self._held):
@@ -298,7 +290,7 @@ class Answerer:
 
 
 class Parsed(Protocol):
-    """A parsed answer: `error` says why the text was not usable (None when it was)."""
+    """A parsed answer: `error` says why the text was unusable (None: it was usable)."""
 
     @property
     def error(self) -> str | None: ...
@@ -309,8 +301,7 @@ P = TypeVar("P", bound=Parsed)
 
 @dataclass
 class Asked(Generic[P]):
-    """A judge's last answer and its parse after re-asks, the raw text of earlier unusable
-    answers, and the usage summed over every attempt."""
+    """A judge's last answer and parse, earlier unusable answers, usage over all attempts."""
 
     parsed: P | None = None
     text: str | None = None
@@ -345,8 +336,7 @@ def _is_count(name: str, value: Any) -> bool:
 
 
 def reask_request(request: ChatRequest, answer: str, reason: str) -> ChatRequest:
-    """The request with the model's unusable answer and a turn saying why it was rejected
-    (`prompts/reask.jinja`), so a greedy model is not asked the same prompt again."""
+    """The request with the unusable answer and why it was rejected (`reask.jinja`)."""
     reply = render("reask.jinja", {"answer": answer, "reason": reason}, []).parts
     return request.with_follow_up(answer, "".join(str(p) for p in reply))
 
@@ -354,8 +344,7 @@ def reask_request(request: ChatRequest, answer: str, reason: str) -> ChatRequest
 def reask_step(
     first_key: str, request: ChatRequest, answer: str, reason: str | None
 ) -> tuple[ChatRequest, str]:
-    """The re-ask after an unusable `answer` (`reask_request`) and its cache key, derived
-    from the first attempt's key `first_key`."""
+    """The re-ask and its key, derived from the first attempt's key."""
     request = reask_request(request, answer, reason or "unusable")
     follow_ups = request.key_fields()["follow_ups"]
     return request, cache_key({"reask_of": first_key, "follow_ups": follow_ups})
@@ -369,9 +358,7 @@ async def ask_until_parsed(
     *,
     reask: int,
 ) -> Asked[P]:
-    """Ask, parse, and re-ask up to `reask` times while the answer is unusable (`reask_step`).
-    A re-ask's key derives from the first attempt's key and the follow-up turns, so a re-run
-    replays the same answers and the first attempt's key never changes."""
+    """Ask, parse, and re-ask up to `reask` times while the answer is unusable."""
     asked: Asked[P] = Asked()
     key_now = key
     for _ in range(reask + 1):
@@ -394,8 +381,7 @@ async def ask_until_parsed(
 def cached_parse(
     answerer: Answerer, key: str, request: ChatRequest, parse: Callable[[str], P]
 ) -> P | None:
-    """The usable parse the cache already holds for `key`, replaying its re-asks, or None:
-    what `ask_until_parsed` would give without a model call (the dry run counts with it)."""
+    """What `ask_until_parsed` would give from the cache alone, or None (the dry run's)."""
     first = key
     for _ in range(answerer.settings.reask + 1):
         answer = answerer.cache.get(key, "chat")
@@ -406,18 +392,3 @@ def cached_parse(
             return parsed
         request, key = reask_step(first, request, answer["text"], parsed.error)
     return None
-
-
-def side_answerer(
-    block: ProviderConfig, cache: ResponseCache, role: str, kind: str = "judge"
-) -> Answerer:
-    """A call path on the run's cache for a provider used besides the run's own."""
-    provider = create_provider(block)
-    if provider.kind != kind:
-        raise HarnessError(f"{role} {block.name!r} is not a {kind} provider")
-    return Answerer(provider, block, cache, RunStats())
-
-
-async def close_side(answerer: Answerer) -> None:
-    answerer.close()
-    await answerer.provider.aclose()

@@ -1,13 +1,7 @@
-"""`batch: true`: cache misses go to the provider's batch API instead of one call each. Once no
-request has come for `batch_collect_s`, the collected ones are split into jobs within the
-API's limits, written down in the run folder's ledger (`batch_ledger`) before and after each
-is submitted, and followed until they finish. Each answer is stored in the response cache
-under the request's own key: batch and online runs answer each other's requests.
-
-A re-run first attaches to the jobs its ledger lists as not collected. A request a job did not
-answer (expired or cancelled job, transient error line, unreadable output line) goes into a
-new job, up to `batch_rounds`, or online with `batch_fallback: online`; a permanent error line
-fails that request. Nothing already answered is ever sent again."""
+"""`batch: true` (docs/batch.md): cache misses collected for `batch_collect_s`, split into jobs
+within the API's limits, written in the run's ledger before and after submitting, followed to
+the end; answers land in the cache under the requests' own keys. A re-run attaches to open
+jobs; what a job did not answer goes again (`batch_rounds`) or online (`batch_fallback`)."""
 
 from __future__ import annotations
 

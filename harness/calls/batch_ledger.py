@@ -1,9 +1,6 @@
-"""The run folder's record of the batch jobs a run submitted (`batches.jsonl`), so every
-request is paid once even when the run is killed: a job is written down as `submitting` (label
-and keys) before it is sent and as `submitted` (its id) once accepted; a re-run attaches to
-every job not yet `collected`, finding by its label a job whose id a kill kept from the file.
-
-One JSON object a line, appended and fsynced; a torn or foreign line is skipped and counted."""
+"""The run folder's ledger of batch jobs (`batches.jsonl`, appended and fsynced): a job is written
+`submitting` before it is sent and `submitted` once accepted, so a killed run's re-run attaches
+to every job not `collected` and pays once. A torn or foreign line is skipped and counted."""
 
 from __future__ import annotations
 

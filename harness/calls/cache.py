@@ -1,12 +1,7 @@
-"""The one response cache: diskcache (SQLite, shared safely by several processes) keyed by a
-hash of everything that can change an answer. Raw answers are stored, unparsable ones too
-(parsing is redone from the text); errors never are. A claim per key (`claims/`) keeps two
-processes from paying for the same answer.
-
-Values are JSON text, never code: a value an older harness pickled is read as plain data only;
-one that cannot be read, or is damaged, is a miss, asked again and counted in `damaged`. A
-damaged database, a full disk or a cache path that is not a folder is one StorageError line.
-"""
+"""The one response cache: diskcache (SQLite, shared by processes) keyed by a hash of everything
+that can change an answer. Raw answers are stored (parsing is redone), errors never; values are
+JSON text, and one that cannot be read is a miss counted in `damaged`. A claim per key keeps two
+processes from paying for the same answer."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""What a response-cache value may be, checked each time one is read back (a damaged disk, an
-older harness, a shared cache: untrusted). A value of any other shape is a damaged entry: a
-miss, counted and asked again (`ResponseCache.get`).
-
-Three shapes are stored: a judge's answer (`chat`: `text`, token counts, `latency_s`,
-`extra`), a scorer's (`scores`: one number per candidate, `extra`) and an embedding
-(`vector`). Token counts, the `*_tokens` of `extra` too (pricing sums them), are non-negative
-integers, never booleans or strings."""
+"""The shapes a cached value may have, checked on every read (the cache is untrusted): `chat`,
+`scores` and `vector`; token counts are non-negative integers. Anything else is a damaged entry."""
 
 from __future__ import annotations
 

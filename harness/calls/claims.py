@@ -1,11 +1,6 @@
-"""Cross-process claims on asking the model: one row per key being asked, in a SQLite table
-beside the response cache (`claims/cache.db`). Two runs sharing a cache pay once for the
-answers they share: the one holding a key's claim asks, the other waits for its answer.
-
-A claim names its holder (host, pid, a per-process token) and lapses at `expires` unless
-renewed, or at once when its holder is a dead process of this host. Each operation is one SQL
-statement in autocommit.
-"""
+"""Cross-process claims on asking the model (`claims/cache.db` beside the cache): the holder of a
+key's claim asks, others wait for its answer. A claim names its holder (host, pid, token) and
+lapses at `expires` unless renewed, or when its holder is a dead process of this host."""
 
 from __future__ import annotations
 

@@ -1,15 +1,7 @@
-"""The pace of a provider's calls when no `rpm` is set: as fast as `max_concurrency` allows
-until the provider says otherwise.
-
-- Rate-limit headers (`x-ratelimit-{limit,remaining,reset}-{requests,tokens}`, sent by OpenAI
-  and by servers that copy it): a limit refills at `(limit - remaining) / reset` (reset: the
-  time until it is full again), so calls are spaced to spend no faster than the tighter of the
-  two refills, tokens counted at the calls' mean (audio prompts included); with too little
-  remaining, the next call waits for the refill.
-- 429s (every provider): the calls allowed in flight halve, and nothing is sent before the
-  answer's Retry-After; each answered call adds 1/window back (additive increase,
-  multiplicative decrease).
-"""
+"""The pace of a provider's calls without `rpm`: as fast as `max_concurrency` allows until the
+provider says otherwise. Rate-limit headers (`x-ratelimit-*`): calls spaced to spend no faster
+than the tighter refill, `(limit - remaining) / reset`, of requests and tokens. 429s: the calls
+in flight halve, nothing goes before Retry-After, each answer adds 1/window back (AIMD)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""Moving answers between machines (a cache folder belongs on a local disk, where SQLite's
-locks work): the portable cache file, and a second cache read only.
-
-The portable file (docs/formats.md) is gzip-compressed JSON lines: a header naming the format
-and its version, one `{"key", "value"}` line per answer (sorted by key), and a last line
-counting them, so a truncated copy is refused rather than half-read. `harness cache import`
-never replaces an answer the cache holds. A seed (`cache: {seed: PATH}`) is a cache folder or
-a portable file, asked read-only on a miss; what it answers is copied into the run's cache.
-"""
+"""Moving answers between machines: the portable cache file (docs/formats.md: gzip JSON lines, a
+header, one `{"key", "value"}` line per answer, a counting end line so a truncated copy is
+refused), and seeds (`cache: {seed: PATH}`), a folder or a file read only on a miss."""
 
 from __future__ import annotations
 

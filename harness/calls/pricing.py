@@ -1,12 +1,6 @@
-"""Estimated cost of API judges: a small, dated price table the experiment file can override
-(`provider.prices`), for budgeting, not a bill.
-
-Prices are USD per million tokens: `input` (non-audio input), `input_audio` (`input` when
-absent), `input_cached` (input read from the provider's prompt cache; `input` when absent, so
-no discount is claimed) and `output` (thinking included); `batch` is the share a batch job
-pays. A run's cost (run.json `cost`) is what its answers would cost online without any cache
-(`usd_online`), less the prompt-cache and batch discounts, broken out.
-"""
+"""Estimated cost of API judges (docs/reports.md): a dated price table (USD per million tokens)
+that `provider.prices` overrides; a run's cost is its answers online without any cache
+(`usd_online`), less the prompt-cache and batch discounts. For budgeting, not a bill."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""How a run asks its provider: the plans (`plans`: what a plan is, a judge's and a scorer's
-calls; `rerank`, `refine` + `feedback`, `describe`: the other protocols' plans), and the
-summaries that `inputs.dialogue: summary` sends. `call_plan` picks the plan of a run from the
-protocol registry (`harness.config.protocols`)."""
+"""How a run asks its provider: the plans of the protocols and the summaries. `call_plan` picks a
+run's plan from the protocol registry (`harness.config.protocols`)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,7 @@
-"""`protocol: describe`: describe-then-retrieve (MetaBGM's use of a judge, and DialBGM's
-generative testbed).
-
-The judge is asked once per item (and repeat) for the music that would suit the context,
-`{"description": "..."}`. A retriever (`retriever:` block, a scorer; default the packaged
-`text-embedding` model) then ranks the item's candidates by similarity between the
-description and each candidate: its caption (`inputs.music: caption`), or with `musicnn` the
-tag description it makes of the candidate's audio (`inputs.music: audio`). So each item gets
-one record: the judge's answer, the retriever's scores, `extra.description`. The record also
-carries `extra.reference_cosine`: the cosine, in a text-embedding model (the retriever's own
-when it is `text-embedding`, else the packaged one), between the description and the caption
-of the item's most relevant candidate (the best of them where several share the top
-relevance), for the description metrics (`harness.scoring.description_metrics`).
-"""
+"""`protocol: describe`, describe-then-retrieve (MetaBGM; docs/protocols): the judge writes
+`{"description": ...}` once per item, a retriever (`retriever:`, default `text-embedding`)
+ranks the candidates by it, and `extra.reference_cosine` is the description's cosine with the
+caption of the item's most relevant candidate (`harness.scoring.description_metrics`)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.calls.answerer import ask_until_parsed, cached_parse, close_side, side_answerer
+from harness.calls.answerer import ask_until_parsed, cached_parse
 from harness.calls.cache import ResponseCache, request_key
 from harness.calls.prompting.parsing import ParsedText, parse_text, text_field
 from harness.calls.prompting.templates import render
@@ -18,6 +18,7 @@ from harness.config.blocks import RefineOptions
 from harness.core.dataset import Clip, Dataset, Item
 from harness.core.errors import HarnessError
 from harness.core.types import ChatRequest, ProviderConfig
+from harness.protocols.plans import side_answerer
 
 SIMULATOR_TEMPLATE = "user_simulator.jinja"
 FEEDBACK_SCHEMA: dict[str, Any] = {
@@ -189,4 +190,4 @@ class UserSimulator:
         return None if parsed is None else parsed.text
 
     async def aclose(self) -> None:
-        await close_side(self.answerer)
+        await self.answerer.aclose()

@@ -1,6 +1,5 @@
-"""A jury's plan (`providers.jury`): `JudgeCalls`' calls, each asked of every member under the
-key of the member's own run (a jury after its members makes no call); `extra.members` keeps each
-member's answer, scores and failure."""
+"""A jury's plan: `JudgeCalls`' calls asked of every member under the member's own key (a jury
+after its members' runs makes no call); `extra.members` keeps each member's answer."""
 
 from __future__ import annotations
 

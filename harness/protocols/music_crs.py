@@ -1,12 +1,7 @@
 """`protocol: music-crs`, the RecSys Challenge 2026 Music-CRS task (docs/protocols/music_crs.md):
-a submission and its sessions read and checked (the figures: `harness.scoring.music_crs_metrics`).
-
-The sessions say which turns are asked and, where known, their gold: the organisers' ground-truth
-rows, or TalkPlayData's session rows (a turn's `music` message is its gold; a session whose last
-turn has none is a blind one, asked that turn alone). Every problem of a submission is one line;
-the harness scores a clean file only, `official` as the organisers' evaluator does where it can.
-A judge run rates the responses of a seeded sample of sessions (prompt `response_judge`).
-"""
+sessions (ground-truth or TalkPlayData rows; a session whose last turn has no `music` is blind)
+and a submission read and checked, every problem one line; `official` scores as the organisers'
+evaluator does. A judge run rates a seeded sample of responses (prompt `response_judge`)."""
 
 from __future__ import annotations
 

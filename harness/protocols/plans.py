@@ -1,13 +1,5 @@
-"""A run's plan (`CallPlan`): its calls and how their answers become records, and the two
-plain plans.
-
-A judge is asked rendered prompts (one per candidate, or one per item for joint variants)
-and its text is parsed, with re-asks while it is unusable (`JudgeCalls`); a scorer is asked
-one similarity request per item (`ScorerCalls`). The other plans subclass `CallPlan` in
-their own modules: retrieve-then-rerank (`harness.protocols.rerank`), the two-turn
-`protocol: refine` (`harness.protocols.refine`) and the `describe` prompt
-(`harness.protocols.describe`); `harness.protocols.call_plan` picks the plan of a run.
-"""
+"""A run's plan (`CallPlan`): its calls and how answers become records; the judge's
+(`JudgeCalls`, with re-asks) and the scorer's (`ScorerCalls`). Other protocols subclass it."""
 
 from __future__ import annotations
 
@@ -18,7 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from harness.calls.answerer import Answerer, ask_until_parsed
+from harness.calls.answerer import Answerer, RunStats, ask_until_parsed
 from harness.calls.cache import ResponseCache, request_key
 from harness.calls.prompting.context_audio import context_excerpt
 from harness.calls.prompting.fewshot import Example, check_no_leak, few_shot_options, load_examples
@@ -32,20 +24,19 @@ from harness.core.records import Record
 from harness.core.types import (
     AudioRef,
     ChatRequest,
+    ProviderConfig,
     ProviderError,
     Request,
     ScoreCandidate,
     ScoreRequest,
 )
-from providers import Provider, Scorer
+from providers import Provider, Scorer, create_provider
 
 SummaryOf = Callable[[Item], str | None]
 
 
 @dataclass(frozen=True)
 class Call:
-    """One model call to answer: from the cache if its key is there."""
-
     item_id: str
     repeat: int
     candidates: tuple[str, ...]
@@ -54,9 +45,18 @@ class Call:
     member_keys: tuple[str, ...] = ()  # a jury's: each member's key (`harness.protocols.jury`)
 
 
+def side_answerer(
+    block: ProviderConfig, cache: ResponseCache, role: str, kind: str = "judge"
+) -> Answerer:
+    """A call path on the run's cache for a provider used besides the run's own."""
+    provider = create_provider(block)
+    if provider.kind != kind:
+        raise HarnessError(f"{role} {block.name!r} is not a {kind} provider")
+    return Answerer(provider, block, cache, RunStats())
+
+
 def check_inputs(config: ExperimentConfig, dataset: Dataset, kind: str) -> None:
-    """Refuse, before any call, a run whose items lack what its inputs send: a candidate's
-    audio (naming the clip), a query, a dialogue or context audio (naming the item)."""
+    """Refuse, before any call, a run whose items lack what its inputs send."""
     inputs = config.inputs
     if inputs.music == "audio":
         for item in dataset.items:
@@ -104,7 +104,6 @@ class CallPlan(ABC):
 
     @cached_property
     def identity(self) -> dict[str, Any]:
-        """The provider's identity (part of every key), computed once per run."""
         return self.provider.identity()
 
     def examples(self, dataset: Dataset) -> tuple[Example, ...]:
@@ -114,40 +113,33 @@ class CallPlan(ABC):
     async def prepare(
         self, dataset: Dataset, cache: ResponseCache, summary_of: SummaryOf = lambda _: None
     ) -> None:
-        """Work a run needs done before its calls can be rendered (none by default)."""
         return None
 
     def extra_stats(self) -> dict[str, Any]:
-        """What the plan counted besides the run's own calls (for run.json)."""
         return {}
 
     @staticmethod
     def settings(config: ExperimentConfig) -> str:
-        """The protocol's settings as the run's report.md says them (none by default)."""
+        """The protocol's settings as report.md says them."""
         return ""
 
     @abstractmethod
     def calls(self, dataset: Dataset, summary_of: SummaryOf) -> Iterator[Call]:
-        """The run's calls one at a time, so that the first can be sent while the rest are
-        still being prepared."""
+        """The run's calls, lazily: the first is sent while the rest are prepared."""
 
     def dry_run_calls(
         self, dataset: Dataset, summary_of: SummaryOf, cache: ResponseCache
     ) -> Iterator[Call]:
-        """Every request the run would send, as far as can be told without calling a model
-        (a later turn's request is rendered from the cache where it can be)."""
+        """Every request the run would send, as far as known without a model call."""
         return self.calls(dataset, summary_of)
 
     @abstractmethod
-    async def record(self, call: Call, answerer: Answerer) -> Record:
-        """Answer `call` through the call path and turn the answer into a record."""
+    async def record(self, call: Call, answerer: Answerer) -> Record: ...
 
     async def records(self, call: Call, answerer: Answerer) -> list[Record]:
-        """The records of `call`: one, except for plans whose call is a conversation."""
         return [await self.record(call, answerer)]
 
     async def aclose(self) -> None:
-        """Release what the plan opened besides the run's provider (none by default)."""
         return None
 
     @staticmethod
@@ -201,8 +193,7 @@ class JudgeCalls(CallPlan):
         first_pick: str | None = None,
         feedback: str | None = None,
     ) -> Iterator[Call]:
-        """The item's calls; with `first_pick` and `feedback`, those of a refine run's second
-        turn (the variant's second-turn template)."""
+        """The item's calls (with `first_pick` and `feedback`: a refine run's second turn)."""
         variant = self.variant
         assert variant is not None
         config = self.config
@@ -280,7 +271,6 @@ class ScorerCalls(CallPlan):
         self._fitted: str | None = None
 
     def query(self, item: Item, summary_of: SummaryOf) -> str:
-        """The text on the query side: the dialogue, its summary, or the item's query."""
         mode = self.config.inputs.dialogue
         if mode == "query":
             return item.query or ""
@@ -293,7 +283,6 @@ class ScorerCalls(CallPlan):
         return item.dialogue_text()
 
     def fit(self, dataset: Dataset) -> None:
-        """Let the scorer learn what it needs from the run's items (see `Scorer.fit`)."""
         provider = self.provider
         items = dataset.items if dataset.population is None else dataset.population
         self._fitted = provider.fit(items) if isinstance(provider, Scorer) else None
@@ -312,8 +301,7 @@ class ScorerCalls(CallPlan):
         summary_of: SummaryOf,
         query: str | None = None,
     ) -> Call:
-        """The item's similarity request; `query` replaces the text on the query side (a
-        refine turn's query with the user's reply, a judge's description)."""
+        """The item's similarity request; `query` replaces the query side's text."""
         sampled = not self.provider.deterministic
         music = self.config.inputs.music
         candidates = tuple(

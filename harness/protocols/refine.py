@@ -1,14 +1,7 @@
-"""`protocol: refine`: two turns of conversational recommendation (MuseChat's protocol).
-
-Turn 1 ranks the item's pool from the context, as a `rank` run would (a scorer, or a judge
-with a variant that has a second turn: `listwise`). The first pick is the model's top-1
-(highest score; the earliest candidate among equal scores). The user then replies to it
-(`harness.protocols.feedback`), and turn 2 ranks the same pool again: a scorer gets the reply appended
-to its query; a judge gets the variant's second-turn template (the context, the first pick as
-the inputs show candidates, the reply, the pool). Each call of the plan is one conversation
-and gives two records, `extra.turn` 1 and 2; the second carries the first pick and the reply.
-A turn 1 without any usable score leaves turn 2 unasked (`extra.skipped`).
-"""
+"""`protocol: refine`, two turns (MuseChat's protocol): turn 1 ranks the pool; the user replies
+to its top pick (`harness.protocols.feedback`); turn 2 ranks it again (a scorer with the reply
+appended to its query, a judge with the variant's second-turn template). Each call gives two
+records (`extra.turn` 1 and 2); a turn 1 without a usable score leaves turn 2 `skipped`."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""`protocol: rerank` (with `rerank: {retriever, top}`): retrieve-then-rerank. A scorer ranks every candidate of an
-item first (from the cache where it can), and the judge orders only the scorer's top K."""
+"""`protocol: rerank` (`rerank: {retriever, top}`): a scorer ranks every candidate, the judge
+reorders the scorer's top K."""
 
 from __future__ import annotations
 
@@ -22,11 +22,8 @@ from providers import Provider, create_provider
 
 
 class RerankCalls(CallPlan):
-    """`rerank: {retriever, top}`: the retriever (a scorer) scores every candidate of an item
-    first; the judge is asked about the retriever's `top` candidates only (highest first,
-    earlier candidates first among ties), and the others keep the retriever's order below
-    every judged one. Each item gets one record for the others (`extra.stage: retriever`,
-    with every retriever score) besides the judge's records."""
+    """The judge is asked about the retriever's `top` (ties in candidate order); the others keep the
+    retriever's order below, in one record per item with `extra.stage: retriever`."""
 
     def __init__(
         self, config: ExperimentConfig, provider: Provider, workdir: Path | None = None

@@ -17,8 +17,6 @@ from harness.calls.answerer import (
     Answerer,
     ask_until_parsed,
     cached_parse,
-    close_side,
-    side_answerer,
 )
 from harness.calls.cache import request_key
 from harness.calls.prompting.fewshot import dialogue_key
@@ -31,6 +29,7 @@ from harness.core.files import write_jsonl
 from harness.core.records import Record
 from harness.core.sanitize import terminal_text
 from harness.core.types import ChatRequest, ProviderConfig
+from harness.protocols.plans import side_answerer
 
 SUMMARY_TEMPLATE = "summarize.jinja"
 SUMMARY_SCHEMA: dict[str, Any] = {
@@ -122,7 +121,7 @@ class Summaries:
                 )
             finally:
                 if owned:
-                    await close_side(summarizer)
+                    await summarizer.aclose()
             self.provider, self.model = summarizer.settings, provider.model
             self.endpoint = provider.endpoint()
             if owned:

@@ -1,13 +1,6 @@
-"""A bound on the size of an API response after decompression, on both transports the API
-providers use: httpx (the openai SDK, and google-genai with `http_client: httpx`) and aiohttp
-(google-genai's default). A 2 MB gzip body can expand to 2 GiB; without the bound the SDKs
-inflate all of it into memory before parsing. A body past `MAX_BODY_BYTES` decoded stops
-being read at once and raises `ResponseTooLarge`: that request's `bad_response` error.
-
-httpx: a transport that asks for gzip or deflate only and inflates them itself, in steps of
-at most 64 KiB of output; aiohttp: a request middleware that reads the (already bounded per
-step) decompressed stream and stops past the bound.
-"""
+"""A bound (`MAX_BODY_BYTES`) on an API response after decompression, so a small gzip bomb is
+refused unread (`ResponseTooLarge`) rather than inflated into memory: an httpx transport that
+inflates gzip/deflate itself in bounded steps, and an aiohttp middleware (google-genai's)."""
 
 from __future__ import annotations
 

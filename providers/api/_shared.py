@@ -1,8 +1,5 @@
-"""What the API judges share: keys from the environment, one or several base URLs, memoised
-base64 audio, and turning HTTP failures into ProviderErrors the runner knows how to treat.
-
-Providers never retry: SDK retries are off and the runner retries transient errors.
-"""
+"""What the API judges share: keys, base URLs, the client pool, memoised base64 audio, and HTTP
+failures as ProviderErrors. Providers never retry (SDK retries are off): the call path does."""
 
 from __future__ import annotations
 
@@ -27,8 +24,7 @@ from providers.batch import BatchSettings
 
 
 class ApiOptions(ProviderConfig):
-    """The `provider:` keys every API judge takes. `base_url` and `endpoint_id` enter the
-    cache key as `ApiJudge.identity` computes them (the effective URLs, or the pool's name)."""
+    """The `provider:` keys every API judge takes (the endpoint's key: `ApiJudge.identity`)."""
 
     base_url: str | list[str] | None = Field(
         default=None, description="one URL or a list to spread requests over"
@@ -69,10 +65,7 @@ class ApiOptions(ProviderConfig):
 
 MAX_RETRY_AFTER_S = 600.0
 MAX_BODY_BYTES = 256 * 2**20  # far above any answer or batch output file the harness reads
-# The encoded clips kept for the requests that send them again (a clip is a candidate of
-# several items, and every repeat sends it again): bounded by their size, not their number,
-# so that a pool of a few hundred clips is encoded once and a pool of long clips cannot
-# fill the memory.
+# Encoded clips kept for the requests that send them again, bounded by size, not number.
 AUDIO_CACHE_BYTES = 256 * 2**20
 
 C = TypeVar("C")
@@ -80,8 +73,7 @@ T = TypeVar("T")
 
 
 def env_key_named(names: tuple[str, ...]) -> tuple[str, str] | None:
-    """(variable, key) of the first of these variables that is set; from now on the key is
-    scrubbed from everything the harness writes, whatever the variable's name."""
+    """(variable, key) of the first variable set; the key is scrubbed from all output."""
     for name in names:
         value = os.environ.get(name, "").strip()
         if value:
@@ -91,8 +83,7 @@ def env_key_named(names: tuple[str, ...]) -> tuple[str, str] | None:
 
 
 def base_urls(config: ApiOptions, env_var: str) -> list[str]:
-    """The base URLs to spread requests over: `base_url` from the experiment file (one or a
-    list), else the environment variable (comma-separated); empty means the SDK default."""
+    """`base_url` (one or a list), else `env_var` (comma-separated); empty: the default."""
     configured = config.base_url
     if configured is None:
         configured = os.environ.get(env_var, "")
@@ -122,8 +113,8 @@ def api_endpoint(
     official: str | None,
     effective: list[str],
 ) -> dict[str, Any]:
-    """run.json's endpoint: the base URLs the clients send to (`effective`), where they were
-    set, and whether every one is the provider's official service (None: it has none)."""
+    """run.json's endpoint: the URLs sent to, where they were set, and whether all are the
+    official service (None: the provider has none)."""
     source = "provider.base_url" if config.base_url is not None else env_var if urls else "default"
     same_host = official is not None and all(_host(url) == _host(official) for url in effective)
     return {
@@ -149,8 +140,7 @@ def _register_credentials(parts: SplitResult) -> None:
 
 
 def batch_settings(config: ApiOptions, urls: list[str]) -> BatchSettings | None:
-    """The batch settings of a `batch: true` block (None without it); a list of base URLs
-    is refused (a batch job lives on one server)."""
+    """The settings of a `batch: true` block (a job lives on one server: one base URL)."""
     if not config.batch:
         return None
     if len(urls) > 1:
@@ -172,13 +162,9 @@ SERVER_FAULTS = frozenset({"connection", "server_error", "bad_response", "wrong_
 
 
 class ClientPool(Generic[C]):
-    """One SDK client per base URL, built on first use inside the running event loop; each
-    request goes to the server with the fewest requests in flight, among those not resting.
-
-    A server that failed (`SERVER_FAULTS`) rests for `DOWN_FIRST_S`, doubling with each
-    further failure up to `DOWN_MAX_S`, and `ask` sends the request to another server at
-    once; after its rest one request probes it, and its first answer ends the rest. When
-    every server rests, the one back soonest is asked."""
+    """One SDK client per base URL (built in the running loop); a request goes to the server
+    with the fewest in flight among those not resting. A server at fault rests `DOWN_FIRST_S`,
+    doubling up to `DOWN_MAX_S`, and `ask` tries another at once; an answer ends its rest."""
 
     DOWN_FIRST_S = 0.5
     DOWN_MAX_S = 8.0
@@ -219,9 +205,7 @@ class ClientPool(Generic[C]):
         return min(up, key=lambda i: (self._in_flight[i], (i - self._turn) % n))
 
     async def ask(self, send: Callable[[C], Awaitable[T]]) -> T:
-        """`send(client)` through `lease`; after a server's fault (`SERVER_FAULTS`), again on
-        another server up and not yet tried for it, so that a dead or failing server costs
-        the request no attempt while another can answer."""
+        """`send(client)`; after a server's fault, again on another server up and untried."""
         tried: set[int] = set()
         while True:
             try:
@@ -233,8 +217,7 @@ class ClientPool(Generic[C]):
 
     @contextmanager
     def lease(self, tried: set[int] | None = None) -> Iterator[C]:
-        """The client of the server `_pick` chooses (not one of `tried`, which it joins,
-        while another is up)."""
+        """The client of the server `_pick` chooses (not one of `tried`, which it joins)."""
         clients = self.clients
         index = self._pick(tried or set())
         if tried is not None:
@@ -289,8 +272,7 @@ _ENCODED = _EncodedClips(AUDIO_CACHE_BYTES)
 
 
 def wav_base64(ref: AudioRef, sample_rate: int | None, data_url: bool = False) -> str:
-    """The clip as base64 WAV (or a `data:` URL), encoded once per clip and rate while it
-    stays among the recently sent (`AUDIO_CACHE_BYTES`)."""
+    """The clip as base64 WAV (or a `data:` URL), memoised (`AUDIO_CACHE_BYTES`)."""
     key = (ref.path, ref.sha256, sample_rate, data_url)
     payload = _ENCODED.get(key)
     if payload is None:
@@ -331,9 +313,7 @@ def status_error(
     retry_after: float | None = None,
     key_refused: bool = False,
 ) -> ProviderError:
-    """A ProviderError for an HTTP error answer: transient for 408/429/5xx, permanent with a
-    hint about what to fix otherwise (`key_refused`: the API said the key is not valid,
-    whatever the status). Never holds a key (scrubbed)."""
+    """Transient for 408/429/5xx, else permanent with a hint (`key_refused`: as a 401)."""
     detail = scrub(" ".join(message.split()))[:300]
     where = f" at {url}" if url else ""
     if (status in (408, 429) or status >= 500) and not key_refused:
@@ -368,8 +348,7 @@ class ResponseTooLarge(ValueError):
         )
 
 
-# What the SDKs raise on an HTTP 200 they cannot read: an HTML page, a body that is not UTF-8,
-# JSON of the wrong shape, a number or nesting past the JSON parser's limits.
+# What the SDKs raise on an HTTP 200 they cannot read (HTML, not UTF-8, the wrong shape).
 MALFORMED_ANSWER_ERRORS = (ValueError, TypeError, AttributeError, LookupError, RecursionError)
 
 

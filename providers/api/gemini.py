@@ -1,7 +1,5 @@
-"""Gemini judges through google-genai: audio inline as WAV parts, the system text as the system
-instruction, JSON response mode with the variant's schema. Settings: docs/providers.md.
-Keys: GEMINI_API_KEY or GOOGLE_API_KEY. Base URL: `base_url` or GEMINI_BASE_URL.
-"""
+"""Gemini judges through google-genai (docs/providers.md): audio inline as WAV parts, JSON mode
+with the variant's schema. Keys: GEMINI_API_KEY or GOOGLE_API_KEY; URL: GEMINI_BASE_URL."""
 
 from __future__ import annotations
 

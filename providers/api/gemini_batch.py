@@ -1,9 +1,5 @@
-"""Gemini's batch mode through google-genai: `client.aio.batches.create` with inline requests
-(each with the request's cache key in its `metadata`, the harness's label as the job's
-display name), `batches.get` to follow it, and the inline responses of a succeeded job.
-
-Inline requests travel in one HTTP request, which the API bounds at 20 MB: audio clips
-count in full (base64), so a job holds as many requests as fit."""
+"""Gemini's batch mode: inline requests (the cache key in each one's `metadata`, the label as the
+job's display name) in one create call, which the API bounds at 20 MB, audio included."""
 
 from __future__ import annotations
 

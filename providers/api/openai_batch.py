@@ -1,8 +1,5 @@
-"""OpenAI's Batch API (and OpenAI-compatible servers that implement it) through the openai
-SDK: the requests as a JSONL file (`files.create`, purpose `batch`), one job per file
-(`batches.create`, endpoint `/v1/chat/completions`, window 24h, the harness's label in its
-metadata), `batches.retrieve` to follow it, then the output and error files. Each line's
-`custom_id` is the request's cache key."""
+"""OpenAI's Batch API (or a compatible server's): the requests as one JSONL file per job, each
+line's `custom_id` the request's cache key, the harness's label in the job's metadata."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Chat-completions judges through the openai SDK: GPT-4o-audio / gpt-audio (`openai-audio`),
-any chat model on the OpenAI API such as GPT-5-mini (`openai`), and any OpenAI-compatible
-server, such as vLLM serving Qwen2.5-Omni (`openai-compatible`). Audio goes as base64 WAV
-`input_audio` parts (or `audio_url` data URLs). Settings: docs/providers.md. Key:
-OPENAI_API_KEY; base URL: `base_url` (one or a list to spread requests over) or OPENAI_BASE_URL.
-"""
+"""Chat-completions judges through the openai SDK (`openai-audio`, `openai`, `openai-compatible`;
+docs/providers.md): audio as base64 WAV `input_audio` parts or `audio_url` data URLs."""
 
 from __future__ import annotations
 

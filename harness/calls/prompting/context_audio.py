@@ -1,10 +1,6 @@
-"""The item's own audio on the query side (MusiCRS's audio of a thread), cut to a budget.
-
-A judge hears one excerpt per item: at most `max_clips` of the item's files (a seeded sample,
-in listed order), each cut to an equal share of `max_seconds` at a seeded offset, joined as
-16-bit mono WAV at `sample_rate`: the same inputs give the same bytes (the excerpt's hash is in
-the cache key). The defaults are MusiCRS's: up to 10 clips, 300 s in all, at 16 kHz.
-"""
+"""The item's own audio on the query side (MusiCRS), cut to a budget: at most `max_clips` files (a
+seeded sample), each an equal share of `max_seconds` at a seeded offset, joined as 16-bit mono
+WAV at `sample_rate`; the same inputs give the same bytes (the hash is in the cache key)."""
 
 from __future__ import annotations
 

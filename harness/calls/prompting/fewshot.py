@@ -1,12 +1,6 @@
-"""Worked examples for few-shot prompts (`prompt_options`: `FewShotOptions`, docs/prompts.md):
-where they come from, their scores, and the check that no example is an evaluated item.
-
-An example shows its dialogue and every candidate with a score following the human ranking
-(by default evenly spaced from 8.5 down to 1.5). A run is refused when an example is an
-evaluated item (same id in the same dataset, or the same dialogue anywhere), or shows a clip
-whose audio (by SHA-256) is a candidate of an evaluated item, unless `allow_clip_overlap`: its
-score would tell the model the answer.
-"""
+"""Worked examples for few-shot prompts (`FewShotOptions`, docs/prompts.md): scores following the
+human ranking; a run is refused when an example is an evaluated item (same id, or the same
+dialogue) or shows a candidate clip of one (by SHA-256) unless `allow_clip_overlap`."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""Joint (all clips in one request) prompts: clip labels, presentation order and position bias.
-
-The model answers by label ("Clip 1" ... "Clip N"). The order is the item's candidate order
-(`fixed`) or, with `permuted`, a row of a cyclic Latin square seeded per item: repeats 0..N-1
-take the N rows of one square in a seeded order (each candidate in each position once), every
-further N repeats a fresh square (of orders not shown yet, while there are any) or, with
-`squares: K`, the first K squares again. Averaging over repeats cancels position bias, which
-the records (they keep the presentation order) can measure.
-"""
+"""Joint prompts (all clips in one request): clip labels, and the presentation order, `fixed` or
+`permuted`: repeats 0..N-1 take the rows of one seeded cyclic Latin square (each candidate in
+each position once), each further N a fresh square (or, with `squares: K`, the first K again)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Strict parsing of judge answers. A rejected answer is never turned into a score: the
-result carries the reason, and the raw text is kept by the caller. The one leniency: a
-markdown code fence around the whole answer is unwrapped (chat models add it unasked).
-"""
+"""Strict parsing of judge answers: a rejected answer is never a score, only a reason. The one
+leniency: a code fence around the whole answer is unwrapped."""
 
 from __future__ import annotations
 

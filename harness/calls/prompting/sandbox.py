@@ -1,13 +1,7 @@
-"""The Jinja sandbox prompt templates render in: immutable, reading only files inside the
-prompts folder (links out of it refused), and bounded in memory and time.
-
-No operator, method or filter makes a string or list longer than `MAX_TEXT` (nor takes a width
-or count above it), `**` makes no number above `MAX_POWER_BITS` bits, a rendered block is at
-most `MAX_OUTPUT` characters, and a render stops after `MAX_SECONDS` (checked at every
-operator, call, attribute, item, output chunk and `{% for %}` step). Joins, replaces, `~`,
-formats and `tojson` are measured before they are built, so a 10 GB string is never allocated.
-Breaking a bound raises jinja2's SecurityError: the template's fault.
-"""
+"""The Jinja sandbox templates render in: immutable, files of the prompts folder only, and bounded
+(`MAX_TEXT` per value, `MAX_POWER_BITS`, `MAX_OUTPUT` per block, `MAX_SECONDS` per render).
+Joins, replaces, `~`, formats and `tojson` are measured before they are built; a broken bound
+is jinja2's SecurityError."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Prompt rendering: Jinja templates from `prompts/` in a sandbox with StrictUndefined.
-
-A template defines two blocks, `system` and `user`. `{{ clip.audio }}` in the user turn renders
-a placeholder that is split out into an audio part, so one template serves every wire format.
-"""
+"""Prompt rendering: Jinja templates from `prompts/` in the sandbox, with blocks `system` and
+`user`; `{{ clip.audio }}` renders a placeholder split out into an audio part."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""Prompt variants: which template, pointwise or joint, how answers are parsed, and which
-`prompt_options` a variant takes. Adding a variant is a template in `prompts/` plus one entry
-in `VARIANTS` (a package of its own: an entry point `bgm_judge.prompts` naming the
-`PromptVariant`, its templates in its `folder`); the tests render every entry and compare it
-with its snapshot."""
+"""Prompt variants: template, mode, parser and `prompt_options` (docs/prompts.md). A variant is a
+template plus one entry in `VARIANTS`, or an entry point `bgm_judge.prompts` naming a
+`PromptVariant` whose templates are in its `folder`."""
 
 from __future__ import annotations
 
