@@ -26,7 +26,7 @@ class Provider(ABC):
     kind: ClassVar[Literal["judge", "scorer"]]
     default_model: ClassVar[str | None] = None
     Options: ClassVar[type[ProviderConfig]] = ProviderConfig
-    # Told the headers of each HTTP response (API providers): the call path's pace.
+    # Told each HTTP response's headers (API providers) by the call path's pacer.
     on_headers: Callable[[Mapping[str, str]], None] | None = None
 
     def __init__(self, config: ProviderConfig) -> None:
@@ -40,37 +40,30 @@ class Provider(ABC):
 
     @property
     def deterministic(self) -> bool:
-        """Whether a repeat of the same request gives the same answer (greedy decoding)."""
+        """Whether a repeat of a request gives the same answer (greedy decoding)."""
         return self.config.temperature == 0.0
 
     def identity(self) -> dict[str, Any]:
-        """Everything about this provider that can change an answer (part of the cache key):
-        its settings' identity (`ProviderConfig.identity`) with the model it resolves to; a
-        provider adds what it computes (an effective base URL, a resolved dtype)."""
+        """Everything that can change an answer (the cache key's provider part)."""
         return {**self.config.identity(), "model": self.model}
 
     def endpoint(self) -> dict[str, Any] | None:
-        """Where the requests go, for run.json's provenance (API providers: the effective base
-        URLs, where they came from, and whether they are the provider's official service);
-        None for a model that runs in this process."""
+        """Where requests go, for run.json (None: a model in this process)."""
         return None
 
     @abstractmethod
     async def answer(self, request: Request) -> dict[str, Any]:
-        """The provider's answer to one request, in the form the response cache stores."""
+        """The answer to one request, as the response cache stores it."""
 
     def missing_key(self) -> str | None:
-        """The environment variable a model call needs and that is not set (API judges
-        without a key), else None. The dry run reports it before anything is called."""
+        """The unset environment variable a call needs (an API key), else None."""
         return None
 
     async def ready(self) -> None:
-        """Prepare what a model call needs and only the first one would otherwise do (load
-        local weights). The call path awaits it before each call's timeout starts."""
+        """Prepare what the first call would (load weights), before its timeout starts."""
         return None
 
     async def aclose(self) -> None:
-        """Release clients or model weights at the end of a run."""
         return None
 
 
@@ -86,12 +79,10 @@ class Judge(Provider):
         return chat_answer(await self.generate(request))
 
     def batch_api(self) -> BatchApi | None:
-        """The provider's batch API when its block says `batch: true`, else None."""
         return None
 
 
 def chat_answer(response: ChatResponse) -> dict[str, Any]:
-    """A judge's answer in the form the response cache stores (online or from a batch)."""
     return {
         "text": response.text,
         "input_tokens": response.input_tokens,
@@ -104,10 +95,8 @@ class Scorer(Provider):
     kind = "scorer"
 
     def fit(self, items: Sequence[Item]) -> str | None:
-        """Learn what the scores depend on beyond one request (dataset statistics, as the
-        `popularity` baseline does) from the items of the run, before any request. Returns a
-        digest of what was learned, which joins every request's cache key with the item's
-        id; None (the default) when the scores depend on the request alone."""
+        """Learn from the run's items what scores depend on beyond a request (`popularity`);
+        a digest of it joins every key with the item's id (None: nothing learned)."""
         return None
 
     @abstractmethod

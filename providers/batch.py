@@ -10,16 +10,10 @@ from typing import Any, ClassVar, Literal
 
 from harness.core.types import ChatRequest, ProviderError
 
-# The `batch*` keys of a provider block: how a run's requests travel, never what a model
-# answers or what a run measures.
-BATCH_KEYS = frozenset(
-    {"batch", "batch_fallback", "batch_poll_s", "batch_collect_s", "batch_rounds"}
-)
-
 
 @dataclass(frozen=True)
 class BatchSettings:
-    """How the harness runs a provider's batches (the `batch_*` keys of its block)."""
+    """The `batch_*` keys of a provider block."""
 
     fallback: Literal["resubmit", "online"] = "resubmit"
     poll_s: float = 30.0
@@ -29,8 +23,6 @@ class BatchSettings:
 
 @dataclass(frozen=True)
 class BatchProgress:
-    """A batch job's state as the provider reports it."""
-
     status: str  # the provider's own word ("in_progress", "JOB_STATE_RUNNING", ...)
     finished: bool  # no further change will come (completed, expired, cancelled, failed)
     total: int | None = None
@@ -40,8 +32,7 @@ class BatchProgress:
 
 @dataclass
 class BatchResults:
-    """What a finished batch job gave: answers (in the form the response cache stores) and
-    errors by request id, and output lines that could not be read (kept raw)."""
+    """A finished job's answers and errors by request id, and its unreadable lines (raw)."""
 
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)
     errors: dict[str, ProviderError] = field(default_factory=dict)
@@ -61,22 +52,22 @@ class BatchApi(ABC):
 
     @abstractmethod
     def size(self, request: ChatRequest) -> int:
-        """Bytes the request adds to a job (what `max_bytes` bounds)."""
+        """Bytes the request adds to a job."""
 
     @abstractmethod
     async def submit(self, entries: list[tuple[str, ChatRequest]], label: str) -> str:
-        """Submit the requests (id, request) as one job tagged with `label`; its id."""
+        """Submit (id, request) pairs as one job tagged `label`; the job's id."""
 
     @abstractmethod
     async def find(self, label: str) -> str | None:
-        """The id of a job submitted with `label`, None when there is none."""
+        """The id of a job submitted with `label`, if any."""
 
     @abstractmethod
     async def progress(self, batch_id: str) -> BatchProgress: ...
 
     @abstractmethod
     async def results(self, batch_id: str) -> BatchResults:
-        """The answers and errors of a finished job (requests it did not reach are absent)."""
+        """The answers and errors of a finished job."""
 
     async def aclose(self) -> None:
         return None

@@ -28,7 +28,7 @@ Pending = dict[str, tuple[ChatRequest, "asyncio.Future[dict[str, Any]]"]]
 
 @dataclass
 class BatchStats:
-    """What batch mode counted in a run (run.json `batch`)."""
+    """run.json `batch`."""
 
     batches: int = 0  # jobs submitted by this run
     requests: int = 0  # requests sent in them
@@ -133,7 +133,6 @@ class BatchCollector:
             )
 
     def _resolve_cached(self, taken: Pending) -> Pending:
-        """Resolve the requests the cache now answers; the rest."""
         rest: Pending = {}
         for key, (request, future) in taken.items():
             if future.done():
@@ -160,7 +159,6 @@ class BatchCollector:
         return chunks
 
     async def _attach(self) -> None:
-        """Follow the jobs an earlier run submitted and did not collect."""
         for entry in self.ledger.open_entries():
             batch_id = entry.batch_id or await self.api.find(entry.label)
             if batch_id is None:
@@ -192,8 +190,8 @@ class BatchCollector:
         return await self._follow(label, batch_id, [key for key, _ in chunk])
 
     async def _submit(self, chunk: list[tuple[str, ChatRequest]], label: str) -> str:
-        """Submit, retrying transient failures; before each retry, look for the job by its
-        label (a lost answer must not create a second, paid job)."""
+        """Submit, retrying transient failures; before a retry, look for the job by its label
+        (a lost answer must not create a second, paid job)."""
         for attempt in range(SUBMIT_ATTEMPTS):
             try:
                 return await self.api.submit(chunk, label)
@@ -208,8 +206,7 @@ class BatchCollector:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _follow(self, label: str, batch_id: str, keys: list[str]) -> BatchResults:
-        """Poll the job until it finishes; store its answers to `keys` (any other key's line
-        is unreadable, never stored)."""
+        """Poll the job until it finishes; store its answers to `keys` (others: unreadable)."""
         total = len(keys)
         started = time.monotonic()
         shown: tuple[Any, ...] = ()

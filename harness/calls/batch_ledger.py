@@ -21,8 +21,6 @@ LEDGER_NAME = "batches.jsonl"
 
 @dataclass
 class LedgerEntry:
-    """One batch job as the ledger knows it."""
-
     label: str
     keys: list[str]
     api: str
@@ -32,8 +30,6 @@ class LedgerEntry:
 
 
 class _Event(BaseModel):
-    """One ledger line as this module writes it."""
-
     model_config = ConfigDict(extra="allow", strict=True)
     event: Literal["submitting", "submitted", "collected", "abandoned"]
     label: str
@@ -77,7 +73,6 @@ class BatchLedger:
         self._append({"event": "abandoned", "label": label})
 
     def entries(self) -> list[LedgerEntry]:
-        """Every job in the ledger, in the order they were submitted."""
         found: dict[str, LedgerEntry] = {}
         self.torn_lines = 0
         self._check()
@@ -102,5 +97,4 @@ class BatchLedger:
         return list(found.values())
 
     def open_entries(self) -> list[LedgerEntry]:
-        """The jobs submitted (or maybe submitted) and not yet collected."""
         return [entry for entry in self.entries() if not entry.closed]

@@ -38,7 +38,6 @@ def default_cache_dir() -> Path:
 
 
 def cache_key(payload: dict[str, Any]) -> str:
-    """SHA-256 of the canonical JSON of `payload` plus the cache schema version."""
     body = canonical_json({**payload, "cache_schema": CACHE_SCHEMA_VERSION})
     return hashlib.sha256(body).hexdigest()
 
@@ -46,9 +45,8 @@ def cache_key(payload: dict[str, Any]) -> str:
 def request_key(
     provider: dict[str, Any], request: Request, *, audio: bool = True, **context: Any
 ) -> str:
-    """The one key recipe of a model call: the provider's identity, what of the request can
-    change the answer, and the call's context (template hash, repeat index, purpose).
-    `audio=False` leaves the audio field out (a summary's key never had one)."""
+    """The one key recipe of a model call: the provider's identity, the request's key fields
+    and the call's context; `audio=False` leaves audio out (a summary's key never had it)."""
     fields = request.key_fields()
     if not audio:
         fields.pop("audio", None)
@@ -59,7 +57,7 @@ _ABSENT = object()  # no value under a key (a stored JSON `null` is a damaged va
 
 
 class JsonDisk(diskcache.Disk):  # type: ignore[misc]
-    """diskcache's storage with JSON text values (keys are stored as before)."""
+    """diskcache's storage with JSON text values."""
 
     def store(self, value: Any, read: bool, key: Any = UNKNOWN) -> Any:
         return super().store(json.dumps(value, default=_numpy_to_json), read, key=key)
@@ -85,15 +83,12 @@ class JsonDisk(diskcache.Disk):  # type: ignore[misc]
 
 
 def _numpy_to_json(value: Any) -> Any:
-    """numpy scalars and arrays (a scorer's answer) as plain numbers and lists."""
     if hasattr(value, "tolist"):
         return value.tolist()
     raise TypeError(f"{type(value).__name__} cannot be stored in the response cache")
 
 
 class Seed(Protocol):
-    """A second cache, read only (`harness.calls.portable_cache`)."""
-
     def get(self, key: str) -> dict[str, Any] | None: ...
 
     def close(self) -> None: ...
@@ -132,7 +127,6 @@ class ResponseCache:
             raise self._storage_error(exc, claims) from None
 
     def _storage_error(self, exc: sqlite3.Error | OSError, claims: bool = False) -> StorageError:
-        """What to do about a SQLite or file error (the `claims/` database holds no answer)."""
         where = self.directory / "claims" if claims else self.directory
         if _disk_full(exc):
             return StorageError(
@@ -156,9 +150,7 @@ class ResponseCache:
     def get(
         self, key: str, shape: Shape | None = None, length: int | None = None
     ) -> dict[str, Any] | None:
-        """The stored value of `key` when it is one of `shape` (any when None) with `length`
-        scores when given (`cache_entries.well_formed`), else None: a value unreadable or of
-        another shape is counted in `damaged`. Its text has no lone surrogate."""
+        """The value of `key` if `well_formed` (else None, counted in `damaged`), or the seed's."""
         try:
             value = self._store.get(key, default=_ABSENT)
         except DamagedEntry:
@@ -176,7 +168,6 @@ class ResponseCache:
     def _from_seed(
         self, key: str, shape: Shape | None, length: int | None
     ) -> dict[str, Any] | None:
-        """The seed's answer of the right shape, copied into this cache."""
         if self.seed is None:
             return None
         value = self.seed.get(key)
@@ -193,7 +184,7 @@ class ResponseCache:
         self.used.add(key)
 
     def add(self, key: str, value: dict[str, Any]) -> bool:
-        """Store `value` unless `key` holds an answer already; whether it was stored."""
+        """Store `value` unless `key` holds one; whether it was stored."""
         with self._guard():
             return bool(self._store.add(key, value))
 
@@ -204,7 +195,6 @@ class ResponseCache:
                     yield key
 
     def __contains__(self, key: str) -> bool:
-        """Whether the cache (or its seed) answers `key`."""
         with self._guard():
             if key in self._store:
                 return True
@@ -216,7 +206,6 @@ class ResponseCache:
 
     # ------------------------------------------------------------ cross-process claims
     def claim(self, key: str, lease_s: float = CLAIM_LEASE_S) -> bool:
-        """Take the claim on asking the model for `key` (`harness.calls.claims`)."""
         with self._guard(claims=True):
             return self._claims.claim(key, lease_s)
 
@@ -229,7 +218,6 @@ class ResponseCache:
             self._claims.release(key)
 
     def claimed_elsewhere(self, key: str) -> bool:
-        """Whether another live process holds the claim on `key` (a dead one's is dropped)."""
         with self._guard(claims=True):
             return self._claims.held_elsewhere(key)
 

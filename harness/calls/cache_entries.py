@@ -47,7 +47,6 @@ def _counts_ok(extra: dict[str, Any]) -> bool:
 
 
 def well_formed(value: Any, shape: Shape | None = None, length: int | None = None) -> bool:
-    """Whether `value` is a value of `shape` (any when None) with `length` scores if given."""
     if not isinstance(value, dict):
         return False
     shapes: tuple[Shape, ...] = (shape,) if shape else ("chat", "scores", "vector")

@@ -37,13 +37,11 @@ class Imported:
 
 
 def write_run_keys(folder: Path, keys: Iterable[str]) -> None:
-    """`cache_keys.txt`: the run's keys, sorted, one a line."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / KEYS_FILE).write_text("".join(f"{key}\n" for key in sorted(set(keys))))
 
 
 def run_keys(folder: Path) -> list[str]:
-    """The keys a finished run used (refused for a folder that is not a finished run)."""
     path = folder / KEYS_FILE
     if not path.is_file():
         what = "a run folder" if (folder / "config.yaml").is_file() else "not a run folder"
@@ -55,7 +53,6 @@ def run_keys(folder: Path) -> list[str]:
 
 
 def export_cache(cache: ResponseCache, out: Path, keys: Iterable[str] | None = None) -> Exported:
-    """Write `keys` (default: every key of the cache) with their answers to `out`."""
     wanted = sorted(set(cache.keys() if keys is None else keys))
     written = missing = 0
     tmp = out.with_name(out.name + ".tmp")
@@ -90,8 +87,7 @@ def _line(value: dict[str, Any]) -> bytes:
 
 
 def read_portable(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(key, answer) of each entry of a portable file; DatasetError names the file, the line
-    and what is wrong. The count on the last line is checked when the file ends."""
+    """(key, answer) of each entry; DatasetError names the file, the line and the fault."""
     entries = line_no = 0
     ended = False
     for line_no, raw in gzip_lines(path, missing="cache file not found"):
@@ -143,8 +139,7 @@ def _check_header(path: Path, header: dict[str, Any]) -> None:
 
 
 def import_cache(cache: ResponseCache, path: Path) -> Imported:
-    """Add a portable file's answers to `cache`, never replacing one it holds. The whole file
-    is checked first, so a damaged file adds nothing."""
+    """Add the file's answers, never replacing one (a damaged file adds nothing)."""
     count = sum(1 for _ in read_portable(path))
     added = kept = 0
     for key, value in read_portable(path):
@@ -157,8 +152,6 @@ def import_cache(cache: ResponseCache, path: Path) -> Imported:
 
 
 class FileSeed:
-    """A portable file as a seed: its answers held in memory."""
-
     def __init__(self, path: Path) -> None:
         self._answers = dict(read_portable(path))
 
@@ -170,10 +163,8 @@ class FileSeed:
 
 
 class FolderSeed:
-    """Another cache folder, read through SQLite without writing anything there (a folder on a
-    read-only or network file system works): a closed cache (no write-ahead log beside it) is
-    opened immutable, so not even SQLite's shared-memory file is made; a cache some process
-    has open (its `cache.db-wal` exists) read-only, so its latest answers are seen."""
+    """Another cache folder, read without writing there: immutable when closed (no WAL beside
+    it), else read-only so its latest answers are seen."""
 
     def __init__(self, directory: Path) -> None:
         database = directory / "cache.db"
@@ -210,7 +201,6 @@ class FolderSeed:
 
 
 def open_seed(path: Path) -> Seed:
-    """A seed cache: a cache folder, or a portable file (`harness cache export`)."""
     if path.is_dir():
         return FolderSeed(path)
     if path.is_file():

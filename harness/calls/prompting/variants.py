@@ -64,8 +64,7 @@ RUBRIC_SCHEMA = _object({"A": SCORE, "B": SCORE, "C": SCORE, "vocals": {"type": 
 
 
 def check_options(options: Mapping[str, Any]) -> None:
-    """Refuse a `prompt_options` key no variant takes (a typo would otherwise be ignored; a
-    sweep's options are shared by its variants, so each takes the keys it knows)."""
+    """Refuse a `prompt_options` key no variant takes (a sweep's variants share options)."""
     if not options:
         return  # checked for every item: the registry is not walked when nothing is given
     known = {name for v in VARIANTS.values() if v.options for name in v.options.model_fields}
@@ -84,8 +83,6 @@ class ExampleClipView:
 
 @dataclass(frozen=True)
 class ExampleView:
-    """What a template sees of a worked example."""
-
     dialogue: list[dict[str, str]]
     summary: str | None
     music_mode: str
@@ -97,8 +94,6 @@ DialogueMode = Literal["full", "summary", "query", "none"]
 
 @dataclass(frozen=True)
 class PromptContext:
-    """Everything a variant needs to render the prompts of one item."""
-
     item: Item
     clips: dict[str, Clip]
     dialogue_mode: DialogueMode
@@ -148,7 +143,6 @@ class PromptVariant:
     folder: Path | None = None  # a plugin's own templates (after the prompts folder)
 
     def output_tokens(self, n_candidates: int) -> int:
-        """Typical output tokens of one answer (a joint answer names every clip)."""
         if self.mode == "joint":
             return self.answer_tokens + 8 * n_candidates
         return self.answer_tokens
@@ -161,7 +155,6 @@ class PromptVariant:
     second_turn: str | None = None  # the template of a refine run's second turn
 
     def check_protocol(self, protocol: str) -> None:
-        """Refuse a protocol the variant cannot serve (before any call)."""
         if protocol == "refine" and self.second_turn is None:
             raise HarnessError(
                 f"protocol: refine asks a judge to rank the pool twice; prompt {self.name} "
@@ -169,7 +162,6 @@ class PromptVariant:
             )
 
     def check_inputs(self, dialogue: str, context_audio: bool) -> None:
-        """Refuse inputs the template cannot show (before any call)."""
         if dialogue not in self.dialogue_modes:
             raise HarnessError(
                 f"prompt {self.name} shows a conversation (inputs.dialogue: full or summary), "
@@ -181,7 +173,6 @@ class PromptVariant:
             )
 
     def parser(self, options: Mapping[str, Any]) -> Parser:
-        """How answers are read under `prompt_options` (a joint ranking may be partial)."""
         if self.mode == "joint" and not self.ranks_only and joint_options(options).partial:
             return parse_ranked_prefix
         return self.parse
@@ -278,9 +269,8 @@ class PromptVariant:
     def _second_turn(
         self, ctx: PromptContext, order: list[str]
     ) -> tuple[str, dict[str, Any], list[AudioRef]]:
-        """The refine turn's template, what it shows of the first pick (under its label in
-        `order`, with its audio sent again after the context audio when music is audio)
-        and the user's reply."""
+        """The refine turn's template, the first pick (its label in `order`, its audio sent
+        again after the context audio) and the user's reply."""
         if self.second_turn is None or ctx.first_pick is None:
             raise HarnessError(f"prompt {self.name} has no second turn (protocol: refine)")
         index = order.index(ctx.first_pick)
