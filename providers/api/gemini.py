@@ -55,7 +55,6 @@ class GeminiJudge(ApiJudge[Client]):
         self.thinking_budget = self.config.thinking_budget
         has_aiohttp = importlib.util.find_spec("aiohttp") is not None
         self.http_client = self.config.http_client or ("aiohttp" if has_aiohttp else "httpx")
-        self.timeouts, self.connection_errors = _transport_errors(self.http_client)
         self._http: dict[int, httpx.AsyncClient] = {}  # the httpx client of each SDK client
 
     def batch_api(self) -> BatchApi | None:
@@ -185,21 +184,16 @@ class GeminiJudge(ApiJudge[Client]):
         return isinstance(exc, errors.APIError) and _key_refused(exc.details)
 
     def is_timeout(self, exc: BaseException) -> bool:
-        return isinstance(exc, self.timeouts)
+        return isinstance(
+            exc, httpx.TimeoutException if self.http_client == "httpx" else TimeoutError
+        )
 
     def is_connection_error(self, exc: BaseException) -> bool:
-        return isinstance(exc, self.connection_errors)
+        if self.http_client == "httpx":
+            return isinstance(exc, httpx.TransportError)
+        import aiohttp
 
-
-def _transport_errors(
-    http_client: str,
-) -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
-    """(timeouts, connection failures) of the HTTP library the SDK will use."""
-    if http_client == "httpx":
-        return (httpx.TimeoutException,), (httpx.TransportError,)
-    import aiohttp
-
-    return (TimeoutError,), (aiohttp.ClientError,)
+        return isinstance(exc, aiohttp.ClientError)
 
 
 def _key_refused(details: Any) -> bool:

@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
+from functools import wraps
 from typing import Any
 
 from harness.core.predictions import scores_from_ranking
@@ -101,12 +102,26 @@ def parse_score_object(text: str) -> float:
     return check_score(obj["score"])
 
 
+Parse = Callable[[str, list[str]], ParsedAnswer]
+
+
+def _reported(parse: Parse) -> Parse:
+    """`parse` with a ParseError given back as the answer's error (and no score)."""
+
+    @wraps(parse)
+    def parsed(text: str, candidates: list[str]) -> ParsedAnswer:
+        try:
+            return parse(text, candidates)
+        except ParseError as exc:
+            return ParsedAnswer(dict.fromkeys(candidates), error=str(exc))
+
+    return parsed
+
+
+@_reported
 def parse_pointwise(text: str, candidates: list[str]) -> ParsedAnswer:
     (candidate,) = candidates
-    try:
-        return ParsedAnswer({candidate: parse_score_object(text)})
-    except ParseError as exc:
-        return ParsedAnswer({candidate: None}, error=str(exc))
+    return ParsedAnswer({candidate: parse_score_object(text)})
 
 
 # ---------------------------------------------------------------- chain of thought
@@ -114,8 +129,8 @@ FINAL_OBJECT_TRIES = 64  # '{' positions tried from the end, bounding the work o
 
 
 def final_object_span(text: str) -> tuple[int, int] | None:
-    """Start and end of the JSON object that ends `text` (after trailing whitespace and a
-    closing code fence), or None. Found leniently; the caller parses it strictly."""
+    """Start and end of the JSON object that ends `text` (a closing fence aside), or None;
+    found leniently, parsed strictly by the caller."""
     end = len(text.rstrip())
     if text[:end].endswith("```"):
         end = len(text[: end - 3].rstrip())
@@ -136,19 +151,16 @@ def final_object_span(text: str) -> tuple[int, int] | None:
     return None
 
 
+@_reported
 def parse_cot(text: str, candidates: list[str]) -> ParsedAnswer:
-    """Reasoning, then `{"score": x}` as the last thing in the answer (a closing code fence
-    may follow). Only that final object is read, under the pointwise rules."""
+    """Reasoning, then `{"score": x}` last (a closing fence may follow), read as pointwise."""
     (candidate,) = candidates
-    try:
-        span = final_object_span(text)
-        if span is None:
-            if "{" in text:
-                raise ParseError("extra_text", "the answer must end with the JSON object")
-            raise ParseError("no_json", "no JSON object in the answer")
-        return ParsedAnswer({candidate: parse_score_object(text[span[0] : span[1]])})
-    except ParseError as exc:
-        return ParsedAnswer({candidate: None}, error=str(exc))
+    span = final_object_span(text)
+    if span is None:
+        if "{" in text:
+            raise ParseError("extra_text", "the answer must end with the JSON object")
+        raise ParseError("no_json", "no JSON object in the answer")
+    return ParsedAnswer({candidate: parse_score_object(text[span[0] : span[1]])})
 
 
 # ---------------------------------------------------------------- joint
@@ -165,10 +177,9 @@ def _check_labels(given: list[str], labels: list[str]) -> None:
 
 
 def parse_joint(text: str, candidates: list[str], *, partial: bool = False) -> ParsedAnswer:
-    """`{"scores": {label: score, ...}}` or `{"ranking": [label, ...]}` (best first), with
-    every label once; label i is candidates[i] (presentation order). A ranking becomes scores
-    N-1 .. 0, kept with the ranking. With `partial` a ranking may be any prefix: unlisted
-    candidates tie below, unknown or repeated labels are skipped and counted in `extra`."""
+    """`{"scores": {label: score}}` or `{"ranking": [label, ...]}` (best first), every label
+    once (label i: candidates[i]); a ranking scores N-1 .. 0. With `partial` any prefix will
+    do: unlisted candidates tie below, unknown or repeated labels are skipped and counted."""
     from harness.calls.prompting.joint import clip_labels
 
     labels = clip_labels(len(candidates))
@@ -207,7 +218,6 @@ def parse_joint(text: str, candidates: list[str], *, partial: bool = False) -> P
 def _ranked_prefix(
     ranking: list[str], by_label: dict[str, str], candidates: list[str]
 ) -> ParsedAnswer:
-    """A ranked prefix of any length; unknown and repeated labels skipped and counted."""
     ranked: list[str] = []
     unknown = repeated = 0
     for label in ranking:
@@ -230,7 +240,6 @@ def _ranked_prefix(
 
 
 def parse_ranked_prefix(text: str, candidates: list[str]) -> ParsedAnswer:
-    """`{"ranking": [label, ...]}` where any prefix will do (see `parse_joint`)."""
     return parse_joint(text, candidates, partial=True)
 
 
@@ -254,47 +263,41 @@ def rubric_score(a: float, b: float, c: float, vocals: bool) -> float:
     return float(total.quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
 
 
+@_reported
 def parse_rubric(text: str, candidates: list[str]) -> ParsedAnswer:
     """`{"A": x, "B": y, "C": z, "vocals": true|false}`; the harness computes the score."""
     (candidate,) = candidates
-    try:
-        obj = loads_object(text)
-        if set(obj) != {"A", "B", "C", "vocals"}:
-            raise ParseError(
-                "wrong_keys", f"expected exactly A, B, C and vocals, got {sorted(obj)[:6]}"
-            )
-        a, b, c = (check_score(obj[k], k) for k in "ABC")
-        if not isinstance(obj["vocals"], bool):
-            raise ParseError("not_a_bool", f"vocals must be true or false, got {obj['vocals']!r}")
-        sub = {"A": a, "B": b, "C": c, "vocals": obj["vocals"]}
-        return ParsedAnswer(
-            {candidate: rubric_score(a, b, c, obj["vocals"])}, extra={"rubric": sub}
+    obj = loads_object(text)
+    if set(obj) != {"A", "B", "C", "vocals"}:
+        raise ParseError(
+            "wrong_keys", f"expected exactly A, B, C and vocals, got {sorted(obj)[:6]}"
         )
-    except ParseError as exc:
-        return ParsedAnswer({candidate: None}, error=str(exc))
+    a, b, c = (check_score(obj[k], k) for k in "ABC")
+    if not isinstance(obj["vocals"], bool):
+        raise ParseError("not_a_bool", f"vocals must be true or false, got {obj['vocals']!r}")
+    sub = {"A": a, "B": b, "C": c, "vocals": obj["vocals"]}
+    return ParsedAnswer({candidate: rubric_score(a, b, c, obj["vocals"])}, extra={"rubric": sub})
 
 
 RATINGS = ("personalization", "explanation_quality")  # the response judge's (music-crs)
 
 
+@_reported
 def parse_ratings(text: str, candidates: list[str]) -> ParsedAnswer:
-    """`{"personalization": 1-5, "explanation_quality": 1-5}`, whole numbers (prompt
-    `response_judge`): no scores of candidates; the ratings go to `extra`."""
-    try:
-        obj = loads_object(text)
-        if set(obj) != set(RATINGS):
+    """`{"personalization": 1-5, "explanation_quality": 1-5}` (prompt `response_judge`), whole
+    numbers, kept in `extra`: no candidate gets a score."""
+    obj = loads_object(text)
+    if set(obj) != set(RATINGS):
+        raise ParseError(
+            "wrong_keys", f"expected exactly {', '.join(RATINGS)}, got {sorted(obj)[:4]}"
+        )
+    for name in RATINGS:
+        value = obj[name]
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 5:
             raise ParseError(
-                "wrong_keys", f"expected exactly {', '.join(RATINGS)}, got {sorted(obj)[:4]}"
+                "out_of_range",
+                f"{name} must be a whole number from 1 to 5, got {json.dumps(value)[:40]}",
             )
-        for name in RATINGS:
-            value = obj[name]
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 5:
-                raise ParseError(
-                    "out_of_range",
-                    f"{name} must be a whole number from 1 to 5, got {json.dumps(value)[:40]}",
-                )
-    except ParseError as exc:
-        return ParsedAnswer(dict.fromkeys(candidates), error=str(exc))
     return ParsedAnswer(dict.fromkeys(candidates), extra={name: obj[name] for name in RATINGS})
 
 
@@ -304,7 +307,7 @@ SUMMARY_WORDS_ACCEPTED = (12, 50)  # what the parser accepts: models miss counts
 
 
 def parse_summary(text: str) -> str:
-    """`{"summary": "one sentence"}` of SUMMARY_WORDS_ACCEPTED words; raises ParseError."""
+    """`{"summary": "one sentence"}` of SUMMARY_WORDS_ACCEPTED words."""
     summary = text_field(text, "summary")
     words = len(summary.split())
     low, high = SUMMARY_WORDS_ACCEPTED
@@ -342,10 +345,8 @@ def parse_text(read: Callable[[str], str], text: str) -> ParsedText:
         return ParsedText(None, str(exc))
 
 
+@_reported
 def parse_description(text: str, candidates: list[str]) -> ParsedAnswer:
     """`{"description": "..."}` (prompt `describe`), kept in `extra`: a retriever ranks by it."""
-    try:
-        description = text_field(text, "description")
-    except ParseError as exc:
-        return ParsedAnswer(dict.fromkeys(candidates), error=str(exc))
+    description = text_field(text, "description")
     return ParsedAnswer(dict.fromkeys(candidates), extra={"description": description})
