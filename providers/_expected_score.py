@@ -38,8 +38,7 @@ def score_start(text: str) -> int | None:
 
 @dataclass(frozen=True)
 class ContinuationMask:
-    """Vocabulary tokens whose text starts with a digit or a point: they continue a number,
-    so after a whole number they mean it did not end there."""
+    """Vocabulary tokens that start with a digit or a point (they continue a number)."""
 
     mask: NDArray[np.bool_]
 
@@ -58,8 +57,7 @@ class ContinuationMask:
 
 
 def plan_paths(paths: Mapping[str, Path]) -> list[Path]:
-    """The fewest token paths whose forward passes give every distribution the strings need:
-    the one before each of their tokens, and for whole numbers the one after their last."""
+    """The fewest token paths whose forward passes give every distribution the strings need."""
     needed: set[Path] = set()
     for text, path in paths.items():
         needed.update(path[:k] for k in range(len(path)))
@@ -112,8 +110,7 @@ def summarize(probs: Mapping[str, float]) -> dict[str, Any] | None:
 def score_strings(
     tokenizer: Any, continues: ContinuationMask, answer_ids: Sequence[int], scorer: PathScorer
 ) -> dict[str, Any] | None:
-    """The expected score of a local judge's answer by constrained scoring of every admissible
-    string after the answer's `"score": `; None where the answer has no such number."""
+    """A local judge's expected score (None: no `"score": <number>` in the answer)."""
     ids = list(answer_ids)
     text = tokenizer.decode(ids, skip_special_tokens=True)
     start = score_start(text)
@@ -138,8 +135,7 @@ def score_strings(
 
 @dataclass(frozen=True)
 class TokenChoice:
-    """One output token of an API answer with the alternatives the API returned for its step
-    (the chosen token among them)."""
+    """An API answer's output token with the alternatives returned for its step."""
 
     token: str
     logprob: float

@@ -26,8 +26,7 @@ class Price:
     batch: float = BATCH_SHARE
 
     def cost(self, input_tokens: int, output_tokens: int, audio_tokens: int = 0) -> float:
-        """USD for a call online, no cache discount; `input_tokens` includes `audio_tokens`.
-        Infinite for counts past the float range (an int of any size is valid JSON)."""
+        """USD for a call online (`input_tokens` includes `audio_tokens`); inf past floats."""
         if max(input_tokens, output_tokens, audio_tokens) > _MAX_TOKENS:
             return math.inf
         audio = min(audio_tokens, input_tokens)
@@ -54,8 +53,7 @@ PRICES: dict[str, Price] = {
 
 
 def price_for(config: ProviderConfig, model: str) -> Price | None:
-    """The experiment file's `prices`, else the table's entry for the model (a dated model
-    id such as `gpt-4o-audio-preview-2025-06-03` takes its family's price), else None."""
+    """The experiment file's `prices`, else the model's (or a dated id's family's) entry."""
     if config.prices is not None:  # checked when the provider block was read
         return Price(**config.prices)
     name = model.removeprefix("models/")
@@ -114,9 +112,8 @@ class Cost:
 
 
 def run_cost(config: ProviderConfig, model: str, records: Iterable[Record]) -> dict[str, Any]:
-    """Cost of a run from the tokens its records report: `usd` for all its answers (with the
-    discounts it got), `usd_spent` for those not taken from the cache this time; `usd_online`
-    what all cost online without a prompt cache, and the discounts between the two."""
+    """A run's cost from its records' tokens: `usd` for all answers, `usd_spent` for those not
+    from the cache, `usd_online` without any discount."""
     cost = RunCost(config, model)
     for record in records:  # one pass: the records may be read from a file
         cost.add(record)
@@ -124,7 +121,7 @@ def run_cost(config: ProviderConfig, model: str, records: Iterable[Record]) -> d
 
 
 class RunCost:
-    """`run_cost`, added up one record at a time (by a pass another step makes anyway)."""
+    """`run_cost`, added up one record at a time."""
 
     def __init__(self, config: ProviderConfig, model: str) -> None:
         self.config, self.model = config, model

@@ -7,7 +7,7 @@ prompt `user_simulator.jinja`, answering `{"feedback": "..."}` through the call 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from harness.calls.answerer import ask_until_parsed, cached_parse
@@ -107,16 +107,8 @@ class Reply:
     output_tokens: int | None = None
 
     def to_extra(self) -> dict[str, Any]:
-        fields = {
-            "feedback": self.text,
-            "feedback_source": self.source,
-            "feedback_error": self.error,
-            "feedback_raw": self.raw,
-            "feedback_cache_hit": self.cache_hit,
-            "feedback_input_tokens": self.input_tokens,
-            "feedback_output_tokens": self.output_tokens,
-        }
-        return {k: v for k, v in fields.items() if v is not None}
+        named = {"feedback" if k == "text" else f"feedback_{k}": v for k, v in asdict(self).items()}
+        return {k: v for k, v in named.items() if v is not None}
 
 
 def _clip_words(clip: Clip) -> str:

@@ -31,8 +31,7 @@ Key = tuple[str, int]
 
 
 class MusicCrsOptions(BaseModel):
-    """A submission's scoring: the `music-crs:` block of a judge run, `harness evaluate`'s
-    options."""
+    """The `music-crs:` block of a judge run; `harness evaluate`'s options."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     predictions: Path = Field(description="the submission (its responses are judged)")
@@ -105,8 +104,7 @@ def _messages(value: Any) -> Iterator[Mapping[str, Any]]:
 
 
 def _session(row: Mapping[str, Any]) -> list[Target]:
-    """The asked turns of one session row: every turn with its `music` row, or the last turn
-    alone when it has none (a blind set's)."""
+    """The asked turns of a session row: each with `music`, or a blind set's last turn."""
     session, profile = _text(row, "session_id"), row.get("user_profile")
     profile = dict(profile) if isinstance(profile, Mapping) else None
     turns: dict[int, dict[str, str]] = {}
@@ -236,8 +234,8 @@ def validate(
 
 
 def answers(options: MusicCrsOptions, dataset: Path | None) -> tuple[list[Answer], list[str]]:
-    """Each asked turn's answer (each row's, without a dataset) and the problems the file
-    has, as `official` treats them; HarnessError when it cannot be scored so."""
+    """Each asked turn's answer (each row's, without a dataset) and the problems `official`
+    lets through; HarnessError when it cannot be scored."""
     asked = read_sessions(dataset) if dataset is not None else None
     catalog = read_catalog(options.catalog) if options.catalog is not None else None
     predictions, problems = read_submission(options.predictions)
@@ -261,8 +259,7 @@ def evaluate(
     n_bootstrap: int = 1000,
     seed: int = 0,
 ) -> Evaluation:
-    """The submission's figures (`harness evaluate`), with the ratings of a judge run's
-    `records` where there are any; `validation`: what `official` let through."""
+    """The submission's figures (`harness evaluate`) with a judge run's ratings, if any."""
     given, problems = answers(options, dataset)
     ratings, size, judge = ratings_of(records), options.catalog_size, options.judge
     evaluation = music_crs_evaluation(
@@ -303,8 +300,7 @@ def judged_dataset(options: MusicCrsOptions, dataset: Path, *, seed: int = 0) ->
 
 
 def ratings_of(records: Iterable[Record]) -> Ratings | None:
-    """The judge's ratings by session (the mean over its judged turns) and repeat; None when
-    no record holds any."""
+    """The judge's ratings by repeat and session (the mean over its turns), if any."""
     rated = [
         (r.repeat, r.item_id.rpartition("#")[0], [r.extra[name] for name in RATINGS])
         for r in records

@@ -34,8 +34,7 @@ REPLY_PLACEHOLDER = "(the user's reply to the first pick, known after turn 1)"
 
 
 def top_pick(scores: dict[str, float | None], candidates: tuple[str, ...]) -> str | None:
-    """The highest-scored candidate, the earliest in `candidates` among equal scores; None
-    when no candidate has a score."""
+    """The highest-scored candidate (the earliest among equal scores), if any is scored."""
     best: str | None = None
     for cid in candidates:
         value = scores.get(cid)
@@ -74,7 +73,6 @@ class RefineCalls(CallPlan):
     async def prepare(
         self, dataset: Dataset, cache: ResponseCache, summary_of: SummaryOf = lambda _: None
     ) -> None:
-        """Refuse items that cannot give the reply the run asks for; open the simulator."""
         check_feedback_source(self.options, dataset)
         if self.options.feedback == "simulator" and self.simulator is None:
             assert self.config.user_simulator is not None  # the config requires it
@@ -85,7 +83,6 @@ class RefineCalls(CallPlan):
         return self.first.calls(dataset, summary_of)
 
     def second_call(self, call: Call, item: Item, pick: str, feedback: str) -> Call:
-        """Turn 2 of the conversation that `call` (turn 1) began."""
         dataset = self._require_dataset()
         if self.scorer is not None:
             query = f"{self.scorer.query(item, self._summary_of)} {feedback}"
@@ -127,26 +124,22 @@ class RefineCalls(CallPlan):
                 second.error = failure
             else:
                 second.parse_error = failure
-            second.extra.update(first_pick=pick, **reply.to_extra())
-            return [first, second]
-        try:
-            follow_up = self.second_call(call, item, pick, reply.text)
-        except TemplateError as exc:
-            # Turn 1 of this item rendered: what broke the prompt (a reply too long for the
-            # sandbox's bounds) is this item's, so it fails this item's turn 2 only.
-            second.error = f"turn2_prompt: {exc}"
-            second.extra.update(first_pick=pick, **reply.to_extra())
-            return [first, second]
-        second = await self.first.record(follow_up, answerer)
-        second.extra.update(turn=2, first_pick=pick, **reply.to_extra())
+        else:
+            try:
+                follow_up = self.second_call(call, item, pick, reply.text)
+            except TemplateError as exc:  # the reply broke the prompt: this item's turn 2 fails
+                second.error = f"turn2_prompt: {exc}"
+            else:
+                second = await self.first.record(follow_up, answerer)
+                second.extra["turn"] = 2
+        second.extra.update(first_pick=pick, **reply.to_extra())
         return [first, second]
 
     def dry_run_calls(
         self, dataset: Dataset, summary_of: SummaryOf, cache: ResponseCache
     ) -> Iterator[Call]:
-        """Turn 1, then turn 2 rendered from the cached turn-1 answer and reply where the cache
-        holds them (a simulator's request too, when it is still to be made), else from a
-        placeholder pick (the item's first candidate) and reply."""
+        """Turn 1, then turn 2 from the cached turn-1 answer and reply where the cache holds
+        them (else the simulator's request, a placeholder pick and reply)."""
         for call in self.calls(dataset, summary_of):
             yield call
             item = dataset.item(call.item_id)

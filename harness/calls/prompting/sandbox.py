@@ -29,8 +29,7 @@ _local = threading.local()
 
 
 class FolderLoader(jinja2.FileSystemLoader):
-    """Templates from the prompts folder (then from plugins' folders); a name or a link
-    that leads out of them is refused."""
+    """Templates from the prompts folder, then plugins' folders; a link out is refused."""
 
     def __init__(self, folder: Path, *more: Path) -> None:
         super().__init__([folder, *more])
@@ -67,7 +66,6 @@ def check_time() -> None:
 
 
 def check_output(chunks: Iterator[str]) -> str:
-    """Join a block's output, refusing one longer than MAX_OUTPUT characters."""
     pieces: list[str] = []
     total = 0
     for chunk in chunks:
@@ -89,8 +87,7 @@ def _too_long() -> SecurityError:
 
 
 def text_size(value: Any, budget: int = MAX_TEXT) -> int:
-    """About how many characters `str(value)` or its JSON has (containers: their items plus
-    two per item), without building it; SecurityError once past `budget`."""
+    """About the length of `str(value)` or its JSON, unbuilt; SecurityError past `budget`."""
     total, stack = 0, [value]
     while stack:
         item = stack.pop()
@@ -127,7 +124,6 @@ def _check_replace(text: Any, old: Any, new: Any, count: Any = None) -> None:
 
 
 def _check_fields(template: str, args: Any, percent: bool) -> None:
-    """A format string fills each field with an argument: bound the product."""
     if percent:
         fields = len(_PERCENT_SPEC.findall(template))
     else:
@@ -137,14 +133,12 @@ def _check_fields(template: str, args: Any, percent: bool) -> None:
 
 
 def bounded_iter(iterable: Any) -> Iterator[Any]:
-    """What every `{% for %}` iterates: the time limit checked at each step."""
     for item in iterable:
         check_time()
         yield item
 
 
 def bounded_concat(*values: Any) -> str:
-    """`a ~ b ~ ...`, measured before it is built."""
     check_time()
     text_size(values)
     return "".join(map(str, values))
@@ -217,8 +211,6 @@ def _bounded_filter(function: Callable[..., Any], name: str) -> Callable[..., An
 
 
 class BoundedSandbox(ImmutableSandboxedEnvironment):
-    """ImmutableSandboxedEnvironment with the bounds of this module."""
-
     intercepted_binops = frozenset({"*", "**", "%", "+"})
 
     bounded_iter = staticmethod(bounded_iter)
@@ -290,7 +282,6 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
 
 
 def _watched(obj: Any, name: Any, value: Any) -> Any:
-    """`value`, read as `obj.name`, recorded when `obj` is watched (`reads_of`)."""
     if obj is getattr(_local, "watched", None):
         _local.reads[name] = value
     return value
@@ -298,8 +289,7 @@ def _watched(obj: Any, name: Any, value: Any) -> Any:
 
 @contextmanager
 def reads_of(watched: object) -> Iterator[dict[Any, Any]]:
-    """What templates rendered inside this block read of `watched` (`x.name` and `x['name']`),
-    by name, with the values they got."""
+    """What templates rendered in this block read of `watched`, by name, with the values."""
     previous = getattr(_local, "watched", None), getattr(_local, "reads", None)
     reads: dict[Any, Any] = {}
     _local.watched, _local.reads = watched, reads

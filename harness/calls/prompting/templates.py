@@ -62,9 +62,7 @@ def prompts_dir() -> Path:
 
 @lru_cache(maxsize=8)
 def environment(directory: Path) -> BoundedSandbox:
-    """The sandbox of one prompts folder, its templates not checked against the files at
-    every render: each run drops them as it starts (`TemplateHashes`), so it renders the
-    files it hashed."""
+    """The sandbox of a prompts folder (each run reloads templates: `TemplateHashes`)."""
     return BoundedSandbox(
         loader=FolderLoader(directory, *PLUGIN_FOLDERS),
         undefined=jinja2.StrictUndefined,
@@ -87,7 +85,6 @@ def add_template_folder(folder: Path) -> None:
 
 
 def reload_templates() -> None:
-    """Templates are read from disk again at their next use (an edit since is seen)."""
     environment.cache_clear()
     _read_by_name.clear()
 
@@ -108,8 +105,7 @@ def template_hash(name: str, directory: Path | None = None) -> str:
 
 
 def _sources(name: str, folder: Path) -> Iterator[tuple[str, str, nodes.Template]]:
-    """The template, then every template it names (includes, imports, extends), recursively:
-    each one's name, source and syntax tree."""
+    """(name, source, tree) of the template and of every template it names, recursively."""
     env = environment(folder)
     seen, queue = set(), [name]
     while queue:
@@ -129,7 +125,7 @@ def _sources(name: str, folder: Path) -> Iterator[tuple[str, str, nodes.Template
 
 
 class TemplateHashes:
-    """`template_hash` computed once per template for as long as this object lives (a run)."""
+    """`template_hash` once per template for as long as this object lives (a run)."""
 
     def __init__(self, directory: Path | None = None) -> None:
         self.directory = directory
@@ -181,12 +177,9 @@ def render_each(
     audio: Sequence[list[AudioRef]],
     directory: Path | None = None,
 ) -> list[RenderedPrompt]:
-    """`render(name, {**context, slot: views[i]}, audio[i])` for each i, rendering again only
-    where the text could differ: a render records which fields of the view it read, and a
-    later view with the same values there gets the same text (rendering is deterministic).
-    Reads are seen only when every use of `slot` in the template and all it includes is a
-    plain `x.name` or `x['name']`; otherwise each view is rendered in full.
-    """
+    """`render(name, {**context, slot: views[i]}, audio[i])` for each i; a view with the same
+    values in the fields a render read gets that render's text (when every use of `slot` in
+    the templates is a plain `x.name` or `x['name']`; else each view is rendered)."""
     folder = directory or prompts_dir()
     if not views or not _read_by_name_only(name, folder, slot):
         return [
@@ -207,7 +200,6 @@ def render_each(
 
 
 def _same_reads(view: object, reads: dict[Any, Any]) -> bool:
-    """`view` holds the values `reads` got, each a plain str, number, bool or None."""
     for field, value in reads.items():
         if not isinstance(field, str) or not isinstance(value, str | int | float | None):
             return False
@@ -222,7 +214,6 @@ _read_by_name: dict[tuple[Path, str, str], bool] = {}
 
 
 def _read_by_name_only(name: str, folder: Path, slot: str) -> bool:
-    """Every use of `slot` in template `name` and those it names literally is `slot.field`."""
     key = (folder, name, slot)
     if key not in _read_by_name:
         _read_by_name[key] = all(
@@ -243,7 +234,6 @@ def _only_read_by_name(tree: nodes.Template, slot: str) -> bool:
 
 
 def _render_text(name: str, context: dict[str, Any], folder: Path) -> tuple[str, str]:
-    """The system and user blocks' text, a template's failure told as a TemplateError."""
     env = environment(folder)
     try:
         with time_limit():
