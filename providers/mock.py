@@ -29,13 +29,12 @@ class MockJudge(Judge):
     def __init__(self, config: ProviderConfig) -> None:
         super().__init__(config)
         self.answers: dict[str, Any] = copy.deepcopy(self.config.answers)
-        self.delay_s = self.config.delay_s
         self.calls: list[ChatRequest] = []
 
     async def generate(self, request: ChatRequest) -> ChatResponse:
         self.calls.append(request)
-        if self.delay_s:
-            await asyncio.sleep(self.delay_s)
+        if self.config.delay_s:
+            await asyncio.sleep(self.config.delay_s)
         clip_ids = [a.clip_id for a in request.audio] or ["*"]
         script = next(
             (self.answers[c] for c in clip_ids if c in self.answers), self.answers.get("*")

@@ -51,8 +51,6 @@ class GeminiJudge(ApiJudge[Client]):
 
     def __init__(self, config: ProviderConfig) -> None:
         super().__init__(config)
-        self.json_mode = self.config.json_mode
-        self.thinking_budget = self.config.thinking_budget
         has_aiohttp = importlib.util.find_spec("aiohttp") is not None
         self.http_client = self.config.http_client or ("aiohttp" if has_aiohttp else "httpx")
         self._http: dict[int, httpx.AsyncClient] = {}  # the httpx client of each SDK client
@@ -65,7 +63,7 @@ class GeminiJudge(ApiJudge[Client]):
         return GeminiBatchApi(self, self._batch_settings)
 
     def identity(self) -> dict[str, Any]:
-        return super().identity() | {"json_mode": self.json_mode}
+        return super().identity() | {"json_mode": self.config.json_mode}
 
     def make_client(self, base_url: str | None, key: str) -> Client:
         http = None
@@ -132,16 +130,16 @@ class GeminiJudge(ApiJudge[Client]):
             settings["max_output_tokens"] = self.config.max_tokens
         if self.config.seed is not None:
             settings["seed"] = self.config.seed
-        if request.response_schema is not None and self.json_mode != "prompt":
+        if request.response_schema is not None and self.config.json_mode != "prompt":
             settings["response_mime_type"] = "application/json"
-            if self.json_mode == "schema":
+            if self.config.json_mode == "schema":
                 settings["response_json_schema"] = request.response_schema
         if self.config.score == "expected":
             settings["response_logprobs"] = True
             settings["logprobs"] = self.config.top_logprobs
-        if self.thinking_budget is not None:
+        if self.config.thinking_budget is not None:
             settings["thinking_config"] = types.ThinkingConfig(
-                thinking_budget=int(self.thinking_budget)
+                thinking_budget=int(self.config.thinking_budget)
             )
         return types.GenerateContentConfig(**settings)
 

@@ -58,10 +58,8 @@ class OpenAIOptions(ApiOptions):
 
 
 class ChatCompletionsJudge(ApiJudge["openai.AsyncOpenAI"]):
-    """The public base of the judges behind a chat-completions API (OpenAI's, or any
-    OpenAI-compatible service). A new service is a subclass that sets `label`,
-    `official_base_url`, `url_variable` and `key_variables` (and `default_model`); the
-    client is built with the URL and key those name, and run.json records the same."""
+    """The public base of chat-completions judges: a new service is a subclass naming its
+    `label`, `official_base_url`, `url_variable`, `key_variables` (docs/providers.md)."""
 
     label: ClassVar[str] = "OpenAI"
     official_base_url: ClassVar[str | None] = "https://api.openai.com/v1"
@@ -71,14 +69,13 @@ class ChatCompletionsJudge(ApiJudge["openai.AsyncOpenAI"]):
     audio_tokens_per_second: ClassVar[float] = 10.0
     # OpenAI's tokenizers keep "10" as one token; most open models' (Qwen's) split digits.
     splits_digits: ClassVar[bool] = False
+    max_tokens_field: ClassVar[str] = "max_completion_tokens"
     Options = OpenAIOptions
     config: OpenAIOptions
 
     def __init__(self, config: ProviderConfig) -> None:
         super().__init__(config)
         self.json_mode: JsonMode = self.config.json_mode or self.default_json_mode
-        self.audio_format = self.config.audio_format
-        self.extra_body: dict[str, Any] = dict(self.config.extra_body)
         if self._batch_settings is not None and self.batch_refusal:
             raise ConfigError("experiment file", "provider.batch", self.batch_refusal)
 
@@ -93,7 +90,10 @@ class ChatCompletionsJudge(ApiJudge["openai.AsyncOpenAI"]):
         return OpenAIBatchApi(self, self._batch_settings)
 
     def identity(self) -> dict[str, Any]:
-        return super().identity() | {"json_mode": self.json_mode, "audio_format": self.audio_format}
+        return super().identity() | {
+            "json_mode": self.json_mode,
+            "audio_format": self.config.audio_format,
+        }
 
     def make_client(self, base_url: str | None, key: str) -> openai.AsyncOpenAI:
         from providers.api._bounded_body import openai_transport
@@ -108,15 +108,12 @@ class ChatCompletionsJudge(ApiJudge["openai.AsyncOpenAI"]):
         )
         return client
 
-    def _max_tokens_field(self) -> str:
-        return "max_completion_tokens"
-
     def request_body(self, request: ChatRequest) -> dict[str, Any]:
         content: list[dict[str, Any]] = []
         for part in request.parts:
             if not isinstance(part, AudioRef):
                 content.append({"type": "text", "text": part})
-            elif self.audio_format == "input_audio":
+            elif self.config.audio_format == "input_audio":
                 data = wav_base64(part, self.sample_rate)
                 content.append(
                     {"type": "input_audio", "input_audio": {"data": data, "format": "wav"}}
@@ -138,7 +135,7 @@ class ChatCompletionsJudge(ApiJudge["openai.AsyncOpenAI"]):
             "temperature": self.config.temperature,
         }
         if self.config.max_tokens is not None:
-            body[self._max_tokens_field()] = self.config.max_tokens
+            body[self.max_tokens_field] = self.config.max_tokens
         if self.config.seed is not None:
             body["seed"] = self.config.seed
         if request.response_schema is not None and self.json_mode == "schema":
@@ -153,12 +150,12 @@ class ChatCompletionsJudge(ApiJudge["openai.AsyncOpenAI"]):
         if self.config.score == "expected":
             body["logprobs"] = True
             body["top_logprobs"] = self.config.top_logprobs
-        if self.extra_body:
-            body["extra_body"] = self.extra_body
+        if self.config.extra_body:
+            body["extra_body"] = dict(self.config.extra_body)
         return body
 
     def read_completion(self, completion: ChatCompletion) -> ChatResponse:
-        """The answer in a chat completion (online, or a line of a batch's output file)."""
+        """The answer in a chat completion (online, or a batch's output line)."""
         response = _chat_response(completion)
         if self.config.score == "expected":
             response.extra.update(_expected_score(completion, self.splits_digits))
@@ -225,7 +222,6 @@ def _chat_response(completion: ChatCompletion) -> ChatResponse:
 
 
 def _expected_score(completion: ChatCompletion, splits_digits: bool) -> dict[str, Any]:
-    """The expected score from the answer's token log-probabilities (None without them)."""
     choice = completion.choices[0] if completion.choices else None
     content = choice.logprobs.content if choice is not None and choice.logprobs else None
     if not content:
@@ -252,9 +248,8 @@ class OpenAIAudioJudge(ChatCompletionsJudge):
 
 
 class OpenAIJudge(ChatCompletionsJudge):
-    """Any chat model on the OpenAI API (GPT-5-mini, GPT-4o, ...), with the variant's JSON
-    schema as `response_format`. GPT-5-family models reason before answering, take only the
-    default temperature (set `temperature: 1.0`) and return no log-probabilities."""
+    """Any chat model on the OpenAI API (GPT-5-mini, ...; GPT-5 models take only
+    `temperature: 1.0` and give no log-probabilities), JSON schema mode."""
 
     default_model = "gpt-5-mini"
     default_json_mode = "schema"
@@ -269,6 +264,7 @@ class OpenAICompatibleJudge(ChatCompletionsJudge):
     needs_key = False
     splits_digits = True
     audio_tokens_per_second = 25.0  # Qwen2.5-Omni's audio encoder: one token per 40 ms
+    max_tokens_field = "max_tokens"
 
     def __init__(self, config: ProviderConfig) -> None:
         super().__init__(config)
@@ -284,6 +280,3 @@ class OpenAICompatibleJudge(ChatCompletionsJudge):
                 "provider.model",
                 "openai-compatible needs the model name the server serves (e.g. Qwen/Qwen2.5-Omni-7B)",
             )
-
-    def _max_tokens_field(self) -> str:
-        return "max_tokens"
