@@ -51,8 +51,7 @@ class Entry:
 
 
 def _plugin_entry(name: str, loaded: Any) -> Entry:
-    """A plugin's provider class as an entry (its kind from its base, its summary the first
-    line of its docstring)."""
+    """A plugin's provider class as an entry (summary: its docstring's first line)."""
     if not (isinstance(loaded, type) and issubclass(loaded, Judge | Scorer)):
         raise TypeError(f"{loaded!r} is not a Judge or Scorer class")
     summary = (loaded.__doc__ or "").strip().partition("\n")[0]
@@ -181,9 +180,8 @@ def provider_options(
     source: Path | str = "experiment file",
     field: str = "provider",
 ) -> ProviderConfig:
-    """A `provider:` block validated against its provider's own options (`Options`); a
-    ConfigError names the file, the block and the key otherwise (ConfigErrors, one for each
-    key, where several are wrong), with the name or option nearest to a misspelt one."""
+    """A `provider:` block validated against its provider's `Options`; a ConfigError (one per
+    wrong key) names the file, the block, the key and the nearest known name."""
     raw = block.model_dump(exclude_unset=True) if isinstance(block, ProviderConfig) else block
     if not isinstance(raw, Mapping):
         raise ConfigError(source, field, "expected a mapping such as {name: random}")
@@ -224,8 +222,7 @@ def create_provider(config: ProviderConfig) -> Provider:
 
 
 def _as_provider_options(value: Any) -> Any:
-    """A provider block given as a mapping or as a bare ProviderConfig becomes the provider's
-    own options model (programmatic use; files validate theirs with a file name)."""
+    """A mapping or bare ProviderConfig as the provider's own options (programmatic use)."""
     if isinstance(value, Mapping) or type(value) is ProviderConfig:
         return provider_options(value)
     return value

@@ -35,8 +35,7 @@ class JuryOptions(ProviderConfig):
 def combine(
     how: str, answers: Sequence[Scores], candidates: Sequence[str]
 ) -> dict[str, float | None]:
-    """The jury's score of each candidate from the members' parsed `answers` (an answer that
-    did not parse is an empty mapping and counts for none)."""
+    """Each candidate's jury score from the members' parsed `answers` (unparsed: empty)."""
     given = [a for a in answers if any(a.get(c) is not None for c in candidates)]
     if not given:
         return dict.fromkeys(candidates)

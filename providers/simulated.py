@@ -42,8 +42,7 @@ class Biases:
     def answer(
         self, item_id: str, truth: Sequence[str], shown: Sequence[str], draw: int
     ) -> dict[str, float] | None:
-        """Scores of the clips `shown` (in that order) of an item whose human ranking is
-        `truth`, on the `draw`-th answer to the same prompt; None for an answer not in JSON."""
+        """Scores of the clips `shown` on the `draw`-th answer to a prompt (None: not JSON)."""
         rng = random.Random(f"{self.seed}:{item_id}:{','.join(shown)}:{draw}")
         if rng.random() < self.malformed:
             return None

@@ -1,5 +1,4 @@
-"""The window of calls a run keeps in flight: each call started as soon as it is prepared,
-at most `limit` started and unfinished (memory stays flat in the number of calls)."""
+"""The window of calls a run keeps in flight (memory stays flat in the number of calls)."""
 
 from __future__ import annotations
 

@@ -69,7 +69,6 @@ class DescribeCalls(CallPlan):
     async def prepare(
         self, dataset: Dataset, cache: ResponseCache, summary_of: SummaryOf = lambda _: None
     ) -> None:
-        """Refuse a text retriever asked to compare audio (before any call)."""
         if self.config.inputs.music == "audio" and self.retriever.block.name == DEFAULT_RETRIEVER:
             raise HarnessError(
                 "protocol: describe with the text-embedding retriever compares the description "

@@ -41,8 +41,6 @@ SUMMARY_SCHEMA: dict[str, Any] = {
 
 @dataclass
 class SummaryLine:
-    """One line of summaries.jsonl."""
-
     item_id: str
     summary: str | None
     source: str  # "dataset" or "generated"
@@ -97,8 +95,7 @@ class Summaries:
         console: Console,
         show_progress: bool = True,
     ) -> None:
-        """Generate the summaries `items` (each with its dataset folder) lack and write
-        summaries.jsonl; DatasetError names an item whose summary could not be made."""
+        """Generate the summaries `items` (with their dataset folders) lack; write the file."""
         sources = {id(item): (item, folder) for item, folder in items}
         todo = {
             dialogue_key(item): (item, folder)
@@ -196,8 +193,7 @@ _parse = partial(parse_text, parse_summary)
 
 
 def summary_key(answerer: Answerer, request: ChatRequest) -> str:
-    """The summariser's key recipe (shared with stage 2's captions, so a dialogue captioned
-    there is not paid for again when an experiment summarises it)."""
+    """The summariser's key recipe (shared with stage 2's captions: paid once)."""
     return request_key(
         answerer.identity,
         request,
