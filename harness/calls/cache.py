@@ -13,12 +13,12 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
 import diskcache
 from diskcache.core import MODE_PICKLE, MODE_RAW, MODE_TEXT, UNKNOWN
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
 
-from harness.calls.cache_entries import DamagedEntry, Shape, well_formed
 from harness.calls.claims import Claims
 from harness.core.errors import StorageError
 from harness.core.files import parse_json, plain_pickle, read_bytes
@@ -31,6 +31,65 @@ CACHE_SCHEMA_VERSION = 1
 DEFAULT_CACHE_DIR = Path(".cache/responses")
 CLAIM_LEASE_S = 60.0
 MAX_VALUE_FILE_BYTES = 64 << 20  # an answer stored in a file of its own (over 32 KB)
+
+
+Shape = Literal["chat", "scores", "vector"]
+
+
+Count = Annotated[StrictInt, Field(ge=0)]
+Number = StrictInt | StrictFloat
+
+
+class _Value(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+    extra: dict[str, Any] = Field(default_factory=dict)
+    latency_s: Annotated[Number, Field(ge=0)] | None = None
+
+
+class _Chat(_Value):
+    text: str
+    input_tokens: Count | None = None
+    output_tokens: Count | None = None
+
+
+class _Scores(_Value):
+    scores: list[Number]
+
+
+class _Vector(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+    vector: list[Number]
+
+
+_MODELS: dict[Shape, type[BaseModel]] = {"chat": _Chat, "scores": _Scores, "vector": _Vector}
+
+
+def _counts_ok(extra: dict[str, Any]) -> bool:
+    return all(
+        type(name) is str
+        and (not name.endswith("_tokens") or value is None or (type(value) is int and value >= 0))
+        for name, value in extra.items()
+    )
+
+
+def well_formed(value: Any, shape: Shape | None = None, length: int | None = None) -> bool:
+    if not isinstance(value, dict):
+        return False
+    shapes: tuple[Shape, ...] = (shape,) if shape else ("chat", "scores", "vector")
+    for name in shapes:
+        try:
+            _MODELS[name].model_validate(value)
+        except ValidationError:
+            continue
+        extra = value.get("extra") or {}
+        if not isinstance(extra, dict) or not _counts_ok(extra):  # (a vector declares none)
+            return False
+        return length is None or name != "scores" or len(value["scores"]) == length
+    return False
+
+
+class DamagedEntry(Exception):
+    """A stored value that cannot be read back as plain data."""
 
 
 def default_cache_dir() -> Path:

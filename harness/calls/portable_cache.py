@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness._version import __version__
-from harness.calls.cache import CACHE_SCHEMA_VERSION, JsonDisk, ResponseCache, Seed
-from harness.calls.cache_entries import DamagedEntry
+from harness.calls.cache import CACHE_SCHEMA_VERSION, DamagedEntry, JsonDisk, ResponseCache, Seed
 from harness.core.errors import DatasetError, HarnessError, StorageError
 from harness.core.files import gzip_lines, parse_json, text_lines
 

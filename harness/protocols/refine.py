@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.calls.answerer import Answerer
-from harness.calls.cache import ResponseCache
-from harness.calls.cache_entries import Shape
+from harness.calls.cache import ResponseCache, Shape
 from harness.calls.prompting.fewshot import Example
 from harness.calls.prompting.templates import TemplateError
 from harness.config.experiment import ExperimentConfig

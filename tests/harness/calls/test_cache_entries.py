@@ -3,7 +3,7 @@ and a value of the wrong shape or with a bad count is damaged, not a crash."""
 
 from __future__ import annotations
 
-from harness.calls.cache_entries import well_formed
+from harness.calls.cache import well_formed
 
 
 def test_a_vector_with_extra_that_is_no_mapping_is_damaged_not_a_crash() -> None:

@@ -14,8 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.calls.answerer import Asked
-from harness.calls.cache import ResponseCache
-from harness.calls.cache_entries import well_formed
+from harness.calls.cache import ResponseCache, well_formed
 from harness.calls.pricing import Cost, Price, Usage
 from harness.core.records import Record
 from tests.reliability.fuzz._contract import SETTINGS, json_values, within_contract
