@@ -1,10 +1,13 @@
 """A jury of judges (Verga et al. 2024, PoLL): each member answers under its own cache key
 (`harness.protocols.jury`); `mean` averages the members' scores, `borda` sums the candidates
 each member ranks below (ties half, a missing score last), `majority` is the share of members
-whose top pick it is (k tied: 1/k each)."""
+whose top pick it is (k tied: 1/k each), `kemeny` counts the candidates below it in the order
+that agrees with the most member pairs (ties half; averaged over the orders tied for that).
+"""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -21,7 +24,7 @@ Scores = Mapping[str, float | None]
 
 class JuryOptions(ProviderConfig):
     members: list[ProviderBlock] = Field(min_length=2, description="the judges' provider blocks")
-    combine: Literal["mean", "borda", "majority"] = "borda"
+    combine: Literal["mean", "borda", "majority", "kemeny"] = "borda"
 
     @field_validator("members")
     @classmethod
@@ -49,10 +52,25 @@ def combine(
     ranked = np.array([ranks(row) for row in values])  # 1 = best, ties share, missing last
     if how == "borda":  # N - rank: the candidates ranked below, ties half
         points = (len(candidates) - ranked).sum(axis=0)
+    elif how == "kemeny":
+        points = kemeny(ranked)
     else:
         top = ranked == ranked.min(axis=1, keepdims=True)
         points = (top / top.sum(axis=1, keepdims=True)).mean(axis=0)
     return {c: float(p) for c, p in zip(candidates, points, strict=True)}
+
+
+def kemeny(ranked: np.ndarray) -> np.ndarray:
+    """Each candidate's places below it in the best orders of the members' `ranked` rows."""
+    n = ranked.shape[1]
+    if n > 8:
+        raise ProviderError(f"a kemeny jury ranks at most 8 candidates, not {n}", transient=False)
+    wins = ((np.sign(ranked[:, None, :] - ranked[:, :, None]) + 1) / 2).sum(axis=0)  # i over j
+    later = np.triu(np.ones((n, n)), 1)
+    orders = np.array(list(itertools.permutations(range(n))))
+    agree = np.array([(wins[np.ix_(order, order)] * later).sum() for order in orders])
+    best = orders[np.isclose(agree, agree.max())]
+    return np.asarray((n - 1 - np.argsort(best, axis=1)).mean(axis=0))  # places below, averaged
 
 
 class Jury(Judge):

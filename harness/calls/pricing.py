@@ -125,6 +125,7 @@ class RunCost:
 
     def __init__(self, config: ProviderConfig, model: str) -> None:
         self.config, self.model = config, model
+        self.jurors: list[RunCost] = []  # a jury's members, each at its own prices
         self.price, self.note = price_for(config, model), None
         if self.price is None:
             self.note = f"no price for model {model!r}: add provider.prices to estimate one"
@@ -132,6 +133,13 @@ class RunCost:
         self.total, self.spent = Cost(), Cost()
 
     def add(self, record: Record) -> None:
+        jury: list[ProviderConfig] = getattr(self.config, "members", None) or []
+        for i, member in enumerate(record.extra.get("members") or [] if jury else []):
+            if i == len(self.jurors):
+                self.jurors.append(RunCost(jury[i], member["model"]))
+            keys = ("input_tokens", "output_tokens", "cache_hit")
+            fields = {key: member[key] for key in keys}
+            self.jurors[i].add(Record(item_id=record.item_id, candidates=[], scores={}, **fields))
         price = self.price
         self.every.add(record)
         if price is not None:
@@ -150,6 +158,8 @@ class RunCost:
             "usd": None,
             "usd_spent": None,
         }
+        if self.jurors:
+            return self.jury_summary(summary)
         if price is None:
             summary["note"] = self.note
             return summary
@@ -163,6 +173,17 @@ class RunCost:
             prices_source="experiment file" if self.config.prices is not None else PRICES_AS_OF,
         )
         return summary
+
+    def jury_summary(self, summary: dict[str, Any]) -> dict[str, Any]:
+        """A jury's cost: its members' answers, each member's at its own prices."""
+        members = [juror.summary() for juror in self.jurors]
+        summary["members"] = members
+        if any(member["usd"] is None for member in members):
+            return summary | {"note": next(m["note"] for m in members if m["usd"] is None)}
+        keys = ("usd", "usd_online", "cache_discount", "batch_discount", "usd_spent")
+        summary |= {key: round(sum(m[key] for m in members), 6) for key in keys}
+        sources = sorted({m["prices_source"] for m in members})
+        return summary | {"prices_source": " and ".join(sources)}
 
 
 def cost_line(cost: dict[str, Any] | None) -> str | None:

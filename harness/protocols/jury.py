@@ -60,7 +60,9 @@ class JuryCalls(JudgeCalls):
         scores = combine(self.provider.config.combine, parsed, candidates)
         errors = [None if a.error is None else answerer.stats.failed(a.error) for a in asked]
         members = [
-            {"label": m.config.label or m.model, "raw": a.text, "scores": s, "error": e}
+            {"label": m.config.label or m.model, "model": m.model, "raw": a.text, "scores": s}
+            | {"error": e, "cache_hit": a.cache_hit}
+            | {"input_tokens": a.input_tokens, "output_tokens": a.output_tokens}
             for m, a, s, e in zip(self.provider.members, asked, parsed, errors, strict=True)
         ]
         usable = any(parsed)

@@ -42,7 +42,12 @@ class Call:
     candidates: tuple[str, ...]
     request: Request
     key: str
-    member_keys: tuple[str, ...] = ()  # a jury's: each member's key (`harness.protocols.jury`)
+    member_keys: tuple[str, ...] = ()
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The keys whose answers make the call: a jury's members', else its own."""
+        return self.member_keys or (self.key,)
 
 
 def side_answerer(

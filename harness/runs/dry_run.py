@@ -133,7 +133,7 @@ def estimate_run(runner: Runner, output_tokens: int | None = None) -> Estimate:
     )
     lines, capped = [], 0
     for call in calls:
-        cached = call.key in runner.cache
+        cached = all(key in runner.cache for key in call.keys)
         estimate.cached += cached
         line = _describe(call, cached, per_second)
         lines.append(line)
