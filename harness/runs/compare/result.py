@@ -5,7 +5,7 @@ the confidence sequence after each batch or the fixed-sample test, and what it c
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -27,14 +27,7 @@ class Step:
     usd: float | None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "n": self.n,
-            "mean": round(self.mean, 6),
-            "lo": round(self.lo, 6),
-            "hi": round(self.hi, 6),
-            "calls": self.calls,
-            "usd": None if self.usd is None else round(self.usd, 6),
-        }
+        return {k: round(v, 6) if isinstance(v, float) else v for k, v in asdict(self).items()}
 
 
 @dataclass
