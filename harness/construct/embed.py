@@ -4,7 +4,6 @@ OpenAI-compatible `/v1/embeddings` endpoint (text-embedding-3-large, a local ser
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -13,13 +12,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
-from tenacity.wait import wait_exponential_jitter
 
 from harness.calls.cache import ResponseCache, cache_key
 from harness.core.errors import HarnessError
 from harness.core.secrets import scrub
-from harness.core.types import ProviderError
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -74,22 +70,20 @@ def embed_texts(
 
 
 @lru_cache(maxsize=1)
-def _sentence_model(path: str) -> SentenceTransformer:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from sentence_transformers import SentenceTransformer
+def _sentence_model(name: str) -> SentenceTransformer:
+    from providers.scorers.text_embedding import sentence_model
 
-    return SentenceTransformer(path, device="cpu")
+    return sentence_model(name)
 
 
 def _embed_local(texts: list[str], config: EmbedderConfig) -> Vectors:
-    from providers.scorers.text_embedding import resolve_model_path
-
-    model = _sentence_model(resolve_model_path(config.model_name))
+    model = _sentence_model(config.model_name)
     vectors = model.encode(texts, batch_size=config.batch_size, convert_to_numpy=True)
     return np.asarray(vectors, dtype=np.float64)
 
 
 def _client(config: EmbedderConfig) -> AsyncOpenAI:
+    """The SDK retries 429s (after their Retry-After), 5xx, timeouts and lost connections."""
     from openai import AsyncOpenAI
 
     base_url = config.base_url or os.environ.get("OPENAI_BASE_URL")
@@ -98,66 +92,33 @@ def _client(config: EmbedderConfig) -> AsyncOpenAI:
         raise HarnessError("set OPENAI_API_KEY (or a base_url of a local server) for embeddings")
     # A local OpenAI-compatible server usually takes no key, but the SDK insists on one.
     return AsyncOpenAI(
-        api_key=key or "unused", base_url=base_url, max_retries=0, timeout=config.timeout_s
+        api_key=key or "unused",
+        base_url=base_url,
+        max_retries=config.max_attempts - 1,
+        timeout=config.timeout_s,
     )
 
 
-def _provider_error(exc: Exception) -> ProviderError:
-    import openai
-
-    message = scrub(str(exc))
-    if isinstance(exc, openai.APIStatusError):
-        status, retry_after = exc.status_code, None
-        with contextlib.suppress(ValueError):
-            retry_after = float(exc.response.headers.get("retry-after", ""))
-        transient = status == 429 or status >= 500
-        kind = "rate_limit" if status == 429 else f"http_{status}"
-        return ProviderError(
-            f"embeddings endpoint answered {status}: {message}",
-            transient=transient,
-            kind=kind,
-            retry_after=retry_after,
-        )
-    if isinstance(exc, openai.APITimeoutError):
-        return ProviderError("embeddings request timed out", transient=True, kind="timeout")
-    if isinstance(exc, openai.APIConnectionError):
-        return ProviderError(
-            f"cannot reach the embeddings endpoint: {message}", transient=True, kind="connection"
-        )
-    return ProviderError(f"embeddings request failed: {message}", transient=False)
-
-
-def _wait(state: Any) -> float:
-    exc = state.outcome.exception() if state.outcome else None
-    if isinstance(exc, ProviderError) and exc.retry_after is not None:
-        return float(exc.retry_after)
-    return float(wait_exponential_jitter(initial=0.5, max=30.0, jitter=1.0)(state))
-
-
-async def _request(
-    client: AsyncOpenAI, config: EmbedderConfig, batch: list[str]
-) -> list[list[float]]:
+async def _request(client: AsyncOpenAI, config: EmbedderConfig, batch: list[str]) -> Vectors:
     import openai
 
     # Plain floats: every OpenAI-compatible server speaks them (not all decode base64).
-    kwargs: dict[str, Any] = {
-        "model": config.model_name,
-        "input": batch,
-        "encoding_format": "float",
-    }
+    kwargs: dict[str, Any] = {"encoding_format": "float"}
     if config.dimensions:
         kwargs["dimensions"] = config.dimensions
     try:
-        response = await client.embeddings.create(**kwargs)
+        response = await client.embeddings.create(model=config.model_name, input=batch, **kwargs)
+    except openai.APIStatusError as exc:
+        message = f"embeddings endpoint answered {exc.status_code}: {exc.message}"
+        raise HarnessError(f"embedding failed: {scrub(message)}") from None
     except openai.OpenAIError as exc:
-        raise _provider_error(exc) from exc
+        raise HarnessError(f"embedding failed: {scrub(str(exc))}") from None
     rows = sorted(response.data, key=lambda d: d.index)
     if len(rows) != len(batch):
-        raise ProviderError(
-            f"embeddings endpoint returned {len(rows)} vectors for {len(batch)} texts",
-            transient=False,
+        raise HarnessError(
+            f"embeddings endpoint returned {len(rows)} vectors for {len(batch)} texts"
         )
-    return [list(row.embedding) for row in rows]
+    return np.asarray([row.embedding for row in rows], dtype=np.float64)
 
 
 async def _embed_openai(
@@ -181,19 +142,8 @@ async def _embed_openai(
         todo = [(k, t) for k, t in zip(keys, texts, strict=True) if k not in vectors]
         for start in range(0, len(todo), config.batch_size):
             batch = todo[start : start + config.batch_size]
-            retrying = AsyncRetrying(
-                stop=stop_after_attempt(config.max_attempts),
-                wait=_wait,
-                retry=retry_if_exception(lambda e: isinstance(e, ProviderError) and e.transient),
-                reraise=True,
-            )
-            try:
-                rows: list[list[float]] = await retrying(
-                    _request, client, config, [t for _, t in batch]
-                )
-            except ProviderError as exc:
-                raise HarnessError(f"embedding failed ({exc.kind}): {exc}") from None
-            for (key, _), row in zip(batch, rows, strict=True):
+            rows = await _request(client, config, [t for _, t in batch])
+            for (key, _), row in zip(batch, rows.tolist(), strict=True):
                 cache.set(key, {"vector": row})
                 vectors[key] = row
     finally:

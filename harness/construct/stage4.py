@@ -18,8 +18,6 @@ from harness.core.files import read_jsonl, sha256_of, write_jsonl
 from harness.core.paths import contained
 from harness.scoring.consensus import Ranking, borda_points, consensus, positions
 
-__all__ = ["Stage4Config", "borda_points", "consensus", "kendall_w", "run_stage4"]
-
 
 class Stage4Config(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -33,20 +33,22 @@ if TYPE_CHECKING:
     import datasets
 
 SOURCE_FILE = "source.json"
-ITEM_FIELDS = (
-    "id",
-    "query",
-    "dialogue",
-    "candidates",
-    "human_ranking",
-    "relevant",
-    "relevance",
-    "group",
-    "summary",
-    "annotations",
-    "annotators",
-    "split",
-    "feedback",
+ITEM_FIELDS = tuple(
+    [
+        "id",
+        "query",
+        "dialogue",
+        "candidates",
+        "human_ranking",
+        "relevant",
+        "relevance",
+        "group",
+        "summary",
+        "annotations",
+        "annotators",
+        "split",
+        "feedback",
+    ]
 )
 CLIP_FIELDS = ("id", "audio", "caption", "title", "aspects")
 _FORMATS = {"WAV": "wav", "FLAC": "flac", "OGG": "ogg", "MP3": "mp3", "AIFF": "aiff"}
@@ -104,6 +106,7 @@ def _column(data: datasets.Dataset, mapping: _Table, field: str, *, required: bo
 
 
 def title_id(title: str) -> str:
+    """A stable id for a song title as written (the same in every import and thread)."""
     return "song-" + hashlib.sha256(title.encode("utf-8")).hexdigest()[:12]
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from collections import Counter
 from collections.abc import Iterator
@@ -13,11 +12,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.config.sources import HF_PREFIX, ItemColumns, is_hf_source
-from harness.core.dataset import load_dataset
+from harness.core.dataset import load_dataset, pydantic_reason
 from harness.core.errors import DatasetError, HarnessError
 from harness.core.files import MAX_POOL_VALUES, read_jsonl, write_jsonl
 from harness.core.paths import UnsafePath, contained
 from harness.interop.hf import load_table
+from harness.interop.hf import title_id as clip_id
 
 AUDIO_SUFFIXES = frozenset({".wav", ".flac", ".ogg", ".mp3", ".aiff", ".aif"})
 CONTEXT_AUDIO = "context_audio"  # the folder of the dataset where the threads' audio is linked
@@ -44,11 +44,6 @@ def normalise_title(title: str) -> str:
     text = text.replace("\u2018", "'").replace("\u2019", "'")
     text = text.replace("\u201c", '"').replace("\u201d", '"')
     return text.strip('" \t')
-
-
-def clip_id(title: str) -> str:
-    """A stable id for a song title as written (the same in every import and thread)."""
-    return "song-" + hashlib.sha256(title.encode("utf-8")).hexdigest()[:12]
 
 
 @dataclass
@@ -187,9 +182,7 @@ def import_musicrs(
         try:
             thread = Thread.model_validate(row)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise DatasetError(source, line, f"{where}: {first['msg']}") from None
+            raise DatasetError(source, line, pydantic_reason(exc)) from None
         if thread.name in seen:
             raise DatasetError(source, line, f"second thread named {thread.name!r}")
         seen.add(thread.name)

@@ -109,9 +109,9 @@ def items_table(runs: Sequence[RunData], run_labels: Sequence[str]) -> pa.Table:
     names: list[str] = []
     for run in runs:
         names += [n for n in run.aggregate.per_item if n not in names]
-    columns: dict[str, list[Any]] = {
-        k: [] for k in ("run", "sweep", "item_id", "group", "n_candidates", "n_relevant")
-    }
+    types = {"run": pa.string(), "sweep": pa.string(), "item_id": pa.string()}
+    types |= {"group": pa.string(), "n_candidates": pa.int32(), "n_relevant": pa.int32()}
+    columns: dict[str, list[Any]] = {k: [] for k in types}
     values: dict[str, list[float | None]] = {name: [] for name in names}
     for run, run_name in zip(runs, run_labels, strict=True):
         position = {item_id: i for i, item_id in enumerate(run.aggregate.item_ids)}
@@ -129,14 +129,7 @@ def items_table(runs: Sequence[RunData], run_labels: Sequence[str]) -> pa.Table:
                 per_item = run.aggregate.per_item.get(name)
                 value = None if per_item is None else float(per_item[position[item.id]])
                 values[name].append(None if value is None or np.isnan(value) else value)
-    fields = [
-        ("run", pa.string()),
-        ("sweep", pa.string()),
-        ("item_id", pa.string()),
-        ("group", pa.string()),
-        ("n_candidates", pa.int32()),
-        ("n_relevant", pa.int32()),
-    ] + [(name, pa.float64()) for name in names]
+    fields = [*types.items(), *((name, pa.float64()) for name in names)]
     return pa.Table.from_pydict({**columns, **values}, schema=pa.schema(fields))
 
 

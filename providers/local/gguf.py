@@ -12,7 +12,7 @@ from pydantic import Field
 
 from harness.core.types import CALL, ChatRequest, ProviderConfig, ProviderError
 from providers.local._judge import Loaded, LocalJudge
-from providers.local._processor import MissingChatTemplate
+from providers.local._processor import MissingChatTemplate, chat_messages
 from providers.local._settings import LocalOptions, hf
 
 PACKAGED_MODEL = "SmolLM2-135M-Instruct"
@@ -55,13 +55,10 @@ def text_messages(request: ChatRequest) -> list[dict[str, str]]:
             transient=False,
             kind="bad_request",
         )
-    messages = [{"role": "system", "content": request.system}] if request.system else []
-    messages.append({"role": "user", "content": request.user_text})
-    for turn in request.follow_ups:
-        if turn.answer:
-            messages.append({"role": "assistant", "content": turn.answer})
-        messages.append({"role": "user", "content": turn.reply})
-    return messages
+    return [
+        {"role": m["role"], "content": "".join(part["text"] for part in m["content"])}
+        for m in chat_messages(request)
+    ]
 
 
 class GgufOptions(LocalOptions):

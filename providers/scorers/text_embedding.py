@@ -32,6 +32,17 @@ def resolve_model_path(model: str) -> str:
     return model
 
 
+def sentence_model(model: str) -> SentenceTransformer:
+    """A sentence-transformers model (`resolve_model_path`) on CPU, offline."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
+
+    # The run shows its own progress bar; hide the weight-loading one.
+    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    return SentenceTransformer(resolve_model_path(model), device="cpu")
+
+
 class TextEmbeddingScorer(Scorer):
     default_model = PACKAGED_MODEL
 
@@ -43,14 +54,7 @@ class TextEmbeddingScorer(Scorer):
 
     def _load(self) -> SentenceTransformer:
         if self._model is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            from sentence_transformers import SentenceTransformer
-            from transformers.utils import logging as transformers_logging
-
-            # The run shows its own progress bar; hide the weight-loading one.
-            transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-
-            self._model = SentenceTransformer(resolve_model_path(self.model), device="cpu")
+            self._model = sentence_model(self.model)
         return self._model
 
     def _encode(self, texts: list[str]) -> np.ndarray[Any, Any]:

@@ -22,11 +22,14 @@ LABELS = "ABCDEFGHIJ"
 
 class BadRequest(web.HTTPBadRequest):
     def __init__(self, reason: str) -> None:
-        super().__init__(text=_json_text({"error": reason}), content_type="application/json")
+        text = json.dumps({"error": reason}, ensure_ascii=False)
+        super().__init__(text=text, content_type="application/json")
 
 
-def _json_text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+class Conflict(web.HTTPConflict):
+    def __init__(self, reason: str) -> None:
+        text = json.dumps({"error": reason}, ensure_ascii=False)
+        super().__init__(text=text, content_type="application/json")
 
 
 def valid_name(raw: object) -> str:
@@ -104,6 +107,17 @@ async def json_body(request: web.Request) -> dict[str, Any]:
     return body
 
 
+def checked_ranking(body: dict[str, Any], item: Item) -> list[str]:
+    ranking = body.get("ranking")
+    if not isinstance(ranking, list) or not all(isinstance(c, str) for c in ranking):
+        ranking = None
+    if ranking is None or sorted(ranking) != sorted(item.candidates):
+        raise BadRequest(
+            f"the ranking must list each of the {len(item.candidates)} candidates exactly once"
+        )
+    return list(ranking)
+
+
 async def submit(request: web.Request) -> web.Response:
     dataset, store = request.app[DATASET], request.app[STORE]
     body = await json_body(request)
@@ -112,24 +126,11 @@ async def submit(request: web.Request) -> web.Response:
     if not isinstance(item_id, str) or item_id not in {i.id for i in dataset.items}:
         raise BadRequest(f"unknown item {str(item_id)[:60]!r}")
     item = dataset.item(item_id)
-    ranking = body.get("ranking")
-    if (
-        not isinstance(ranking, list)
-        or not all(isinstance(c, str) for c in ranking)
-        or sorted(ranking) != sorted(item.candidates)
-    ):
-        raise BadRequest(
-            f"the ranking must list each of the {len(item.candidates)} candidates exactly once"
-        )
+    ranking = checked_ranking(body, item)
     try:
         created = store.save(annotator, item_id, ranking, presentation_order(annotator, item))
     except RankingConflict:
-        raise web.HTTPConflict(
-            text=_json_text(
-                {"error": f"{annotator} already ranked {item_id}; a stored ranking is final"}
-            ),
-            content_type="application/json",
-        ) from None
+        raise Conflict(f"{annotator} already ranked {item_id}; a stored ranking is final") from None
     done = len(store.done(annotator))
     return web.json_response(
         {"saved": created, "done": done, "total": len(dataset.items)},
@@ -144,11 +145,15 @@ async def progress(request: web.Request) -> web.Response:
     )
 
 
-async def audio(request: web.Request) -> web.StreamResponse:
-    clip = request.app[DATASET].clips.get(request.match_info["clip_id"])
-    if clip is None or not clip.path.is_file():
+def clip_file(dataset: Dataset | None, clip_id: str) -> web.FileResponse:
+    clip = dataset.clips.get(clip_id) if dataset else None
+    if clip is None or not clip.has_audio or not clip.path.is_file():
         raise web.HTTPNotFound(text="no such clip")
     return web.FileResponse(clip.path)
+
+
+async def audio(request: web.Request) -> web.StreamResponse:
+    return clip_file(request.app[DATASET], request.match_info["clip_id"])
 
 
 def create_app(dataset: Dataset, store: RankingStore) -> web.Application:

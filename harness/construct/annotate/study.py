@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import secrets
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -20,6 +19,9 @@ from harness.construct.annotate.app import (
     DATASET,
     STORE,
     BadRequest,
+    Conflict,
+    checked_ranking,
+    clip_file,
     create_app,
     item_view,
     json_body,
@@ -107,10 +109,7 @@ def study_order(study: Study) -> Any:
             elif request.path == "/api/rankings" and _practice_pending(study, store, annotator):
                 missing = "rank every practice item first"
             if missing is not None:
-                raise web.HTTPConflict(
-                    text=json.dumps({"error": f"{annotator}: {missing}"}, ensure_ascii=False),
-                    content_type="application/json",
-                )
+                raise Conflict(f"{annotator}: {missing}")
         return await handler(request)
 
     return check
@@ -174,12 +173,7 @@ async def submit_practice(request: web.Request) -> web.Response:
     if practice is None or item_id not in {item.id for item in practice.items}:
         raise BadRequest(f"unknown practice item {str(item_id)[:60]!r}")
     item = practice.item(str(item_id))
-    ranking = body.get("ranking")
-    if not isinstance(ranking, list) or sorted(map(str, ranking)) != sorted(item.candidates):
-        raise BadRequest(
-            f"the ranking must list each of the {len(item.candidates)} candidates exactly once"
-        )
-    store.save_practice(annotator, item.id, [str(c) for c in ranking])
+    store.save_practice(annotator, item.id, checked_ranking(body, item))
     shown = item_view(practice, annotator, item)["candidates"]
     label = {c["clip"]: c["label"] for c in shown}
     reference = [label[c] for c in item.human_ranking] if item.human_ranking else None
@@ -187,11 +181,7 @@ async def submit_practice(request: web.Request) -> web.Response:
 
 
 async def practice_audio(request: web.Request) -> web.StreamResponse:
-    practice = request.app[STUDY].practice
-    clip = practice.clips.get(request.match_info["clip_id"]) if practice else None
-    if clip is None or not clip.has_audio or not clip.path.is_file():
-        raise web.HTTPNotFound(text="no such clip")
-    return web.FileResponse(clip.path)
+    return clip_file(request.app[STUDY].practice, request.match_info["clip_id"])
 
 
 def _admin_key(request: web.Request) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeGuard
 
 from harness.config.blocks import TrackingOptions
 from harness.core.errors import HarnessError
@@ -22,6 +22,10 @@ class Tracker(Protocol):
         """Log the finished run folder: metrics, provenance, cost, report files."""
 
     def finish(self, status: Status, reason: str | None = None) -> None: ...
+
+
+def _number(value: Any) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
@@ -47,12 +51,9 @@ def metric_values(metrics: Mapping[str, Any]) -> dict[str, float]:
             ci = summary.get("ci95") or [None, None]
             fields = {"": summary.get("mean"), ".ci_low": ci[0], ".ci_high": ci[1]}
             fields[".std"] = summary.get("std")
-            for suffix, value in fields.items():
-                if isinstance(value, int | float) and not isinstance(value, bool):
-                    out[prefix + name + suffix] = float(value)
+            out.update({prefix + name + k: float(v) for k, v in fields.items() if _number(v)})
         for field in ("coverage", "tie_rate", "tie_rate_ranking", "parse_failures", "errors"):
-            value = block.get(field)
-            if isinstance(value, int | float) and not isinstance(value, bool):
+            if _number(value := block.get(field)):
                 out[prefix + field] = float(value)
 
     add(metrics, "")
@@ -66,12 +67,10 @@ def cost_values(run_json: Mapping[str, Any]) -> dict[str, float]:
     """The run's cost figures (USD) and token counts from run.json."""
     out: dict[str, float] = {}
     for block in ("cost", "summaries_cost"):
-        for key, value in flatten(run_json.get(block) or {}, f"{block}."):
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                out[key] = float(value)
+        flat = flatten(run_json.get(block) or {}, f"{block}.")
+        out |= {key: float(value) for key, value in flat if _number(value)}
     for key in ("calls", "model_calls", "cache_hits", "input_tokens", "output_tokens", "wall_s"):
-        value = run_json.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool):
+        if _number(value := run_json.get(key)):
             out[f"run.{key}"] = float(value)
     return out
 

@@ -33,25 +33,21 @@ class WandbTracker:
         directory.mkdir(parents=True, exist_ok=True)
         command_line, sys.argv = sys.argv, [scrub(arg) for arg in sys.argv]  # W&B records it
         try:
-            self.run: Any = self._init(wandb, options, config, directory)
+            self.run: Any = wandb.init(
+                project=options.project,
+                entity=options.entity,
+                group=str(config.get("sweep") or config.get("name")),
+                name=str(config.get("name")),
+                job_type="harness-run",
+                tags=list(options.tags),
+                config=dict(config),
+                mode=options.mode,
+                dir=str(directory),
+                reinit="create_new",
+                settings=wandb.Settings(console="off", save_code=False, x_disable_stats=True),
+            )
         finally:
             sys.argv = command_line
-
-    @staticmethod
-    def _init(wandb: Any, options: WandbOptions, config: Mapping[str, Any], directory: Path) -> Any:
-        return wandb.init(
-            project=options.project,
-            entity=options.entity,
-            group=str(config.get("sweep") or config.get("name")),
-            name=str(config.get("name")),
-            job_type="harness-run",
-            tags=list(options.tags),
-            config=dict(config),
-            mode=options.mode,
-            dir=str(directory),
-            reinit="create_new",
-            settings=wandb.Settings(console="off", save_code=False, x_disable_stats=True),
-        )
 
     def log(self, folder: Path) -> None:
         metrics = metric_values(read_or_empty(folder / "metrics.json"))

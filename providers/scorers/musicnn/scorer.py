@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
@@ -23,7 +22,7 @@ from providers.local._settings import MissingLocalStack, as_provider_error
 from providers.scorers.musicnn import MODELS, ModelName, Tagger, describe, locate
 from providers.scorers.musicnn.tagger import DEFAULT_BATCH_WINDOWS
 from providers.scorers.musicnn.weights import VERSION
-from providers.scorers.text_embedding import PACKAGED_MODEL, resolve_model_path
+from providers.scorers.text_embedding import PACKAGED_MODEL, sentence_model
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -85,15 +84,9 @@ class MusicnnScorer(Scorer):
 
     def load(self) -> _Loaded:
         if self._loaded is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            from sentence_transformers import SentenceTransformer
-            from transformers.utils import logging as transformers_logging
-
-            transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
             model, config = cast(ModelName, self.model), self.config
             tagger = Tagger.load(model, wheel=config.wheel, batch_windows=config.batch_windows)
-            encoder = SentenceTransformer(resolve_model_path(config.embedding_model), device="cpu")
-            self._loaded = _Loaded(tagger, encoder)
+            self._loaded = _Loaded(tagger, sentence_model(config.embedding_model))
         return self._loaded
 
     def describe(self, scores: dict[str, float]) -> str:

@@ -93,10 +93,6 @@ class Tagger:
         order."""
         return [self._named(gram.mean(axis=0)) for gram in self.taggrams(clips, sample_rate)]
 
-    def top_tags(self, scores: dict[str, float], k: int = 5, threshold: float = 0.0) -> list[str]:
-        """The (at most) `k` most probable tags with a probability of at least `threshold`."""
-        return top_tags(scores, k, threshold)
-
     def _named(self, values: NDArray[Any]) -> dict[str, float]:
         return {tag: float(v) for tag, v in zip(self.tags, values, strict=True)}
 

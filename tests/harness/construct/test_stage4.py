@@ -7,16 +7,10 @@ from typing import Any
 
 import pytest
 
-from harness.construct.stage4 import (
-    Stage4Config,
-    aggregate,
-    borda_points,
-    consensus,
-    kendall_w,
-    run_stage4,
-)
+from harness.construct.stage4 import Stage4Config, aggregate, kendall_w, run_stage4
 from harness.core.dataset import load_dataset
 from harness.core.errors import HarnessError
+from harness.scoring.consensus import borda_points, consensus
 
 CANDS = ["a", "b", "c", "d"]
 
