@@ -19,6 +19,7 @@ from providers import ProviderBlock
 TURN_SEPARATOR = "__eou__"
 SPEAKERS = ("A", "B")
 PER_TURN_LABELS = ("emotion", "act")
+LABELS = (*PER_TURN_LABELS, "topic")
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 
 
@@ -62,8 +63,7 @@ def label_paths(text_path: Path) -> dict[str, Path]:
     """The label files that sit beside a DailyDialog text file, by naming convention."""
     stem = text_path.stem
     split = "" if stem == "dialogues_text" else "_" + stem.removeprefix("dialogues_")
-    labels = (*PER_TURN_LABELS, "topic")
-    return {label: text_path.with_name(f"dialogues_{label}{split}.txt") for label in labels}
+    return {label: text_path.with_name(f"dialogues_{label}{split}.txt") for label in LABELS}
 
 
 def find_text_file(source: Path) -> Path:
@@ -75,7 +75,7 @@ def find_text_file(source: Path) -> Path:
         raise DatasetError(source, None, "DailyDialog file or folder not found")
     if (source / "dialogues_text.txt").is_file():
         return source / "dialogues_text.txt"
-    labels = tuple(f"dialogues_{label}" for label in (*PER_TURN_LABELS, "topic"))
+    labels = tuple(f"dialogues_{label}" for label in LABELS)
     found = sorted(p for p in source.glob("dialogues_*.txt") if not p.name.startswith(labels))
     if len(found) != 1:
         names = ", ".join(p.name for p in found) or "none"

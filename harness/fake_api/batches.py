@@ -30,19 +30,14 @@ def paid_key(parsed: ParsedRequest) -> str:
 
 
 def answer_parsed(
-    api: str, parsed: ParsedRequest, state: FakeState
-) -> tuple[dict[str, Any], str | None]:
-    """The answer body the online endpoint would give (a Reply for an error answer)."""
-    settings = state.settings
-    forced = ERROR_MODEL.search(parsed.model)
-    if forced:
-        raise Reply(int(forced.group(1)), f"the fake server always answers {forced.group(1)}")
-    seconds, _ = audio_info(parsed.audio)
-    mode = answer_mode(parsed, settings)
+    api: str, parsed: ParsedRequest, state: FakeState, seconds: float
+) -> tuple[str, dict[str, Any], str | None]:
+    """The answer mode, body and text of a request (a Reply for an error answer)."""
+    mode = answer_mode(parsed, state.settings)
     if mode not in ANSWER_MODES:
         raise Reply(404, f"models/{parsed.model}: unknown answer mode {mode!r}")
     builder = gemini_body if api == "gemini" else openai_body
-    return builder(mode, parsed, seconds, state.cached_tokens(parsed))
+    return mode, *builder(mode, parsed, seconds, state.cached_tokens(parsed))
 
 
 @dataclass
@@ -126,8 +121,11 @@ class BatchBook:
         draw = int.from_bytes(digest(str(settings.seed), custom_id)[:4], "big") / 2**32
         if first and draw < settings.batch_error_rate:
             return "error", Reply(500, "the batch worker failed on this request")
+        forced = ERROR_MODEL.search(parsed.model)
         try:
-            body, _ = answer_parsed(job.api, parsed, state)
+            if forced:
+                raise Reply(int(forced[1]), f"the fake server always answers {forced[1]}")
+            _, body, _ = answer_parsed(job.api, parsed, state, audio_info(parsed.audio)[0])
         except Reply as reply:
             return "error", reply
         self.pay(parsed)

@@ -17,14 +17,14 @@ from aiohttp import web
 
 from harness.fake_api import faults
 from harness.fake_api.answers import audio_info, token_usage
-from harness.fake_api.batches import BatchBook
-from harness.fake_api.gemini import GEMINI_PATH, gemini_body, gemini_error, parse_gemini
+from harness.fake_api.batches import BatchBook, answer_parsed
+from harness.fake_api.gemini import GEMINI_PATH, gemini_error, parse_gemini
 from harness.fake_api.gemini_batches import (
     add_gemini_batch_routes,
     gemini_batch_create,
     gemini_batch_handlers,
 )
-from harness.fake_api.openai import openai_body, openai_error, parse_openai
+from harness.fake_api.openai import openai_error, parse_openai
 from harness.fake_api.openai_batches import add_openai_batch_routes
 from harness.fake_api.state import (
     ANSWER_MODES,
@@ -198,11 +198,7 @@ async def handle(
     if undecodable is not None:
         raise undecodable
     entry.audio_seconds = round(seconds, 3)
-    mode = faults.answer_mode(parsed, settings)
-    if mode not in ANSWER_MODES:
-        raise Reply(404, f"models/{parsed.model}: unknown answer mode {mode!r}")
-    builder = gemini_body if api == "gemini" else openai_body
-    payload, entry.answer = builder(mode, parsed, seconds, state.cached_tokens(parsed))
+    mode, payload, entry.answer = answer_parsed(api, parsed, state, seconds)
     if settings.model is not None:  # a misconfigured server answers as another model
         payload["modelVersion" if api == "gemini" else "model"] = settings.model
     book.pay(parsed)

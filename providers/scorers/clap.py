@@ -11,8 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import Field
 
-from harness.core.audio import read_mono
-from harness.core.types import AudioRef, ProviderConfig
+from harness.core.types import ProviderConfig
 from providers.local._settings import LocalOptions, hf, load_model
 from providers.scorers._two_tower import EmbeddingScorer, Vectors, fit_window
 
@@ -105,9 +104,6 @@ class ClapScorer(EmbeddingScorer):
         """At most the extractor's window: a longer clip's central window."""
         window = int(loaded.extractor.nb_max_samples)
         return samples if len(samples) <= window else fit_window(samples, window)
-
-    def central_window(self, loaded: _Loaded, clip: AudioRef) -> NDArray[np.float32]:
-        return self.window(loaded, read_mono(clip.path, self.sampling_rate))
 
     def embed_audio(self, loaded: _Loaded, clips: list[NDArray[np.float32]]) -> Vectors:
         import torch
