@@ -44,10 +44,6 @@ def refine_set_config(**options: Any) -> RefineSetConfig:
         raise HarnessError(f"{where}: {message}" if first["loc"] else message) from None
 
 
-def request_text(aspects: list[str]) -> str:
-    return f"Recommend me some music: {', '.join(aspects)}."
-
-
 def build_items(
     rows: list[dict[str, Any]], config: RefineSetConfig
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -79,7 +75,7 @@ def build_items(
         items.append(
             {
                 "id": f"r{number:0{width}d}",
-                "query": request_text(asked),
+                "query": f"Recommend me some music: {', '.join(asked)}.",
                 "query_aspects": asked,
                 "candidates": [eligible[i]["id"] for i in pool],
                 "relevant": [gold["id"]],

@@ -154,22 +154,14 @@ def run_stage3(
         used.update(candidates)
         cosine = {clip_ids[j]: float(row[j]) for j in order[:size]}
         top1_cosines.append(cosine[ranked[0]])
-        source = {
-            k: dialogue[k] for k in ("source_line", "topic", "emotions", "acts") if k in dialogue
-        }
-        items.append(
-            {
-                "id": dialogue["id"],
-                "dialogue": dialogue["dialogue"],
-                **({"summary": dialogue["summary"]} if dialogue.get("summary") else {}),
-                "candidates": candidates,
-                "retrieval": {
-                    "top1": ranked[0],
-                    "cosine": {c: cosine[c] for c in candidates},
-                },
-                "source": source,
-            }
-        )
+        item = {"id": dialogue["id"], "dialogue": dialogue["dialogue"]}
+        if dialogue.get("summary"):
+            item["summary"] = dialogue["summary"]
+        item["candidates"] = candidates
+        item["retrieval"] = {"top1": ranked[0], "cosine": {c: cosine[c] for c in candidates}}
+        sources = ("source_line", "topic", "emotions", "acts")
+        item["source"] = {k: dialogue[k] for k in sources if k in dialogue}
+        items.append(item)
 
     prepare_out_dir(out_dir, overwrite=overwrite)
     (out_dir / "audio").mkdir()
@@ -180,17 +172,10 @@ def run_stage3(
         source_path = pool.audio[clip["id"]]
         relative = f"audio/{clip['id']}{source_path.suffix.lower()}"
         shutil.copyfile(source_path, out_dir / relative)
+        row = {"id": clip["id"], "audio": relative, "caption": clip["caption"]}
+        row["aspects"] = clip.get("aspects", [])
         keys = ("start_s", "end_s", "caption_source")
-        extra: dict[str, Any] = {k: clip[k] for k in keys if k in clip}
-        clip_rows.append(
-            {
-                "id": clip["id"],
-                "audio": relative,
-                "caption": clip["caption"],
-                "aspects": clip.get("aspects", []),
-                **extra,
-            }
-        )
+        clip_rows.append(row | {k: clip[k] for k in keys if k in clip})
     write_jsonl(out_dir / "clips.jsonl", clip_rows)
     write_jsonl(out_dir / "items.jsonl", items)
     report = {

@@ -33,22 +33,20 @@ if TYPE_CHECKING:
     import datasets
 
 SOURCE_FILE = "source.json"
-ITEM_FIELDS = tuple(
-    [
-        "id",
-        "query",
-        "dialogue",
-        "candidates",
-        "human_ranking",
-        "relevant",
-        "relevance",
-        "group",
-        "summary",
-        "annotations",
-        "annotators",
-        "split",
-        "feedback",
-    ]
+ITEM_FIELDS = (
+    "id",
+    "query",
+    "dialogue",
+    "candidates",
+    "human_ranking",
+    "relevant",
+    "relevance",
+    "group",
+    "summary",
+    "annotations",
+    "annotators",
+    "split",
+    "feedback",
 )
 CLIP_FIELDS = ("id", "audio", "caption", "title", "aspects")
 _FORMATS = {"WAV": "wav", "FLAC": "flac", "OGG": "ogg", "MP3": "mp3", "AIFF": "aiff"}

@@ -69,9 +69,8 @@ def export_own_trec(folder: Path, out: Path, dataset: Path | None = None) -> lis
         written.append(out / QRELS_FILE)
         written[1].write_text("".join(qrels_lines), encoding="utf-8")
     readme = out / "README.md"
-    readme.write_text(
-        OWN_CAVEAT.format(label=folder.name, protocol=protocol.name), encoding="utf-8"
-    )
+    text = OWN_CAVEAT.format(label=folder.name, protocol=protocol.name)
+    readme.write_text(text, encoding="utf-8")
     return [*written, readme]
 
 
@@ -90,21 +89,10 @@ def export_trec(run: RunData, out: Path) -> list[Path]:
         written.append(path)
     qrels = out / QRELS_FILE
     qrels.write_text("".join(qrels_lines(items)), encoding="utf-8")
-    rates = {
-        key: "n/a" if rate is None else f"{rate:.4f}"
-        for key, rate in (
-            ("tie_rate", run.aggregate.tie_rate),
-            ("ranking", run.aggregate.tie_rate_ranking),
-        )
-    }
+    rates = {"tie_rate": run.aggregate.tie_rate, "ranking": run.aggregate.tie_rate_ranking}
+    shown = {key: "n/a" if rate is None else f"{rate:.4f}" for key, rate in rates.items()}
+    files = ", ".join(p.name for p in written)
     readme = out / "README.md"
-    readme.write_text(
-        CAVEAT.format(
-            label=run.label,
-            run_files=", ".join(p.name for p in written),
-            qrels=QRELS_FILE,
-            **rates,
-        ),
-        encoding="utf-8",
-    )
+    text = CAVEAT.format(label=run.label, run_files=files, qrels=QRELS_FILE, **shown)
+    readme.write_text(text, encoding="utf-8")
     return [*written, qrels, readme]
