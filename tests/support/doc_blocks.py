@@ -101,16 +101,18 @@ def rewrite(page: Path, fresh: Mapping[str, str]) -> bool:
     return changed
 
 
-def run_harness(args: list[str], env: Mapping[str, str] | None = None) -> str:
+def run_harness(
+    args: list[str], env: Mapping[str, str] | None = None, *, exits: tuple[int, ...] = (0,)
+) -> str:
     """stdout of `harness ARGS` in a subprocess (not a terminal: 160 columns), from the
-    repository root, as a user runs it; a failure raises with its stderr."""
+    repository root, as a user runs it; an exit status not in `exits` raises with stderr."""
     command = [sys.executable, "-c", "from harness.cli.main import main; main()", *args]
     environment = {**os.environ, **(env or {}), "COLUMNS": "160", "NO_COLOR": "1"}
     environment.pop("FORCE_COLOR", None)
     done = subprocess.run(
         command, cwd=ROOT, env=environment, capture_output=True, text=True, check=False
     )
-    if done.returncode != 0:
+    if done.returncode not in exits:
         raise RuntimeError(f"harness {' '.join(args)} exited {done.returncode}: {done.stderr}")
     return done.stdout
 
@@ -182,27 +184,45 @@ def music_crs_example() -> str:
 
 # The real model's answers to experiments/real_judges.yaml, exported from a full run
 # (`harness cache export ... --run results/real_judges`): the docs check replays them rather
-# than spend hours of CPU; a request they do not answer goes to the real model.
+# than spend the CPU time of the calls; a request they do not answer goes to the real model.
 REAL_JUDGE_ANSWERS = Path("experiments/answers/real_judges.jsonl.gz")
 
 
 @functools.cache
-def real_judges_run() -> Path:
+def real_judges_comparison() -> tuple[Path, str]:
     """`harness run experiments/real_judges.yaml` replayed from the stored answers, once per
-    process (both real-judge blocks read it): the sweep's folder."""
+    process (every real-judge block reads it): the sweep's folder and its comparison.md. The
+    sweep exits 1 when one of its runs has no metrics (the judge answered nothing usable);
+    its comparison.md says so, and the other runs are there."""
     folder = Path(tempfile.mkdtemp(prefix="bgm-docs-real-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     results, cache = folder / "results", folder / "cache"
     seed = ["--seed-cache", str(REAL_JUDGE_ANSWERS)]
-    run_harness(["run", "experiments/real_judges.yaml", *_fresh(results, cache), *seed])
-    return results / "real_judges"
+    args = ["run", "experiments/real_judges.yaml", *_fresh(results, cache), *seed]
+    run_harness(args, exits=(0, 1))
+    comparison = results / "real_judges" / "comparison.md"
+    if not comparison.is_file():
+        raise RuntimeError(f"harness {' '.join(args)} wrote no {comparison.name}")
+    return comparison.parent, comparison.read_text(encoding="utf-8")
+
+
+def table_rows(markdown: str) -> str:
+    """The Markdown tables of `markdown`, a blank line between two."""
+    return "\n\n".join(part.strip() for part in markdown.split("\n\n") if part.startswith("|"))
 
 
 @block("real-judges")
 def real_judges() -> str:
-    """`harness run experiments/real_judges.yaml`: the comparison table of the real judges."""
-    comparison = (real_judges_run() / "comparison.md").read_text(encoding="utf-8")
-    return "\n".join(line for line in comparison.splitlines() if line.startswith("|"))
+    """The comparison table of the real judges (experiments/real_judges.yaml)."""
+    comparison = real_judges_comparison()[1]
+    return table_rows(comparison.split("## Judge reliability")[0])
+
+
+@block("real-judges-reliability")
+def real_judges_reliability() -> str:
+    """The same sweep's Judge reliability tables: the real LLM judge's runs."""
+    comparison = real_judges_comparison()[1]
+    return table_rows(comparison.partition("## Judge reliability")[2])
 
 
 @block("real-judges-answers")
@@ -212,7 +232,7 @@ def real_judges_answers() -> str:
     from tests.support.real_answers import answer_counts, counts_table
 
     rows = []
-    for run in sorted(real_judges_run().glob("gguf_*")):
+    for run in sorted(real_judges_comparison()[0].glob("gguf_*")):
         data = load_run(run)
         sampled = float(data.provider.get("temperature") or 0) > 0
         label = f"{data.provider.get('label')} ({data.prompt})"
