@@ -47,7 +47,8 @@ class BatchApi(ABC):
     max_requests: ClassVar[int]
     max_bytes: ClassVar[int]
 
-    def __init__(self, settings: BatchSettings) -> None:
+    def __init__(self, judge: Any, settings: BatchSettings) -> None:
+        self.judge = judge  # the provider whose requests it sends (typed by each adapter)
         self.settings = settings
 
     @abstractmethod

@@ -12,7 +12,7 @@ from harness.core.audio import encode_wav
 from harness.core.types import AudioRef, ChatRequest, ChatResponse, ProviderError
 from providers.api._shared import MALFORMED_ANSWER_ERRORS, malformed_answer
 from providers.base import chat_answer
-from providers.batch import BatchApi, BatchProgress, BatchResults, BatchSettings
+from providers.batch import BatchApi, BatchProgress, BatchResults
 
 
 class GeminiLike(Protocol):
@@ -53,9 +53,7 @@ class GeminiBatchApi(BatchApi):
     max_requests = 50_000
     max_bytes = 19 * 1024 * 1024  # inline requests: 20 MB per create call
 
-    def __init__(self, judge: GeminiLike, settings: BatchSettings) -> None:
-        super().__init__(settings)
-        self.judge = judge
+    judge: GeminiLike
 
     def size(self, request: ChatRequest) -> int:
         text = len(request.system.encode()) + sum(

@@ -17,7 +17,7 @@ from harness.core.files import parse_json
 from harness.core.types import ChatRequest, ChatResponse, ProviderError
 from providers.api._shared import MALFORMED_ANSWER_ERRORS, malformed_answer, status_error
 from providers.base import chat_answer
-from providers.batch import BatchApi, BatchProgress, BatchResults, BatchSettings
+from providers.batch import BatchApi, BatchProgress, BatchResults
 
 
 class ChatCompletionsJudge(Protocol):
@@ -49,9 +49,7 @@ class OpenAIBatchApi(BatchApi):
     max_requests = 50_000
     max_bytes = 190 * 1024 * 1024  # the API takes input files up to 200 MB
 
-    def __init__(self, judge: ChatCompletionsJudge, settings: BatchSettings) -> None:
-        super().__init__(settings)
-        self.judge = judge
+    judge: ChatCompletionsJudge
 
     def _line(self, custom_id: str, request: ChatRequest) -> bytes:
         body = self.judge.request_body(request)

@@ -74,10 +74,7 @@ def check_options(options: Mapping[str, Any]) -> None:
 
 
 @dataclass(frozen=True)
-class ExampleClipView:
-    label: str
-    caption: str
-    audio: str  # placeholder, or "" when the example's audio is not sent
+class ExampleClipView(ClipView):
     score: str
 
 
