@@ -23,6 +23,7 @@ from harness.calls.cache import CLAIM_LEASE_S, ResponseCache, cache_key
 from harness.calls.pacing import Pacer
 from harness.calls.prompting.templates import TemplateHashes, render
 from harness.core.errors import StorageError
+from harness.core.event_loop import call_timeout
 from harness.core.sanitize import clean_value
 from harness.core.secrets import env_secrets, scrub, scrub_value
 from harness.core.types import ChatRequest, ProviderConfig, ProviderError, Request, ScoreRequest
@@ -194,7 +195,7 @@ class Answerer:
             self.stats.model_calls += 1
             started = time.perf_counter()
             try:
-                async with asyncio.timeout(cfg.timeout_s):
+                async with call_timeout(cfg.timeout_s):
                     answer = await self._ask(request)
             except TimeoutError as exc:
                 raise ProviderError(

@@ -65,13 +65,15 @@ class WandbOptions(BaseModel):
     project: str = Field(min_length=1)
     entity: str | None = None
     mode: Literal["offline", "online"] = "offline"
-    dir: Path | None = Field(default=None, description="where wandb writes [default: ./wandb]")
+    dir: Path | None = Field(default=None, description="wandb writes DIR/wandb/ [default: results]")
     tags: tuple[str, ...] = ()
 
 
 class MlflowOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    tracking_uri: str = Field(default="mlruns", min_length=1)
+    tracking_uri: str | None = Field(
+        default=None, min_length=1, description="a folder or a server [default: results/mlruns]"
+    )
     experiment: str | None = Field(
         default=None, description="MLflow experiment [default: the sweep's name, or the run's]"
     )

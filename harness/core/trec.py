@@ -3,8 +3,8 @@
 A run line is `QID Q0 DOCNO RANK SCORE TAG`; a qrels line is `QID 0 DOCNO GAIN`. Every tool
 breaks equal scores its own way, so the harness writes scores that are never equal: the
 candidates in `ranked` order get SCORE = N - RANK + 1. A run with ties gives the tools one of
-its tie-breaks, while the harness's metrics are tie-aware: the figures agree exactly for runs
-without ties. Qrels carry every candidate of an item with its gain (0 too), so an item without
+its tie-breaks, while the harness's metrics are tie-aware (which figures agree: the export's
+README, `CAVEAT` in harness.interop.trec_export). Qrels carry every candidate of an item with its gain (0 too), so an item without
 relevant candidates is a query that scores 0, not one the tools leave out.
 """
 

@@ -25,9 +25,15 @@ CAVEAT = """\
   order of the tied candidates; these files hold one of those orders. Only a tie between
   candidates of different gain, anywhere in the ranking, can move a figure (tie rate in the
   ranking, `tie_rate_ranking` of metrics.json: {ranking}; at the top alone, `tie_rate`:
-  {tie_rate}). Where it is 0, this order gives every gain-based metric the harness's value
-  (Kendall's tau-b breaks no tie); a tool's figure can still differ where the tool defines a
-  measure otherwise (trec_eval's P and recip_rank count any gain above 0 as relevant).
+  {tie_rate}).
+- Same figures (where that rate is 0, at any gains): the harness's `ndcg`, `ndcg@K`,
+  `recall@K` and `precision@K` are trec_eval's ndcg, ndcg_cut_K, recall_K and P_K: both take
+  the gains as given and count a candidate of gain above 0 as relevant.
+- Graded gains (a `human_ranking`, or `relevance` of several levels) give other figures for
+  `hit@1` (P_1), `mrr` (recip_rank) and `hit@K` (success_K): the harness looks for a best
+  candidate (of the item's highest gain: the human's first choice), trec_eval for any of gain
+  above 0. With one gain level (a `relevant` list) they agree too. Kendall's tau-b has no
+  trec_eval measure.
 - The qrels list every candidate of an item with its gain (0 for the others), so that an item
   without relevant candidates is a query scoring 0, as in the harness's means.
 """

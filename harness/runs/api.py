@@ -206,13 +206,16 @@ def _earlier(folder: Path) -> tuple[str, dict[str, Any]] | None:
 
 def _tracked(config: ExperimentConfig, options: dict[str, Any]) -> RunResult:
     """One run (the `Runner` of `config` with `options`), logged to the trackers of its
-    `tracking:` block (a failed or interrupted run is marked so before the exception goes on)."""
+    `tracking:` block (a failed or interrupted run is marked so before the exception goes on).
+    A re-run of a run logged to the same trackers logs nothing unless it called the model."""
     from harness.core.event_loop import run_coroutine
     from harness.core.secrets import scrub_value
-    from harness.interop.tracking import open_trackers, settle
-    from harness.runs.runner import Runner
+    from harness.interop.tracking import logged_before, open_trackers, settle
+    from harness.runs.runner import Runner, run_folder
 
-    trackers = open_trackers(config.tracking, scrub_value(config.model_dump(mode="json")))
+    settings, results = scrub_value(config.model_dump(mode="json")), options["results_dir"]
+    logged = logged_before(run_folder(results, config, options["shard"]), settings["tracking"])
+    trackers = [] if logged else open_trackers(config.tracking, settings, results)
     try:
         result = run_coroutine(Runner(config, **options).run())
     except BaseException as exc:
@@ -220,6 +223,8 @@ def _tracked(config: ExperimentConfig, options: dict[str, Any]) -> RunResult:
         reason = None if interrupted else f"{type(exc).__name__}: {exc}"
         _warn(settle(trackers, "interrupted" if interrupted else "failed", reason=reason))
         raise
+    if logged and result.stats.model_calls:  # answers paid again: a new tracker run
+        trackers = open_trackers(config.tracking, settings, results)
     complete = result.complete and result.no_scores is None
     _warn(settle(trackers, "finished" if complete else "incomplete", result.out_dir))
     return result

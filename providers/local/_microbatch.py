@@ -10,6 +10,8 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
+from harness.core.event_loop import model_clock
+
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 
@@ -29,13 +31,15 @@ class MicroBatcher(Generic[Item, Result]):
         self._run_batch = run_batch
         self.batch_size = batch_size
         self.wait_s = wait_s
-        self._pending: list[tuple[Item, asyncio.Future[Result]]] = []
+        self._pending: list[tuple[Item, asyncio.Future[Result], Callable[[int], None]]] = []
         self._worker: asyncio.Task[None] | None = None
         self.batch_sizes: list[int] = []  # sizes of the batches run so far (for tests/bench)
 
     async def submit(self, item: Item) -> Result:
         future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
-        self._pending.append((item, future))
+        restart_clock = model_clock()
+        restart_clock(len(self._pending) // self.batch_size + 1)  # and a batch running
+        self._pending.append((item, future, restart_clock))
         if self._worker is None or self._worker.done():
             self._worker = asyncio.create_task(self._drain())
         return await future
@@ -48,18 +52,20 @@ class MicroBatcher(Generic[Item, Result]):
                 await asyncio.sleep(0.001)
             taken = self._pending[: self.batch_size]
             del self._pending[: self.batch_size]
-            live = [(item, future) for item, future in taken if not future.done()]
+            live = [entry for entry in taken if not entry[1].done()]
             if not live:
                 continue
             self.batch_sizes.append(len(live))
+            for *_, restart_clock in live:  # the model takes these calls up: time them now
+                restart_clock(0)
             try:
-                results = await asyncio.to_thread(self._run_batch, [item for item, _ in live])
+                results = await asyncio.to_thread(self._run_batch, [item for item, *_ in live])
             except Exception as exc:
-                for _, future in live:
+                for _, future, _ in live:
                     if not future.done():
                         future.set_exception(exc)
                 continue
-            for (_, future), result in zip(live, results, strict=True):
+            for (_, future, _), result in zip(live, results, strict=True):
                 if not future.done():
                     future.set_result(result)
 

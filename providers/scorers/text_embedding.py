@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from harness.core.event_loop import model_clock
 from harness.core.types import ProviderConfig, ScoreRequest
 from providers.base import Scorer
 from providers.scorers._split_model import MPNET, mpnet_folder
@@ -70,7 +71,10 @@ class TextEmbeddingScorer(Scorer):
         if request.music != "caption":
             raise ValueError("text-embedding compares text only: set inputs.music to 'caption'")
         captions = [c.caption for c in request.candidates]
+        restart_clock = model_clock()  # the wait for the lock is not timed as the model's
+        restart_clock(self.config.max_concurrency)
         async with self._lock:  # one encoder, used from one thread at a time
+            restart_clock(0)
             missing = [c for c in dict.fromkeys(captions) if c not in self._caption_vectors]
             texts = [request.query, *missing]
             vectors = await asyncio.to_thread(self._encode, texts)

@@ -75,10 +75,25 @@ def cost_values(run_json: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-def open_trackers(options: TrackingOptions | None, config: Mapping[str, Any]) -> list[Tracker]:
+def logged_before(folder: Path, tracking: Any) -> bool:
+    """Whether `folder` holds a finished run whose config.yaml names the trackers `tracking`
+    (the config.yaml form of the block): that run was logged to them."""
+    from harness.core.run_files import read_run_config
+
+    if tracking is None or not (folder / "metrics.json").is_file():
+        return False
+    try:
+        return bool(read_run_config(folder / "config.yaml").get("tracking") == tracking)
+    except HarnessError:
+        return False
+
+
+def open_trackers(
+    options: TrackingOptions | None, config: Mapping[str, Any], results_dir: Path
+) -> list[Tracker]:
     """A started tracker run for each tracker `options` names, for the run of `config`
-    (its config.yaml form); a tracker that cannot start is one HarnessError line, before
-    anything is paid."""
+    (its config.yaml form), writing under `results_dir` by default; a tracker that cannot
+    start is one HarnessError line, before anything is paid."""
     if options is None:
         return []
     trackers: list[Tracker] = []
@@ -86,11 +101,12 @@ def open_trackers(options: TrackingOptions | None, config: Mapping[str, Any]) ->
         if options.wandb is not None:
             from harness.interop.tracking.wandb_tracker import WandbTracker
 
-            trackers.append(WandbTracker(options.wandb, config))
+            trackers.append(WandbTracker(options.wandb, config, results_dir))
         if options.mlflow is not None:
             from harness.interop.tracking.mlflow_tracker import MlflowTracker
 
-            trackers.append(MlflowTracker(options.mlflow, config))
+            uri = options.mlflow.tracking_uri or str(results_dir / "mlruns")
+            trackers.append(MlflowTracker(uri, options.mlflow.experiment, config))
     except HarnessError:
         raise
     except Exception as exc:  # the tracker's library: any error of its own

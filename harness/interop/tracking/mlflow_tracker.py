@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.config.blocks import MlflowOptions
 from harness.core.errors import HarnessError
 from harness.core.run_files import read_or_empty
 from harness.interop.tracking import (
@@ -47,16 +46,16 @@ def tracking_uri(uri: str) -> str:
 
 
 class MlflowTracker:
-    def __init__(self, options: MlflowOptions, config: Mapping[str, Any]) -> None:
+    def __init__(self, uri: str, experiment: str | None, config: Mapping[str, Any]) -> None:
         try:
             from mlflow.tracking import MlflowClient
         except ImportError:
             raise HarnessError(
                 "tracking: mlflow needs the tracking extra: pip install 'bgm-judge[tracking]'"
             ) from None
-        self.client = MlflowClient(tracking_uri(options.tracking_uri))
+        self.client = MlflowClient(tracking_uri(uri))
         sweep = config.get("sweep")
-        name = options.experiment or str(sweep or config.get("name"))
+        name = experiment or str(sweep or config.get("name"))
         found = self.client.get_experiment_by_name(name)
         experiment = found.experiment_id if found else self.client.create_experiment(name)
         tags = {"harness.runs": str(config.get("name")), "harness.status": "running"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,14 +23,14 @@ EXIT_CODES: dict[Status, int] = {"finished": 0, "incomplete": 1, "failed": 1, "i
 
 
 class WandbTracker:
-    def __init__(self, options: WandbOptions, config: Mapping[str, Any]) -> None:
+    def __init__(self, options: WandbOptions, config: Mapping[str, Any], results: Path) -> None:
         try:
             import wandb
         except ImportError:
             raise HarnessError(
                 "tracking: wandb needs the tracking extra: pip install 'bgm-judge[tracking]'"
             ) from None
-        directory = options.dir or Path(".")
+        directory = (options.dir or results).absolute()  # wandb's service has its own cwd
         directory.mkdir(parents=True, exist_ok=True)
         command_line, sys.argv = sys.argv, [scrub(arg) for arg in sys.argv]  # W&B records it
         try:
@@ -56,9 +57,10 @@ class WandbTracker:
         self.run.log(values)
         self.run.summary.update(values)
         self.run.config.update({"provenance": run_json.get("provenance") or {}})
-        for name in REPORT_FILES:
+        for name in REPORT_FILES:  # copied first: wandb.save then links nothing, nor says so
             if (folder / name).is_file():
-                self.run.save(str(folder / name), base_path=str(folder), policy="now")
+                copied = shutil.copy(folder / name, Path(self.run.dir) / name)
+                self.run.save(copied, base_path=self.run.dir, policy="now")
 
     def finish(self, status: Status, reason: str | None = None) -> None:
         self.run.summary["harness_status"] = status

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import numpy as np
 from pydantic import Field
 
+from harness.core.event_loop import model_clock
 from harness.core.types import CALL, AudioRef, ProviderConfig, ScoreRequest, Scores
 from providers.base import Scorer
 from providers.local._settings import MissingLocalStack, as_provider_error
@@ -100,7 +101,10 @@ class MusicnnScorer(Scorer):
             if candidate.audio is None:
                 raise ValueError(f"clip {candidate.clip_id} has no audio")
             clips.append(candidate.audio)
+        restart_clock = model_clock()  # the wait for the lock is not timed as the model's
+        restart_clock(self.config.max_concurrency)
         async with self._lock:  # one model, used from one thread at a time
+            restart_clock(0)
             try:
                 query = await asyncio.to_thread(self._prepare, request.query, clips)
             except Exception as exc:

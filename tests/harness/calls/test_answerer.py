@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from harness.calls.answerer import Answerer, RunStats, ask_until_parsed
 from harness.calls.cache import ResponseCache
 from harness.core.types import ChatRequest, ChatResponse, ProviderConfig, ProviderError
 from providers import Judge
+from providers.local._microbatch import MicroBatcher
 
 REQUEST = ChatRequest("system", ("user",))
 
@@ -193,3 +195,34 @@ def test_once_the_cache_cannot_store_an_answer_nothing_more_is_sent(
     assert all(isinstance(result, StorageError) for result in results)
     assert judge.calls == 1
     cache.close()
+
+
+class QueuedJudge(Judge):
+    """A local model behind a micro-batch queue (one call at a time): `model_s` per call."""
+
+    def __init__(self, model_s: float) -> None:
+        super().__init__(ProviderConfig(name="scripted"))
+        self.model_s = model_s
+        self.batcher: MicroBatcher[ChatRequest, str] = MicroBatcher(self._run, 1, wait_s=0.0)
+
+    def _run(self, requests: list[ChatRequest]) -> list[str]:
+        time.sleep(self.model_s)  # the CPU-bound model, in the batcher's worker thread
+        return ['{"score": 5}' for _ in requests]
+
+    async def generate(self, request: ChatRequest) -> ChatResponse:
+        return ChatResponse(text=await self.batcher.submit(request), input_tokens=1)
+
+
+def test_a_timeout_times_the_model_not_the_queue_in_front_of_it(tmp_path: Path) -> None:
+    """16 calls at once to a model that takes 0.05 s each: the last waits 0.75 s in the
+    queue, longer than timeout_s, and still gets its answer on its first attempt."""
+    judge = QueuedJudge(0.05)
+    calls, cache = answerer(judge, tmp_path, timeout_s=0.5, max_concurrency=16)
+
+    async def every_call() -> None:
+        asked = (calls.answer(f"k{i}", ChatRequest("system", (f"user {i}",))) for i in range(16))
+        await asyncio.gather(*asked)
+
+    asyncio.run(every_call())
+    cache.close()
+    assert (calls.stats.model_calls, calls.stats.retries) == (16, 0)

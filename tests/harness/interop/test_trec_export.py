@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from harness.cli.main import app
 from harness.config.experiment import ExperimentConfig
-from tests.conftest import run_config, write_pool_dataset
+from tests.conftest import run_config, write_pool_dataset, write_tiny_dataset
 
 REPO = Path(__file__).resolve().parents[3]
 REALDATA = Path(os.environ.get("BGM_JUDGE_REALDATA", REPO.parent / "shared" / "realdata"))
@@ -64,9 +64,12 @@ def check_against_trec_eval(run_dir: Path, out: Path) -> dict[str, Any]:
     # no tie between candidates of different gain: where the figures must agree
     assert metrics["tie_rate_ranking"] == 0.0
     run, qrels = parse(*export(run_dir, out))
-    per_query = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.20", "recall.20"}).evaluate(run)
+    measures = {"ndcg_cut.20", "recall.20", "P.1", "recip_rank", "success.5"}
+    per_query = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
     assert len(per_query) == metrics["n_items"]  # items without gold are queries scoring 0
-    for ours, theirs in (("ndcg@20", "ndcg_cut_20"), ("recall@20", "recall_20")):
+    # one gain level (gold or not): Hit@1, MRR and hit@K agree too
+    pairs = [("ndcg@20", "ndcg_cut_20"), ("recall@20", "recall_20"), ("hit@1", "P_1")]
+    for ours, theirs in [*pairs, ("mrr", "recip_rank"), ("hit@5", "success_5")]:
         mean = sum(q[theirs] for q in per_query.values()) / len(per_query)
         assert mean == pytest.approx(metrics["metrics"][ours]["mean"], abs=1e-6), ours
     return metrics
@@ -181,3 +184,46 @@ def test_a_report_of_trec_runs_labels_them_by_their_run_tags(tmp_path: Path) -> 
     assert result.exit_code == 0, result.output
     rows = (out / "comparison.csv").read_text().splitlines()[1:]
     assert [row.split(",")[0] for row in rows] == tags
+
+
+def test_the_readme_says_which_figures_agree_with_trec_eval_on_graded_gains(
+    tmp_path: Path,
+) -> None:
+    """DialBGM's gains are graded (a human ranking: 3, 2, 1, 0). On a run without ties
+    pytrec_eval's ndcg, ndcg_cut, recall and P give the harness's figures; its P_1 and
+    recip_rank do not (they count any gain above 0 as relevant, the harness's Hit@1 and MRR
+    the best candidate); the README names exactly those."""
+    import pytrec_eval
+
+    dataset = write_tiny_dataset(tmp_path / "data", n_items=12, seconds=0.05)
+    config = ExperimentConfig.model_validate(
+        {
+            "name": "graded",
+            "dataset": str(dataset),
+            "provider": {"name": "random", "seed": 3},
+            "inputs": {"music": "caption"},
+            "metrics": {"at": [2]},
+            "n_bootstrap": 50,
+        }
+    )
+    result, _ = run_config(config, tmp_path)
+    metrics = json.loads((result.out_dir / "metrics.json").read_text())
+    assert metrics["tie_rate_ranking"] == 0.0
+    run, qrels = parse(*export(result.out_dir, tmp_path / "trec"))
+    measures = {"ndcg", "ndcg_cut.2", "recall.2", "P.2", "P.1", "recip_rank"}
+    per_query = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+    tool = {m: sum(q[m] for q in per_query.values()) / len(per_query) for m in per_query["d0"]}
+    ours = {name: figure["mean"] for name, figure in metrics["metrics"].items()}
+    pairs = {"ndcg": "ndcg", "ndcg@2": "ndcg_cut_2", "recall@2": "recall_2"}
+    pairs |= {"precision@2": "P_2", "hit@1": "P_1", "mrr": "recip_rank"}
+    agree = {h for h, t in pairs.items() if tool[t] == pytest.approx(ours[h], abs=1e-6)}
+    assert agree == {"ndcg", "ndcg@2", "recall@2", "precision@2"}
+    readme = (tmp_path / "trec" / "README.md").read_text()
+    same, graded = (
+        " ".join(paragraph.split())
+        for paragraph in readme.split("\n- ")
+        if paragraph.startswith(("Same figures", "Graded gains"))
+    )
+    named = [f"`{h.replace('@2', '@K')}`" in same for h in pairs]
+    assert named == [h in agree for h in pairs]
+    assert all(f"`{h}` ({pairs[h]})" in graded for h in ("hit@1", "mrr"))

@@ -139,3 +139,29 @@ def test_failed_and_interrupted_runs_are_marked(
     assert statuses_wb == [("failed", 1), ("interrupted", 130)]
     statuses = sorted(r.info.status for r in mlflow_runs(tmp_path))
     assert statuses == ["FAILED", "KILLED"]
+
+
+def test_the_defaults_write_under_results_and_a_cached_rerun_logs_nothing_new(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The documented block (`wandb: {project, mode: offline}`, `mlflow: {}`) run twice from
+    the project's root: no wandb/ or mlruns/ beside the results, one tracker run per run
+    (the second, fully cached, logs none), and no 'Symlinked 1 file' warnings."""
+    from tests.support.wandb_offline import offline_runs
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("WANDB_SILENT")
+    pool = write_pool_dataset(tmp_path / "pool", 5, 12)
+    path = sweep(tmp_path, pool)
+    text = path.read_text()
+    text = text[: text.index("tracking:")] + "tracking:\n  wandb: {project: bgm, mode: offline}\n"
+    path.write_text(text + "  mlflow: {}\n")
+    shown = ""
+    for _ in range(2):
+        result = runner.invoke(app, ["run", str(path), "--no-progress"])
+        assert result.exit_code == 0, result.output
+        shown += result.output + "".join(capfd.readouterr())
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".cache", "pool", "results", "sweep.yaml"]
+    assert len(offline_runs(tmp_path / "results")) == 2
+    assert len(mlflow_runs(tmp_path / "results")) == 2
+    assert "Symlinked" not in shown
