@@ -32,6 +32,8 @@ from harness.runs.compare.sources import ValuesSource, per_item_metric
 N_ITEMS, CANDIDATES, BASE_HIT, EFFECT = 2000, 4, 0.30, 0.15
 GOAL_POWER, GOAL_FRACTION, GOAL_FALSE = 0.95, 0.30, 0.05
 SEEDS = {"tiny": 2, "full": 100}
+LETTER = {"B better": "B", "A better": "A", "equivalent": "E", "undecided": "U"}
+SEEDS_FILE = Path(__file__).with_name("sequential_seeds.json")
 _TURN = (Turn(speaker="A", text="play something"),)
 
 
@@ -88,17 +90,28 @@ class Summary:
         return {k: round(float(v), 4) for k, v in self.__dict__.items()}
 
 
-def simulate(seeds: int, effect: float, **options: Any) -> Summary:
+def seed_outcomes(seeds: int, effect: float, **options: Any) -> dict[str, Any]:
+    """Per seed, the decision (a letter of LETTER) and the number of items visited."""
     items = synthetic_items()
     runs = [one_comparison(seed, effect, items=items, **options) for seed in range(seeds)]
-    fractions = np.array([r.n_items / r.n_items_total for r in runs])
+    decisions = "".join(LETTER[r.decision] for r in runs)
+    return {"effect": effect, "decisions": decisions, "visited": [r.n_items for r in runs]}
+
+
+def summarise(outcomes: dict[str, Any]) -> Summary:
+    fractions = np.array(outcomes["visited"]) / N_ITEMS
+    letters = outcomes["decisions"]
     return Summary(
-        seeds=seeds,
-        b_better=float(np.mean([r.decision == "B better" for r in runs])),
-        decided=float(np.mean([r.decision != "undecided" for r in runs])),
+        seeds=len(letters),
+        b_better=letters.count("B") / len(letters),
+        decided=(len(letters) - letters.count("U")) / len(letters),
         median_fraction=float(np.median(fractions)),
         max_fraction=float(fractions.max()),
     )
+
+
+def simulate(seeds: int, effect: float, **options: Any) -> Summary:
+    return summarise(seed_outcomes(seeds, effect, **options))
 
 
 def docs_rows(better: Summary, equal: Summary) -> list[str]:
@@ -139,7 +152,6 @@ def run(size: Size, work: Path) -> BenchResult:
 POWER_EFFECTS = (0.15, 0.10, 0.05, 0.0)
 POWER_SEEDS = 200
 POWER_FILE = Path(__file__).with_name("sequential_power.json")
-LETTER = {"B better": "B", "A better": "A", "equivalent": "E", "undecided": "U"}
 
 
 def hit_values(rate: float, rng: np.random.Generator) -> dict[str, float]:
@@ -202,11 +214,15 @@ def example_figure(path: Path, seed: int = 0) -> Path:
     return plot_sequence(one_comparison(seed, EFFECT), path)
 
 
-if __name__ == "__main__":  # python -m bench.sequential [docs/sequential.png | --power]
+if __name__ == "__main__":  # python -m bench.sequential [docs/sequential.png | --seeds | --power]
     import json
     import sys
 
-    if sys.argv[1:] == ["--power"]:
+    if sys.argv[1:] == ["--seeds"]:  # the 100 seeds of docs/sequential.md's first table
+        outcomes = [seed_outcomes(SEEDS["full"], effect) for effect in (EFFECT, 0.0)]
+        SEEDS_FILE.write_text("[\n" + ",\n".join(json.dumps(o) for o in outcomes) + "\n]\n")
+        print("\n".join(docs_rows(*(summarise(o) for o in outcomes))))
+    elif sys.argv[1:] == ["--power"]:
         rows = power()  # one row a line
         POWER_FILE.write_text("[\n" + ",\n".join(json.dumps(row) for row in rows) + "\n]\n")
         print(power_table(json.loads(POWER_FILE.read_text())))
