@@ -3,6 +3,15 @@ experiment config into a work folder, fake API keys and the local fake API serve
 
 from __future__ import annotations
 
+import os
+
+# Each pytest-xdist worker is a process whose torch and OpenBLAS would size their thread pools
+# to every core of the machine, as would the subprocesses the tests start: the workers then
+# fight over the same cores (and OpenMP threads spin while they wait). Set before any import
+# that loads those libraries.
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import asyncio
 import json
 from collections.abc import Iterator, Sequence
