@@ -272,7 +272,7 @@ def summarize(
     boot = np.empty(n_bootstrap)
     for rows, drawn in resample_blocks(n_bootstrap, per_item.size, np.random.default_rng(seed)):
         if _median(name):
-            boot[rows] = _resampled_medians(per_item, drawn)
+            boot[rows] = np.median(per_item[drawn], axis=1)
         else:
             boot[rows] = per_item[drawn].mean(axis=1)
     return _summary(name, boot, values)
@@ -300,7 +300,7 @@ def _bootstrap(
             if name in direct:
                 out[name][rows] = per_item[name][drawn].mean(axis=1)
             elif _median(name):
-                out[name][rows] = _resampled_medians(per_item[name], drawn)
+                out[name][rows] = np.median(per_item[name][drawn], axis=1)
         if table is not None:
             offsets = n * np.arange(len(drawn))[:, None]
             counts = np.bincount((drawn + offsets).ravel(), minlength=drawn.size)
@@ -308,20 +308,6 @@ def _bootstrap(
             for column, name in enumerate(others):
                 out[name][rows] = means[:, column]
     return out
-
-
-def _resampled_medians(values: FloatArray, drawn: NDArray[np.int64]) -> FloatArray:
-    """np.median of values[drawn] per row, from a histogram of each resample over the distinct
-    values (cheaper than sorting every resample)."""
-    distinct, codes = np.unique(values, return_inverse=True)
-    n_rows, n = drawn.shape
-    offsets = len(distinct) * np.arange(n_rows)[:, None]
-    histogram = np.bincount((codes[drawn] + offsets).ravel(), minlength=n_rows * len(distinct))
-    cumulative = np.cumsum(histogram.reshape(n_rows, len(distinct)), axis=1)
-    low = distinct[(cumulative > (n - 1) // 2).argmax(axis=1)]
-    high = distinct[(cumulative > n // 2).argmax(axis=1)]
-    medians: FloatArray = (low + high) / 2
-    return medians
 
 
 def _median(name: str) -> bool:

@@ -4,9 +4,7 @@ levels, and which candidates tie in gain)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,6 +28,7 @@ class SortedBlock:
     order: IntArray  # candidate index at each sorted position
     valid: BoolArray  # a real candidate, not padding
     gains: FloatArray
+    level: IntArray  # dense rank of the gain within its row, 1 = lowest, 0 for padding
     start: IntArray  # first position of the score tie group
     end: IntArray  # last position of the score tie group
     n_levels: int  # distinct gains, at most, in a row of the block
@@ -38,13 +37,6 @@ class SortedBlock:
     score_tied_pairs: IntArray  # per row
     gain_tied_pairs: IntArray  # per row
     lengths: IntArray
-    level_of: Callable[[], IntArray] = field(repr=False)  # computes `level`
-
-    @cached_property
-    def level(self) -> IntArray:
-        """The dense rank of each gain within its row, 1 = lowest, 0 for padding; computed
-        when first asked for (the pair counts of single-gold rows do without it)."""
-        return self.level_of()
 
     @property
     def size(self) -> IntArray:
@@ -74,46 +66,16 @@ def fill_backward(values: IntArray, at: BoolArray, beyond: int) -> IntArray:
     return filled
 
 
-GainSide = tuple[FloatArray, BoolArray, IntArray, IntArray]
-
-
-def gain_side(gains: FloatArray, valid: BoolArray) -> GainSide:
-    """Per row: the gains sorted high to low (padding 0), where a run of equal gains starts,
-    the pairs tied in gain, and each sorted position's dense level (1: the highest gain)."""
-    columns = np.broadcast_to(np.arange(gains.shape[1]), gains.shape)
-    gains_desc = np.where(valid, -np.sort(np.where(valid, -gains, np.inf), axis=1), 0.0)
-    new_gain = new_runs(gains_desc, valid)
-    gain_tied: IntArray = (columns - fill_forward(columns, new_gain)).sum(axis=1)
-    dense = np.cumsum(new_gain & valid, axis=1, dtype=np.int64)
-    return gains_desc, new_gain, gain_tied, dense
-
-
-def one_gold_gain_side(gains: FloatArray, lengths: IntArray) -> GainSide | None:
-    """`gain_side` of unpadded rows with one positive gain each (a single-gold pool's),
-    without sorting: [g, 0, ..., 0], runs at 0 and 1, C(N-1, 2) pairs tied, levels
-    1, 2, ..., 2. None for any other block."""
-    m, n = gains.shape
-    if n < 2 or not (lengths == n).all() or not (np.count_nonzero(gains, axis=1) == 1).all():
-        return None
-    top = gains.max(axis=1)
-    if not (top > 0).all():  # (the one nonzero gain must be the highest)
-        return None
-    gains_desc = np.zeros((m, n))
-    gains_desc[:, 0] = top
-    new_gain = np.zeros((m, n), dtype=bool)
-    new_gain[:, :2] = True
-    dense = np.full((m, n), 2, dtype=np.int64)
-    dense[:, 0] = 1
-    return gains_desc, new_gain, np.full(m, (n - 1) * (n - 2) // 2, dtype=np.int64), dense
-
-
 def sort_block(scores: FloatArray, gains: FloatArray, lengths: IntArray) -> SortedBlock:
     """Sort each row by score; NaN sort keys put the padding last."""
     m, n = scores.shape
     columns = np.broadcast_to(np.arange(n), (m, n))
     valid = columns < lengths[:, None]
-    side = one_gold_gain_side(gains, lengths)
-    gains_desc, new_gain, gain_tied, dense = side if side else gain_side(gains, valid)
+    # the gains high to low (padding 0), where a run of equal gains starts, its dense level
+    gains_desc = np.where(valid, -np.sort(np.where(valid, -gains, np.inf), axis=1), 0.0)
+    new_gain = new_runs(gains_desc, valid)
+    gain_tied = (columns - fill_forward(columns, new_gain)).sum(axis=1)
+    dense = np.cumsum(new_gain & valid, axis=1, dtype=np.int64)  # 1: the highest gain
     n_levels = int(dense[:, -1].max()) if m and n else 0
     keys = np.where(valid, -scores, np.nan)
     knight_order = n_levels > FEW_LEVELS
@@ -126,19 +88,12 @@ def sort_block(scores: FloatArray, gains: FloatArray, lengths: IntArray) -> Sort
         sorted_gains = np.take_along_axis(gains_desc, within, axis=1)
         level = np.take_along_axis(level_by_gain, within, axis=1)
         keys = np.take_along_axis(keys, within, axis=1)
-
-        def level_of() -> IntArray:
-            return level
-
     else:
         order = np.argsort(keys, axis=1)
         sorted_gains = np.take_along_axis(gains, order, axis=1)
         keys = np.take_along_axis(keys, order, axis=1)
-
-        def level_of() -> IntArray:
-            levels = _few_levels(gains, gains_desc, dense, new_gain & valid, valid, n_levels)
-            return np.take_along_axis(levels, order, axis=1)
-
+        levels = _few_levels(gains, gains_desc, dense, new_gain & valid, valid, n_levels)
+        level = np.take_along_axis(levels, order, axis=1)
     new_score = new_runs(keys, valid)
     start = fill_forward(columns, new_score)
     last = np.ones((m, n), dtype=bool)
@@ -147,6 +102,7 @@ def sort_block(scores: FloatArray, gains: FloatArray, lengths: IntArray) -> Sort
         order=order,
         valid=valid,
         gains=sorted_gains,
+        level=level,
         start=start,
         end=fill_backward(columns, last, n),
         n_levels=n_levels,
@@ -155,7 +111,6 @@ def sort_block(scores: FloatArray, gains: FloatArray, lengths: IntArray) -> Sort
         score_tied_pairs=(columns - start).sum(axis=1),
         gain_tied_pairs=gain_tied,
         lengths=lengths,
-        level_of=level_of,
     )
 
 

@@ -198,27 +198,25 @@ def agreement_matrix(vectors: Sequence[tuple[str, ScoreVectors]]) -> Agreement:
     score for is left out, not counted as no agreement. Within an item, a missing score (NaN)
     counts as tied below every scored candidate, like the metric layer's default `worst`
     policy. Items whose vectors differ in length are skipped.
-
-    Each ranker's vectors are laid out once (`_Laid`); the items a pair shares are found with
-    array operations and go through `kendall_tau_b` together, one width at a time.
     """
     k = len(vectors)
     tau = np.full((k, k), np.nan)
     counts = np.zeros((k, k), dtype=np.int64)
-    universe: dict[str, int] = {}
-    for _, given in vectors:
-        for item in given:
-            universe.setdefault(item, len(universe))
-    laid = [_Laid.of(given, universe) for _, given in vectors]
-    for i, left in enumerate(laid):
-        pieces: dict[int, list[FloatArray]] = {j: [] for j in range(i, k)}
-        for width in np.unique(left.width[left.scored]):  # ascending, as the mean's order
-            for j in range(i, k):
-                rows, other = left.shared_with(laid[j], int(width))
-                if rows.size:
-                    x, y = left.values[rows, :width], laid[j].values[other, :width]
-                    pieces[j].append(kendall_tau_b(x, y))
-        for j, found in pieces.items():
+    scored = [
+        {item: np.where(np.isnan(v), -np.inf, v) for item, v in given.items() if _any_score(v)}
+        for _, given in vectors
+    ]
+    for i, left in enumerate(scored):
+        for j in range(i, k):
+            right = scored[j]
+            by_width: dict[int, list[str]] = {}
+            for item, x in left.items():
+                if item in right and len(right[item]) == len(x):
+                    by_width.setdefault(len(x), []).append(item)
+            found = [
+                kendall_tau_b(np.stack([left[t] for t in ids]), np.stack([right[t] for t in ids]))
+                for _, ids in sorted(by_width.items())
+            ]
             values = np.concatenate(found) if found else np.empty(0)
             counts[i, j] = counts[j, i] = values.size
             if values.size:
@@ -226,41 +224,8 @@ def agreement_matrix(vectors: Sequence[tuple[str, ScoreVectors]]) -> Agreement:
     return Agreement([label for label, _ in vectors], tau, counts)
 
 
-@dataclass(frozen=True)
-class _Laid:
-    """One ranker's score vectors as arrays: its items (ids of the shared `universe`) in its
-    own order, each one's width and whether any candidate is scored, the scores padded to the
-    widest (missing ones as -inf), and each universe item's row (-1: not this ranker's)."""
-
-    items: NDArray[np.int64]
-    width: NDArray[np.int64]
-    scored: NDArray[np.bool_]
-    values: FloatArray
-    row: NDArray[np.int64]
-
-    @classmethod
-    def of(cls, given: ScoreVectors, universe: Mapping[str, int]) -> _Laid:
-        items = np.array([universe[item] for item in given], dtype=np.int64)
-        arrays = list(given.values())
-        width = np.array([len(v) for v in arrays], dtype=np.int64)
-        values = np.full((len(arrays), int(width.max(initial=0))), np.nan)
-        scored = np.zeros(len(arrays), dtype=bool)
-        for w in np.unique(width):
-            rows = np.flatnonzero(width == w)
-            block = np.stack([arrays[r] for r in rows])
-            values[rows, :w] = block
-            scored[rows] = ~np.isnan(block).all(axis=1)
-        row = np.full(len(universe), -1, dtype=np.int64)
-        row[items] = np.arange(len(items))
-        return cls(items, width, scored, np.where(np.isnan(values), -np.inf, values), row)
-
-    def shared_with(self, other: _Laid, width: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-        """The rows (here, there) of the items of `width` both scored, in this ranker's order."""
-        there = other.row[self.items]
-        ok = self.scored & (self.width == width) & (there >= 0)
-        ok[ok] &= other.scored[there[ok]] & (other.width[there[ok]] == width)
-        rows = np.flatnonzero(ok)
-        return rows, there[rows]
+def _any_score(vector: FloatArray) -> bool:
+    return not np.isnan(np.asarray(vector, dtype=np.float64)).all()
 
 
 # ------------------------------------------------------------------------ position bias

@@ -2,7 +2,7 @@
 two score matrices (`kendall_tau_b`, the agreement between two rankers): with few distinct
 gains, pairs are counted level by level from running counts across tie groups; with many, by
 Knight's algorithm (ties ordered by gain, discordant pairs from a Fenwick tree over the
-levels, one step per column); rows of a few candidates pair by pair."""
+levels, one step per column)."""
 
 from __future__ import annotations
 
@@ -24,25 +24,7 @@ def pair_counts(block: SortedBlock) -> tuple[IntArray, IntArray]:
     (discordant), and pairs tied in both score and gain."""
     if block.knight_order:
         return discordant_by_tree(block.level, block.n_levels), _tied_in_runs(block)
-    counts = one_top_counts(block)
-    return counts if counts is not None else counts_by_level(block)
-
-
-def one_top_counts(block: SortedBlock) -> tuple[IntArray, IntArray] | None:
-    """The pair counts when every row has one candidate above all its others (a single-gold
-    pool), in closed form; None otherwise. The discordant pairs are the candidates before
-    its score tie group (its start), and the pairs tied in both are the row's score-tied
-    pairs less the g - 1 its own group of g holds with it."""
-    if block.n_levels != 2:
-        return None
-    top = block.valid & (block.gains == block.gains_desc[:, :1])  # its level-2 candidate
-    if not (top.sum(axis=1) == 1).all():
-        return None
-    rows = np.arange(top.shape[0])
-    at = np.argmax(top, axis=1)
-    start, end = block.start[rows, at], block.end[rows, at]
-    both_tied: IntArray = block.score_tied_pairs - (end - start)
-    return start, both_tied
+    return counts_by_level(block)
 
 
 def counts_by_level(block: SortedBlock) -> tuple[IntArray, IntArray]:
@@ -120,34 +102,7 @@ def tau_b_of(block: SortedBlock) -> FloatArray:
     return tau
 
 
-PAIRWISE_WIDTH = 8  # rows at most this wide: tau-b from their N(N-1)/2 pairs directly
-
-
 def kendall_tau_b(x: FloatArray, y: FloatArray) -> FloatArray:
-    """Row-wise Kendall's tau-b between two (items x N) matrices; 0 where a row is all tied.
-    Narrow rows without NaN (a DialBGM item has 4 candidates) count their pairs one by one
-    (`_tau_b_by_pairs`): the same counts as the sort's, so the same values, with less work
-    (a 20-run report's agreement matrix is 190 x 1,200 rows)."""
-    if x.shape[1] <= PAIRWISE_WIDTH and not (np.isnan(x).any() or np.isnan(y).any()):
-        return _tau_b_by_pairs(x, y)
+    """Row-wise Kendall's tau-b between two (items x N) matrices; 0 where a row is all tied."""
     lengths = np.full(x.shape[0], x.shape[1], dtype=np.int64)
     return tau_b_of(sort_block(x, y, lengths))
-
-
-def _tau_b_by_pairs(x: FloatArray, y: FloatArray) -> FloatArray:
-    """tau-b = (C - D) / sqrt((P - Tx) (P - Ty)) per row, over its P = N(N-1)/2 pairs i < j:
-    C - D = sum of sign(x_i - x_j) sign(y_i - y_j), Tx (Ty) the pairs tied in x (y); the
-    signs from comparisons, so that -inf ties with -inf. 0 where a side is all tied."""
-    rows, n = x.shape
-    i, j = np.triu_indices(n, 1)
-    sign_x = (x[:, i] > x[:, j]).astype(np.int64) - (x[:, i] < x[:, j])
-    sign_y = (y[:, i] > y[:, j]).astype(np.int64) - (y[:, i] < y[:, j])
-    difference = (sign_x * sign_y).sum(axis=1)
-    pairs = n * (n - 1) // 2
-    untied_x = (pairs - (sign_x == 0).sum(axis=1)).astype(np.float64)
-    untied_y = (pairs - (sign_y == 0).sum(axis=1)).astype(np.float64)
-    denominator = np.sqrt(untied_x * untied_y)
-    tau: FloatArray = np.divide(
-        difference.astype(np.float64), denominator, out=np.zeros(rows), where=denominator > 0
-    )
-    return tau
