@@ -10,7 +10,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from harness.calls.prompting.context_audio import ContextAudioBudget
 from harness.config.blocks import MetricsOptions, RefineOptions, RerankOptions, TrackingOptions
@@ -120,26 +128,16 @@ class _Common(BaseModel):
         except HarnessError as exc:
             raise ValueError(str(exc)) from None
 
-    @field_validator("rerank")
+    @field_validator("rerank", "retriever", "user_simulator")
     @classmethod
-    def _retriever_is_a_scorer(cls, rerank: RerankOptions | None) -> RerankOptions | None:
-        if rerank is not None and REGISTRY[rerank.retriever.name].kind != "scorer":
-            raise ValueError(f"rerank.retriever must be a scorer, not {rerank.retriever.name!r}")
-        return rerank
-
-    @field_validator("retriever")
-    @classmethod
-    def _describe_retriever_is_a_scorer(cls, block: ProviderBlock | None) -> ProviderBlock | None:
-        if block is not None and REGISTRY[block.name].kind != "scorer":
-            raise ValueError(f"retriever must be a scorer, not {block.name!r}")
-        return block
-
-    @field_validator("user_simulator")
-    @classmethod
-    def _simulator_is_a_judge(cls, block: ProviderBlock | None) -> ProviderBlock | None:
-        if block is not None and REGISTRY[block.name].kind != "judge":
-            raise ValueError(f"user_simulator must be a judge, not {block.name!r}")
-        return block
+    def _of_its_kind(cls, value: Any, info: ValidationInfo) -> Any:
+        field, block = str(info.field_name), value
+        if isinstance(value, RerankOptions):
+            field, block = "rerank.retriever", value.retriever
+        kind = "judge" if field == "user_simulator" else "scorer"
+        if block is not None and REGISTRY[block.name].kind != kind:
+            raise ValueError(f"{field} must be a {kind}, not {block.name!r}")
+        return value
 
     @model_validator(mode="after")
     def _protocol_settings(self) -> Self:

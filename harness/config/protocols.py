@@ -1,21 +1,15 @@
-"""The protocol registry: what `protocol:` in an experiment file selects. An entry names its
-call plan for each kind of provider it runs (a `harness.protocols.plans.CallPlan` subclass),
-the prompt variant its judges are asked with (if one of its own), the metrics.json blocks
-it adds, the function computing those from its records (`(dataset, records, *, n_bootstrap,
-seed) -> {block: value}`), and its report section (`(runs) -> [Section]`, runs being
-(label, metrics.json) pairs; `harness.reports.protocol_tables`). A protocol is one module
-plus one `register_protocol` entry (CONTRIBUTING.md), or an entry point
-`bgm_judge.protocols` naming a `Protocol` in a package of its own (`harness.core.plugins`).
+"""The protocol registry: what `protocol:` in an experiment file selects. A protocol is one
+module plus one `register_protocol` entry (CONTRIBUTING.md), or an entry point
+`bgm_judge.protocols` naming a `Protocol` (`harness.core.plugins`). Signatures:
 
-A protocol may bring its own settings (`options`: a pydantic model of the block named after
-it in an experiment file, `music-crs: {...}`), its own dataset form (`dataset_file`, the file a
-dataset folder of that form holds, where a Hugging Face dataset's rows are written; `dataset`,
-`(options, path, *, seed) -> Dataset`, a run's items from it) and its own scoring (`evaluate`,
-`(options, path, records, *, n_bootstrap, seed) -> Evaluation`, instead of the ranking
-evaluation: a run's, and `harness evaluate --protocol NAME`'s with no records), and its own
-TREC files (`trec`, `(options, path, tag) -> (run lines, qrels lines)`). References are the
-object itself or `"module:attribute"`, imported when first used: so this module names the
-layers above it without importing them, and `import harness` stays cheap.
+- metrics: `(dataset, records, *, n_bootstrap, seed) -> {block: value}`
+- report: `(runs) -> [Section]`, runs being (label, metrics.json) pairs
+- dataset: `(options, path, *, seed) -> Dataset`
+- evaluate: `(options, path, records, *, n_bootstrap, seed) -> Evaluation`
+- trec: `(options, path, tag) -> (run lines, qrels lines)`
+
+References are the object or `"module:attribute"`, imported when first used, so this module
+names the layers above it without importing them.
 """
 
 from __future__ import annotations
@@ -64,8 +58,7 @@ class Protocol:
         n_bootstrap: int,
         seed: int,
     ) -> dict[str, Any]:
-        """Its metrics.json blocks: those of the run's evaluation (`evaluated`, the turns
-        of a refine run), and those it computes from the records."""
+        """Its metrics.json blocks: those of `evaluated` and those `metrics` computes."""
         blocks = {key: value for key, value in evaluated.items() if key in self.blocks}
         if self.metrics is not None:
             blocks |= resolve(self.metrics)(dataset, records, n_bootstrap=n_bootstrap, seed=seed)
@@ -94,8 +87,7 @@ def protocol_prompts() -> dict[str, str]:
 
 
 def own_blocks(data: Any) -> Any:
-    """Settings with each protocol's own block (`music-crs: {...}`) moved under
-    `protocol_options` (keyed by the protocol), as an experiment config keeps them."""
+    """Settings with each protocol's own block (`music-crs: {...}`) under `protocol_options`."""
     if not isinstance(data, Mapping):
         return data
     named = [name for name, p in PROTOCOLS.items() if p.options is not None and name in data]
@@ -106,8 +98,7 @@ def own_blocks(data: Any) -> Any:
 
 
 def own_options(name: str, blocks: Mapping[str, Any]) -> Any:
-    """Protocol `name`'s own settings from its block in `blocks`, validated (None when it
-    takes none); ValueError naming the setting otherwise."""
+    """Protocol `name`'s own settings, validated (None when it takes none); ValueError."""
     from pydantic import ValidationError
 
     from harness.core.dataset import pydantic_reason
@@ -132,9 +123,8 @@ def resolve(ref: Ref) -> Any:
 
 
 def legacy_protocol(settings: Mapping[str, Any]) -> str | None:
-    """The protocol that settings of before `protocol:` selected everything meant: a judge's
-    `prompt: describe`, or a `rerank:` block; None when `protocol:` says it (or neither
-    applies). Old experiment files and run folders read on through this."""
+    """The protocol that settings of before `protocol:` meant (a judge's `prompt: describe`,
+    a `rerank:` block); None when `protocol:` says it or neither applies."""
     if settings.get("protocol", "rank") != "rank":
         return None
     provider = settings.get("provider")

@@ -1,19 +1,9 @@
 """The one reading layer: every file the harness reads back that it did not just write in
-this process (datasets, run folders and shards, the cache and its exports, seed caches,
-predictions, TREC files, Hugging Face materialisations, ledgers, Parquet, summaries) is
-opened and decoded here, as untrusted bytes (a disk, a sync tool, a person or another
-program may have changed it; `tests/test_reading_layer.py` fails when a module reads one
-itself).
-
-- Only a regular file is opened: a FIFO would hang the run, /dev/zero never ends.
-- What is read whole is bounded in size (`MAX_DOCUMENT_BYTES`), a line in length
-  (`MAX_LINE_BYTES`), compressed data in what it inflates to (a line at a time).
-- JSON and pickles decode to plain values bounded in nesting, values, characters and digits
-  (`bounded`), so nothing downstream walks or prints an unbounded value.
-- Whatever cannot be read is one DatasetError line naming the file, the line and the reason.
-
-Files that others read back are written atomically (`write_atomic`, `write_jsonl`): a kill
-leaves the old file or the new one, never half of one."""
+this process is opened and decoded here, as untrusted bytes (`tests/test_reading_layer.py`
+fails when a module reads one itself). Only regular files are opened (a FIFO would hang);
+sizes, line lengths, inflated data and decoded values (`bounded`) are bounded; whatever
+cannot be read is one DatasetError line naming the file, the line and the reason. Files
+others read back are written atomically (`write_atomic`, `write_jsonl`)."""
 
 from __future__ import annotations
 
@@ -51,10 +41,8 @@ class TooLarge(ValueError):
 
 
 def bounded(value: Any, max_values: int = MAX_VALUE_NODES) -> None:
-    """Raise TooLarge when walking `value` (every shared reference expanded, as json.dumps
-    would) exceeds `max_values` values, MAX_VALUE_CHARS characters or MAX_VALUE_DEPTH levels,
-    or meets an integer Python cannot print; stops as soon as it does, so a value of 2**40
-    shared leaves costs no more than the bound."""
+    """Raise TooLarge when walking `value` (shared references expanded, as json.dumps would)
+    exceeds the bounds above; stops as soon as it does, so shared leaves cost no more."""
     nodes = chars = 0
     level: list[Any] = [value]
     for _ in range(MAX_VALUE_DEPTH + 1):  # one level of the value at a time
@@ -85,9 +73,8 @@ def bounded(value: Any, max_values: int = MAX_VALUE_NODES) -> None:
 def open_file(
     path: Path, *, missing: str = "file not found", limit: int | None = None
 ) -> Iterator[io.BufferedReader[io.FileIO]]:
-    """`path` opened for reading when it is a regular file (of at most `limit` bytes);
-    DatasetError (`missing` when it is not there) otherwise. Opened without blocking, so a
-    FIFO is refused instead of waited on."""
+    """`path` opened for reading when it is a regular file (of at most `limit` bytes), without
+    blocking (a FIFO is refused); DatasetError (`missing` when it is not there) otherwise."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags)
@@ -194,9 +181,8 @@ def read_json_object(path: Path, *, max_values: int = MAX_VALUE_NODES) -> dict[s
 def lines(
     path: Path, *, missing: str = "file not found", limit: int = MAX_LINE_BYTES
 ) -> Iterator[tuple[int, bytes]]:
-    """(line number, bytes) of every line, a last one without its newline included (a
-    reader of a file a kill may have cut decides what such a line means); a line longer
-    than `limit` bytes is refused as soon as `limit` of it is read."""
+    """(line number, bytes) of every line, a last one without its newline included; a line
+    longer than `limit` bytes is refused as soon as `limit` of it is read."""
     with open_file(path, missing=missing) as handle:
         yield from _bounded_lines(path, handle, limit)
 
@@ -247,8 +233,7 @@ def read_jsonl(
 def gzip_lines(
     path: Path, *, missing: str = "file not found", limit: int = MAX_LINE_BYTES
 ) -> Iterator[tuple[int, bytes]]:
-    """The lines of a gzip file, inflated a line at a time: a line that would inflate past
-    `limit` (a compression bomb) is refused after `limit` bytes of it."""
+    """The lines of a gzip file, inflated a line at a time (`limit` as `lines`)."""
     line_no = 0
     with open_file(path, missing=missing) as raw:
         try:
@@ -339,8 +324,8 @@ class _PlainUnpickler(pickle.Unpickler):
 
 
 def plain_pickle(data: bytes) -> Any:
-    """A value an older harness pickled, read as plain data (any opcode that could name or
-    call something is refused before anything is loaded) and bounded; ValueError otherwise."""
+    """A value an older harness pickled, as bounded plain data (an opcode that could name or
+    call something is refused before loading); ValueError otherwise."""
     try:
         for opcode, _, _ in pickletools.genops(data):
             if opcode.name not in _PLAIN_OPCODES:
@@ -356,8 +341,7 @@ def plain_pickle(data: bytes) -> Any:
 
 # --------------------------------------------------------------------------------- writing
 def write_atomic(path: Path, data: str | bytes) -> None:
-    """Replace `path` with `data` (text as UTF-8) in one step: a kill leaves the old file or
-    the new one. StorageError when it cannot be written."""
+    """Replace `path` with `data` (text as UTF-8) in one step; StorageError on failure."""
     body = data.encode("utf-8") if isinstance(data, str) else data
     _replace(path, lambda handle: handle.write(body))
 

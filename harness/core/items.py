@@ -109,9 +109,8 @@ _MAX_SPEAKER_ORDERS = 10_000
 
 
 class Dialogue(Sequence[Turn]):
-    """An item's turns in two objects (some 800 bytes less than eight `Turn`s): the speakers in
-    order (a tuple shared by dialogues alike) and the texts joined in one string; a `Turn` is
-    made when it is read."""
+    """An item's turns in two objects: the speakers (a tuple shared by dialogues alike) and
+    the texts joined in one string; a `Turn` is made when it is read."""
 
     __slots__ = ("_speakers", "_texts")
     _speakers: tuple[str, ...]
@@ -184,11 +183,8 @@ _DEFAULTS: dict[str, Any] = dict.fromkeys(FIELDS) | {"dialogue": (), "candidates
 
 
 class Item:
-    """One dialogue (or query) with its candidate clips and their relevance (immutable).
-
-    `Item(**fields)` and `Item.model_validate(obj)` validate (pydantic: `Schema.Item`);
-    `model_copy`, `model_construct` and `model_extra` (the line's other keys, also readable
-    as attributes) behave as pydantic's."""
+    """One dialogue (or query) with its candidate clips and their relevance (immutable),
+    validated by `Schema.Item`; `model_*` and extra keys behave as pydantic's."""
 
     __slots__ = (*FIELDS, "_extra", "_relevance", "_gains")
     id: str
@@ -220,16 +216,12 @@ class Item:
         extra = {k: v for k, v in values.items() if k not in _DEFAULTS}
         return _new(fields, extra or None)
 
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Item:
+    def model_copy(self, *, update: Mapping[str, Any] | None = None) -> Item:
         """A copy with `update` applied (unchecked, as pydantic's)."""
         fields = {name: getattr(self, name) for name in FIELDS}
         extra = dict(self._extra or {})
         for key, value in (update or {}).items():
             (fields if key in _DEFAULTS else extra)[key] = value
-        if deep:
-            import copy
-
-            fields, extra = copy.deepcopy(fields), copy.deepcopy(extra)
         return _new(fields, extra or None)
 
     @property
@@ -276,9 +268,8 @@ class Item:
 
     @property
     def relevance(self) -> dict[str, float]:
-        """The gain of every candidate, whatever the form: N - 1 - position in the human
-        ranking (with N=4 the ranks 1..4 map to 3, 2, 1, 0), 1 or 0 for `relevant`, the
-        given gains (0 where not listed) for `relevance`."""
+        """The gain of every candidate: N - 1 - position in the human ranking, 1 or 0 for
+        `relevant`, the given gains (0 where not listed) for `relevance`."""
         if self._relevance is None:
             object.__setattr__(self, "_relevance", _relevance(self))
         assert self._relevance is not None

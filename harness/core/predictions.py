@@ -92,7 +92,7 @@ def score_row(scores: dict[str, float | None], candidates: tuple[str, ...]) -> S
 
 class PredictionsBuilder:
     """Records merged, one at a time, into scores per (repeat, item, candidate); a candidate
-    scored by several calls gets the mean of its usable scores, summed in record order."""
+    scored by several calls gets the mean of its usable scores."""
 
     def __init__(self) -> None:
         # a candidate's first usable score sits in its row; a list only for those scored twice
@@ -130,8 +130,8 @@ def predictions_from_records(records: Iterable[Record]) -> Predictions:
 
 
 def scores_from_ranking(ranking: Sequence[str], candidates: Sequence[str]) -> dict[str, float]:
-    """The one conversion of a ranked list (best first, any length) into scores: n-1, n-2, ...
-    for the listed, n-1-len(ranking) for the rest, tied below (n = len(candidates))."""
+    """A ranked list (best first, any length) as scores: n-1, n-2, ... for the listed, the
+    rest tied below (n = len(candidates))."""
     n = len(candidates)
     below = float(n - 1 - len(ranking))
     position = {cid: i for i, cid in enumerate(ranking)}
@@ -157,13 +157,8 @@ class PredictionLine(BaseModel):
 
 
 def read_predictions(path: Path, items: Sequence[Item]) -> Predictions:
-    """A predictions JSONL, one line per item: `{"item_id", "scores": {candidate: score or
-    null}}` or `{"item_id", "ranking": [candidate, ...]}` (see `scores_from_ranking`), with an
-    optional `repeat`; errors name the file, line and reason. A TREC run file
-    (`QID Q0 DOCNO RANK SCORE TAG`, harness.core.trec) is read as repeat 0.
-
-    Every repeat 0..R-1 counts, one without a line as every score missing, so evaluating
-    costs R score matrices: R may not exceed the file's line count."""
+    """A predictions JSONL (docs/formats.md; `scores` or a `ranking` per line, an optional
+    `repeat`, at most one repeat per line) or a TREC run (repeat 0); errors name the line."""
     if is_trec_run(path):
         return read_run(path, items)
     collector = PredictionsCollector(path, items)
@@ -176,8 +171,7 @@ def read_predictions(path: Path, items: Sequence[Item]) -> Predictions:
 
 
 def prediction_line(path: Path, line_no: int, raw: bytes) -> PredictionLine | None:
-    """A line's prediction; None if it is blank. A line that does not validate from its bytes
-    is validated again from its decoded text, whose error names the line and its reason."""
+    """A line's prediction; None if it is blank; DatasetError names the line's problem."""
     try:
         return PredictionLine.model_validate_json(raw)
     except ValidationError:
@@ -244,8 +238,7 @@ class PredictionsCollector:
 
 
 def write_predictions(path: Path, predictions: Predictions, items: Sequence[Item]) -> None:
-    """Predictions as `harness evaluate` reads them (docs/formats.md), in dataset order
-    (candidates too): a run's file is the same however its calls completed."""
+    """Predictions as `harness evaluate` reads them, in dataset order (candidates too)."""
     with path.open("w", encoding="utf-8") as handle:
         for repeat in sorted(predictions):
             for item in items:

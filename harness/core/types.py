@@ -14,11 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 @dataclass(frozen=True)
 class CallSetting:
-    """Marks a `provider:` setting (as `Annotated` metadata) that says how a model is called,
-    not what it answers: it never enters the cache key (`ProviderConfig.identity`), and a
-    finished run may be re-run with it changed, unless `changes_records` (the answers stay the
-    same but the run's records do not: `reask` decides how many stay unparsable). Every other
-    setting is part of the model's identity."""
+    """Marks a `provider:` setting (`Annotated` metadata) of how a model is called, not what
+    it answers: never in the cache key, and changeable on a re-run unless `changes_records`
+    (the answers stay, the records do not: `reask`)."""
 
     changes_records: bool = False
 
@@ -27,11 +25,8 @@ CALL = CallSetting()
 
 
 class ProviderConfig(BaseModel):
-    """The settings every provider takes (`provider:` block of an experiment file): what the
-    model is (its identity: the cache key), then how it is called (marked `CALL`).
-
-    Each provider declares its own keys in a subclass (its `Options`); a key neither
-    declares is refused, so a typo never silently keeps a default."""
+    """The settings every provider takes: what the model is (its identity: the cache key),
+    then how it is called (marked `CALL`); a provider's own keys are in its subclass."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     name: str
@@ -72,9 +67,8 @@ class ProviderConfig(BaseModel):
         }
 
     def identity(self) -> dict[str, Any]:
-        """The settings that can change an answer (the provider's part of every cache key):
-        every one not marked `CALL`; those of this class always, a provider's own only where
-        they differ from their defaults, so that a new option never moves an existing key."""
+        """The provider's part of every cache key: the settings not marked `CALL`, a
+        provider's own only where not default (a new option never moves a key)."""
         identity = set(type(self).model_fields) - set(self.call_settings())
         common = self.model_dump(include=identity & BASE_FIELDS, exclude_none=True)
         own = self.model_dump(

@@ -12,11 +12,11 @@ n (Krippendorff 2011, "Computing Krippendorff's Alpha-Reliability"):
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from harness.scoring.metrics import resample_blocks
+from harness.scoring.metrics import resample_counts
 from harness.scoring.sorted_block import FloatArray, IntArray
 
 
@@ -69,17 +69,6 @@ def alpha_of(coincidence: FloatArray) -> FloatArray:
     return alpha
 
 
-def resample_counts(
-    n_bootstrap: int, n_items: int, seed: int
-) -> Iterator[tuple[slice, FloatArray]]:
-    """How often each item is drawn in each bootstrap resample (rows x items), a block of
-    rows at a time, from the same draws as every other bootstrap here (`resample_blocks`)."""
-    for rows, drawn in resample_blocks(n_bootstrap, n_items, np.random.default_rng(seed)):
-        offsets = n_items * np.arange(len(drawn))[:, None]
-        counts = np.bincount((drawn + offsets).ravel(), minlength=drawn.size)
-        yield rows, counts.reshape(len(drawn), n_items).astype(np.float64)
-
-
 def pairwise_alphas(
     ratings: FloatArray,
     unit_item: IntArray,
@@ -99,7 +88,7 @@ def pairwise_alphas(
     ]
     whole = np.array([alpha_of(o.sum(axis=0).reshape(v, v)) for o in per_pair])
     boot = np.empty((n_bootstrap, len(pairs)))
-    for rows, counts in resample_counts(n_bootstrap, n_items, seed):
+    for rows, counts in resample_counts(n_bootstrap, n_items, np.random.default_rng(seed)):
         for column, o in enumerate(per_pair):
             boot[rows, column] = alpha_of((counts @ o).reshape(-1, v, v))
     return whole, boot

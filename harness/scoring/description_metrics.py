@@ -25,7 +25,7 @@ import numpy as np
 from harness.core.dataset import Clip, Dataset, Item
 from harness.core.records import Record
 from harness.scoring import registry
-from harness.scoring.metrics import FloatArray, MetricSummary, resample_blocks, summarize
+from harness.scoring.metrics import FloatArray, MetricSummary, resample_counts, summarize
 
 BLEU_ORDERS = (1, 2, 3, 4)
 
@@ -80,10 +80,8 @@ def _bleu_summaries(
     """Corpus BLEU-1..4 of the items' summed statistics, with a CI over resampled items."""
     n = len(statistics)
     summed = np.empty((n_bootstrap, statistics.shape[1]))
-    for rows, drawn in resample_blocks(n_bootstrap, n, np.random.default_rng(seed)):
-        offsets = n * np.arange(len(drawn))[:, None]
-        counts = np.bincount((drawn + offsets).ravel(), minlength=drawn.size)
-        summed[rows] = counts.reshape(len(drawn), n) @ statistics
+    for rows, counts in resample_counts(n_bootstrap, n, np.random.default_rng(seed)):
+        summed[rows] = counts @ statistics
     total = statistics.sum(axis=0)
     out = {}
     for order in BLEU_ORDERS:

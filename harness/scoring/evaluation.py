@@ -1,14 +1,8 @@
-"""The one evaluation path: predictions (from a run's records or from a file) -> one score
-matrix per repeat -> metrics with bootstrap CIs, overall and per item `group`. The runner,
-`harness evaluate`, the reports and the Python API all come through here, so they count
-repeats the same way: repeats 0..n-1, where n is the run's `repeats` (or, for a predictions
-file, one past the highest repeat it holds), and a repeat without predictions counts as
-every score missing.
-
-A two-turn run (`protocol: refine`; records carry `extra.turn`) is evaluated turn by turn:
-its metrics are the last turn's, plus `success@K` for each K (the gold in the top K at some
-turn), with each turn's metrics and the turn gain (last - first, paired bootstrap CI) beside
-them."""
+"""The one evaluation path: predictions (from a run's records or a file) -> one score matrix
+per repeat (0..n-1; a repeat without predictions: every score missing) -> metrics with
+bootstrap CIs, overall and per item `group`. A two-turn run (records with `extra.turn`) is
+evaluated turn by turn: the last turn's metrics plus `success@K`, each turn's, and the turn
+gain (last - first)."""
 
 from __future__ import annotations
 
@@ -51,8 +45,7 @@ class Evaluation:
         return mean_scores(self.matrices)
 
     def to_json(self) -> dict[str, Any]:
-        """metrics.json: the overall aggregate, `groups` (each group's aggregate) when the
-        items carry groups, each turn's, and the protocol's own blocks."""
+        """metrics.json: the aggregate, and groups, turns and protocol blocks where given."""
         out = self.aggregate.to_json()
         if self.groups:
             out["groups"] = {name: agg.to_json() for name, agg in self.groups.items()}
@@ -64,9 +57,7 @@ class Evaluation:
 
 
 def mean_scores(matrices: Sequence[ScoreMatrix]) -> dict[str, FloatArray]:
-    """Per item (of the first matrix; every repeat's rows have the same lengths), the mean of
-    each candidate's finite scores over the repeats, NaN where it has none: all items at once,
-    on the repeats' concatenated rows."""
+    """Per item, each candidate's mean finite score over the repeats (NaN where none)."""
     ids = matrices[0].item_ids
     if not ids:
         return {}
@@ -94,8 +85,8 @@ def group_aggregates(
     merge_groups: Mapping[str, str] | None = None,
     **options: Any,
 ) -> dict[str, Aggregate]:
-    """The aggregate of each group of items (`Item.group`, renamed by `merge_groups`), in
-    name order; none when no item has a group (items without one form `(none)`)."""
+    """The aggregate of each group (`Item.group`, renamed by `merge_groups`; `(none)`), by
+    name; none when no item has a group."""
     if not any(item.group for item in items):
         return {}
     merge = merge_groups or {}
@@ -136,9 +127,8 @@ def evaluate_predictions(
 
 
 class RecordsPass:
-    """`evaluate_records`' one pass over a run's records, a record at a time: a candidate
-    scored by several calls gets their mean, summed in the order the records came (a run
-    feeds it the records it writes, in the order it writes them)."""
+    """`evaluate_records`' one pass over a run's records, a record at a time (a run feeds it
+    the records as it writes them)."""
 
     def __init__(self) -> None:
         self.by_turn: dict[int | None, PredictionsBuilder] = {}  # None: records of no turn
@@ -153,8 +143,7 @@ class RecordsPass:
 
 
 def evaluation_options(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The evaluation options of a run, from its config.yaml (as a mapping): the keyword
-    arguments of `evaluate_records` that change its result, with the run defaults."""
+    """The keyword arguments of `evaluate_records` from a run's config.yaml (with defaults)."""
     metrics = config.get("metrics") or {}
     return {
         "repeats": int(config.get("repeats") or 1),
@@ -177,10 +166,8 @@ def evaluate_records(
     at: Sequence[int] = (),
     merge_groups: Mapping[str, str] | None = None,
 ) -> Evaluation:
-    """Metrics of a run's records (a candidate scored by several calls gets their mean);
-    records of several turns are evaluated turn by turn (see the module docstring). The
-    records are read once, in one pass (they may be streamed from a file), or were passed
-    over already (a `RecordsPass`)."""
+    """Metrics of a run's records (read once; or a `RecordsPass` over them), turn by turn
+    where they have turns; a candidate scored by several calls gets their mean."""
     if isinstance(records, RecordsPass):
         one_pass = records
     else:
@@ -207,10 +194,8 @@ def evaluate_records(
 def success_at(
     by_turn: Sequence[Evaluation], *, missing: MissingPolicy, at: Sequence[int]
 ) -> dict[str, FloatArray]:
-    """`success@K` per repeat and item (repeats x items): the probability that a candidate of
-    maximal relevance (the gold) is in the top K at one turn or more, each turn's ties broken
-    independently at random: 1 - prod over turns of (1 - hit@K). It is at least every turn's
-    hit@K, which for a single gold is its recall@K."""
+    """`success@K` per repeat and item: P(the gold in the top K at one turn or more), ties
+    broken independently per turn: 1 - prod over turns of (1 - hit@K)."""
     out: dict[str, FloatArray] = {}
     for k in sorted({1, *at}):  # hit@1 is always reported, so is success@1
         missed = None
@@ -278,8 +263,8 @@ def _present(per_item: dict[str, FloatArray], evaluation: Evaluation) -> dict[st
 def turn_gain(
     first: Aggregate, last: Aggregate, *, n_bootstrap: int = 1000, seed: int = 0
 ) -> dict[str, MetricSummary]:
-    """Per metric, the mean over items of (last turn - first turn) on the items both count,
-    with a paired-bootstrap 95% CI (a median, `median_rank`'s, is not differenced)."""
+    """Per metric (not a median), the mean of (last turn - first) over the shared items with
+    a paired-bootstrap CI."""
     shared = [item for item in last.item_ids if item in set(first.item_ids)]
     row_first = {item: i for i, item in enumerate(first.item_ids)}
     row_last = {item: i for i, item in enumerate(last.item_ids)}
@@ -302,10 +287,8 @@ def turn_gain(
 
 
 def expected_score_records(records: list[Record]) -> list[Record] | None:
-    """The records with each parsed pointwise score replaced by the judge's probability-
-    weighted score (`extra.expected_score`, local judges with `expected_score: true`), for
-    the second metrics block; None when no record carries one. An answer that failed to
-    parse stays missing; one whose score start was not found keeps its greedy score."""
+    """The records with each parsed pointwise score replaced by `extra.expected_score` (local
+    judges' probability-weighted score); None when no record carries one."""
     swapped, found = [], False
     for record in records:
         value = record.extra.get("expected_score")
@@ -319,8 +302,7 @@ def expected_score_records(records: list[Record]) -> list[Record] | None:
 
 
 def no_scores_reason(metrics: Mapping[str, Any], stats: Mapping[str, Any]) -> str | None:
-    """Why a run has no metrics worth a table: not one usable score (every call failed, or
-    every answer was unparsable), where the tie-aware metrics would read as chance level."""
+    """Why a run without one usable score has no metrics worth a table (else None)."""
     if metrics.get("coverage") not in (0, 0.0) or not stats.get("calls"):
         return None
     calls, errors = stats["calls"], stats.get("errors", 0)
@@ -336,8 +318,7 @@ class CoverageWarning(UserWarning):
 def coverage_warnings(
     items: Sequence[Item], predictions: Predictions, aggregate: Aggregate
 ) -> list[str]:
-    """What to know before reading the figures of predictions that do not cover the
-    dataset: items without any prediction, and candidates left without a score."""
+    """Items without a prediction and candidates without a score, as warnings."""
     given: set[str] = set()
     for by_item in predictions.values():
         given.update(by_item)

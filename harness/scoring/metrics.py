@@ -1,11 +1,6 @@
-"""Aggregation of the tie-aware ranking metrics (docs/metrics.md) over items and repeats.
-
-Scores come per item in candidate order (NaN: missing), relevance as the matching gains.
-Per-item values come from the metric table (`registry`) on padded blocks sorted once
-(`ranking`: closed-form expectations over random tie-breaking). Reported: the `ranking`
-metrics always, the `retrieval` families at each K of `at`, the `single-gold` ones when every
-item has exactly one relevant candidate. An item without a relevant candidate scores 0.
-"""
+"""Aggregation of the tie-aware ranking metrics (docs/metrics.md) over items and repeats:
+per-item values from the metric table (`registry`) on padded blocks (`ranking`), means with
+percentile-bootstrap CIs. An item without a relevant candidate scores 0."""
 
 from __future__ import annotations
 
@@ -46,8 +41,7 @@ MAX_BOOTSTRAP = 100_000  # resamples a run or `harness evaluate` may ask for
 
 
 def metric_names(at: Sequence[int] = (), *, single_gold: bool = False) -> tuple[str, ...]:
-    """The names reported, in order, for cut-offs `at` (sorted, deduplicated): the ranking
-    metrics, the retrieval families at each K, and with `single_gold` the gold's rank."""
+    """The names reported, in order, for cut-offs `at`."""
     at = _cutoffs(at)
     ranks = registry.names("single-gold") if single_gold else ()
     return registry.names("ranking") + registry.names("retrieval", at) + ranks
@@ -76,8 +70,7 @@ def _cutoffs(at: Sequence[int]) -> tuple[int, ...]:
 def per_item_metrics(
     scores: FloatArray, relevance: FloatArray, *, at: Sequence[int] = ()
 ) -> dict[str, FloatArray]:
-    """Metric values per item for one block of items with the same candidate count N
-    (`scores` with missing values replaced already: policy `worst` uses -inf)."""
+    """Metric values per item of one unpadded block (missing scores already -inf)."""
     lengths = np.full(scores.shape[0], scores.shape[1], dtype=np.int64)
     values, _ = block_metrics(scores, relevance, lengths, metric_names(at))
     return values
@@ -132,8 +125,7 @@ def _round(value: float | None) -> float | None:
 
 @dataclass
 class ScoreMatrix:
-    """Scores of one repeat: one row per item (in `item_ids` order), NaN where missing, and
-    the items' gains in the same candidate order."""
+    """Scores of one repeat per item (NaN where missing) and the items' gains."""
 
     item_ids: list[str]
     scores: list[FloatArray]
@@ -143,8 +135,7 @@ class ScoreMatrix:
 def build_matrix(
     items: Sequence[Item], predictions: Mapping[str, Mapping[str, float | None]]
 ) -> ScoreMatrix:
-    """Align predictions ({item_id: {candidate: score}}) to the items' candidate order (NaN
-    where missing); an item without a relevance judgement is a HarnessError."""
+    """Predictions aligned to the items' candidate order (NaN where missing)."""
     scores, relevance = [], []
     scaled: dict[int, FloatArray] = {}  # by the gains array: items share equal ones
     for item in items:
@@ -168,8 +159,7 @@ def build_matrix(
 
 
 def _unit_scale(gains: FloatArray) -> FloatArray:
-    """`gains` times the power of two that brings the largest into [0.5, 1) (exact; metrics
-    are scale-free): sums of gains near 1e308 no longer overflow to inf and make nDCG NaN."""
+    """`gains` scaled exactly by a power of two into [0, 1) (gains near 1e308 overflow)."""
     top = float(gains.max(initial=0.0))
     if top <= 0.0:
         return gains
@@ -194,8 +184,7 @@ def _padded(rows: Sequence[FloatArray], width: int) -> FloatArray:
 
 
 def _blocks(lengths: NDArray[np.int64]) -> list[NDArray[np.int64]]:
-    """Row indices in blocks of similar candidate counts, each block at most BLOCK_ELEMENTS
-    once padded to its longest row (short rows are not padded to the longest of all)."""
+    """Row indices in blocks of similar candidate counts, at most BLOCK_ELEMENTS padded."""
     by_length = np.argsort(lengths, kind="stable")
     sorted_lengths = lengths[by_length]
     blocks, first = [], 0
@@ -243,26 +232,30 @@ def per_item_values(
 def resample_blocks(
     n_resamples: int, n_items: int, rng: np.random.Generator
 ) -> Iterator[tuple[slice, NDArray[np.int64]]]:
-    """The percentile bootstrap's resamples of items (row r: n_items indices drawn with
-    replacement), a block of rows at a time with the rows they fill: every bootstrap here
-    draws through this, in bounded memory.
-
-    The blocks continue one generator's stream (PCG64 keeps a half-used 64-bit draw in its
-    state), so together they equal `rng.integers(0, n_items, size=(n_resamples, n_items))`
-    drawn at once, as earlier releases did: their intervals reproduce bit for bit.
-    """
+    """Every bootstrap's resamples of items, a block of rows at a time (bounded memory): one
+    generator's stream, so together they equal `rng.integers(0, n_items, size=(n_resamples,
+    n_items))` drawn at once, as earlier releases did (their intervals reproduce)."""
     step = max(1, BOOTSTRAP_ELEMENTS // max(n_items, 1))
     for first in range(0, n_resamples, step):
         size = min(step, n_resamples - first)
         yield slice(first, first + size), rng.integers(0, n_items, size=(size, n_items))
 
 
+def resample_counts(
+    n_resamples: int, n_items: int, rng: np.random.Generator
+) -> Iterator[tuple[slice, FloatArray]]:
+    """How often each item is drawn in each resample of `resample_blocks` (rows x items)."""
+    for rows, drawn in resample_blocks(n_resamples, n_items, rng):
+        offsets = n_items * np.arange(len(drawn))[:, None]
+        counts = np.bincount((drawn + offsets).ravel(), minlength=drawn.size)
+        yield rows, counts.reshape(len(drawn), n_items).astype(np.float64)
+
+
 def summarize(
     name: str, per_repeat: FloatArray, *, n_bootstrap: int = 1000, seed: int = 0
 ) -> MetricSummary:
-    """A metric from its values per repeat and item (repeats x items; NaN where an item has
-    none): the mean (or median, as the metric table says) over items of each item's mean
-    over repeats, with a seeded percentile-bootstrap CI over items (as `aggregate`'s)."""
+    """A metric's summary from its values per repeat and item (NaN where an item has none),
+    as `aggregate` summarises."""
     values = np.atleast_2d(np.asarray(per_repeat, dtype=np.float64))
     present = np.isfinite(values).any(axis=0)
     if not present.any():
@@ -284,12 +277,8 @@ def _bootstrap(
     n_boot: int,
     rng: np.random.Generator,
 ) -> dict[str, FloatArray]:
-    """Each metric's statistic (its mean or median) on every bootstrap resample
-    (`resample_blocks`: bounded memory, earlier releases' resamples).
-
-    The ranking metrics average the resampled values as earlier releases did, so their CIs
-    reproduce bit for bit; the other means go through resample counts (a matrix product).
-    """
+    """Each metric's statistic on every resample; the ranking metrics averaged as earlier
+    releases did (their CIs reproduce bit for bit), the other means by resample counts."""
     n = len(next(iter(per_item.values())))
     out = {name: np.empty(n_boot) for name in reported}
     direct = set(registry.names("ranking"))
@@ -316,8 +305,7 @@ def _median(name: str) -> bool:
 
 
 def _summary(name: str, boot: FloatArray, per_repeat: FloatArray) -> MetricSummary:
-    """The mean (or median) over items, its percentile-bootstrap CI, and with several
-    repeats the per-repeat statistics and their standard deviation."""
+    """The statistic, its CI and, with several repeats, each repeat's and their std."""
     statistic = np.nanmedian if _median(name) else np.nanmean
     repeat_stats = [float(statistic(v)) for v in per_repeat if np.isfinite(v).any()]
     low, high = np.percentile(boot, [2.5, 97.5])
@@ -338,9 +326,8 @@ def aggregate(
     seed: int = 0,
     at: Sequence[int] = (),
 ) -> Aggregate:
-    """Mean metrics with seeded percentile-bootstrap 95% CIs over items; with several
-    repeats also the per-repeat means and their standard deviation. `at`: the cut-offs K
-    of hit@K, recall@K, precision@K and ndcg@K."""
+    """Mean metrics with seeded percentile-bootstrap 95% CIs over items (and per-repeat
+    means with several repeats); `at`: the cut-offs K of the retrieval families."""
     if not repeats:
         raise ValueError("no predictions to aggregate")
     cutoffs = _cutoffs(at)

@@ -15,7 +15,14 @@ from typing import Any
 import numpy as np
 
 from harness.scoring.evaluation import Evaluation, turn_gain
-from harness.scoring.metrics import Aggregate, FloatArray, MetricSummary, resample_blocks, summarize
+from harness.scoring.metrics import (
+    Aggregate,
+    FloatArray,
+    MetricSummary,
+    resample_blocks,
+    resample_counts,
+    summarize,
+)
 
 CUTOFFS = (1, 10, 20)
 MAX_IDS = 20
@@ -86,9 +93,7 @@ def turn_means(
     plain = filled.sum((1, 2)) / present.sum()
     n = present.shape[0]
     draws = np.empty((2, n_bootstrap, len(values)))
-    for rows, drawn in resample_blocks(n_bootstrap, n, np.random.default_rng(seed)):
-        offsets = n * np.arange(len(drawn))[:, None]
-        counts = np.bincount((drawn + offsets).ravel(), minlength=drawn.size).reshape(-1, n)
+    for rows, counts in resample_counts(n_bootstrap, n, np.random.default_rng(seed)):
         count = counts @ present  # resamples x turns
         totals = np.einsum("rs,mst->rmt", counts, filled)
         with np.errstate(invalid="ignore", divide="ignore"):

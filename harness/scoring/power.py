@@ -34,9 +34,8 @@ def _z(p: float) -> float:
 def minimum_detectable_difference(
     differences: ArrayLike, *, alpha: float = 0.05, power: float = POWER
 ) -> float:
-    """The smallest true mean difference the paired test at level `alpha` (two-sided)
-    detects with probability `power` on this many items, from their observed spread; NaN
-    with fewer than two items."""
+    """The smallest true mean difference detected with probability `power` (module
+    docstring); NaN with fewer than two items."""
     d = np.asarray(differences, dtype=np.float64)
     if d.size < 2:
         return float("nan")
@@ -47,8 +46,7 @@ def minimum_detectable_difference(
 def items_needed(
     differences: ArrayLike, effect: float, *, alpha: float = 0.05, power: float = POWER
 ) -> int | None:
-    """Items a fixed-sample paired test needs for `power` at true difference `effect`,
-    from the spread of the pilot's differences; None when the pilot has fewer than 2."""
+    """Items a fixed-sample paired test needs (module docstring); None for a pilot of < 2."""
     d = np.asarray(differences, dtype=np.float64)
     if d.size < 2 or effect == 0:
         return None
@@ -57,9 +55,8 @@ def items_needed(
 
 
 def tilted(differences: ArrayLike, effect: float) -> FloatArray:
-    """Weights on the pilot's differences (summing to 1) whose weighted mean is `effect`:
-    the exponential tilt of the empirical distribution. ValueError when `effect` is not
-    strictly between the smallest and largest difference."""
+    """The exponential tilt of the pilot's differences to mean `effect` (weights summing to
+    1); ValueError when `effect` is outside (min, max)."""
     d = np.asarray(differences, dtype=np.float64)
     if d.size == 0 or not d.min() < effect < d.max():
         raise ValueError(
@@ -88,8 +85,7 @@ def tilted(differences: ArrayLike, effect: float) -> FloatArray:
 
 @dataclass(frozen=True)
 class SequentialPlan:
-    """Items a sequential comparison visited until it decided, over simulated comparisons
-    at the planned effect (`max_items` for one that never decided)."""
+    """Items each simulated sequential comparison visited until it decided (else max_items)."""
 
     stops: FloatArray
     decided: float  # share of comparisons that decided the right way within max_items
@@ -115,10 +111,8 @@ def simulate_sequential(
     seed: int = 0,
     grid: int = 250,
 ) -> SequentialPlan:
-    """Run the sequential comparison `runs` times on differences drawn i.i.d. from the
-    pilot's tilted to mean `effect`; `width` is the metric's range (differences lie in
-    [-width, width]). A coarser grid than the comparison's keeps this fast; it only makes
-    the simulated sequence a little wider (conservative)."""
+    """The sequential comparison run `runs` times on draws from the pilot's differences tilted
+    to mean `effect` (`width`: the metric's range); the coarser grid is conservative."""
     d = np.asarray(differences, dtype=np.float64)
     weights = tilted(d, effect)
     rng = np.random.default_rng(seed)

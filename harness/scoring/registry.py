@@ -7,14 +7,11 @@ this table, so a metric is one entry (CONTRIBUTING.md):
     def top_relevant(block: RankedBlock, k: int) -> FloatArray:
         return (block.sorted.gains[:, 0] > 0).astype(float)
 
-`block` (`harness.scoring.ranking.RankedBlock`) is a padded block of items sorted by score,
-with the tie-aware closed forms; the function gives one value per row, `k` being K of a
-family `NAME@K` (0 otherwise). Kinds: `ranking` (always reported), `retrieval` (families,
-at each K of `metrics: {at: [...]}`), `single-gold` (when every item has one relevant
-candidate); `turns`, `description` and `conversation` (music-crs: a submission's diversity,
-judged responses and composite) are computed by their protocol, not per item here.
-A package of its own adds one through an entry point `bgm_judge.metrics` naming the
-decorated function or a `Metric` (`harness.core.plugins`).
+`block` is a `harness.scoring.ranking.RankedBlock`; the function gives one value per row, `k`
+being K of a family `NAME@K` (0 otherwise). Kinds: `ranking` (always reported), `retrieval`
+(at each K of `metrics: {at: [...]}`), `single-gold` (every item has one relevant candidate);
+the others are computed by their protocol. A package adds one through an entry point
+`bgm_judge.metrics` (`harness.core.plugins`).
 """
 
 from __future__ import annotations
@@ -71,8 +68,8 @@ def register_metric(
     statistic: Literal["mean", "median"] = "mean",
     shown: bool = True,
 ) -> Callable[[PerItem | None], PerItem | None]:
-    """Add a metric to the table: a decorator of its per-item function, or called on None
-    for a metric that a protocol computes. A name registered again replaces its entry."""
+    """Decorate a per-item function (or call on None for a protocol's metric) to add a
+    metric; a name registered again replaces its entry."""
 
     def register(per_item: PerItem | None) -> PerItem | None:
         METRICS[name] = Metric(
@@ -84,8 +81,7 @@ def register_metric(
 
 
 def metrics() -> list[Metric]:
-    """The table in the order metrics.json lists the metrics: by kind (as KINDS, a kind of
-    a plugin's own last), then in the order of registration."""
+    """The table in metrics.json's order: by kind (as KINDS), then by registration."""
     order = {kind: i for i, kind in enumerate(KINDS)}
     return sorted(METRICS.values(), key=lambda m: order.get(m.kind, len(KINDS)))
 
@@ -108,8 +104,8 @@ def cutoff_of(name: str) -> int | None:
 
 
 def names(kind: Kind, at: Sequence[int] = ()) -> tuple[str, ...]:
-    """The names of one kind in table order, a family at each K of `at` (grouped by family),
-    less the names that a metric of their own has (`hit@1`)."""
+    """The names of one kind in table order, a family at each K of `at` (less the names a
+    metric of their own has, `hit@1`)."""
     out: list[str] = []
     for metric in metrics():
         if metric.kind == kind:
@@ -127,10 +123,9 @@ def label(name: str) -> str:
 
 
 def shown(present: Iterable[str], *, compact: bool = False) -> list[str]:
-    """The metric columns of a table of metrics.json blocks holding the metrics `present`:
-    every `ranking` metric (unless the blocks hold none, as a music-crs evaluation), then each
-    other shown metric present, in table order, a family at the Ks of the retrieval metrics
-    present (the largest only when `compact`; K = 1 when there are none)."""
+    """The metric columns of a table of blocks holding `present`: the `ranking` metrics (if
+    any is present), then each other shown one present, a family at the Ks present (the
+    largest only when `compact`)."""
     present = set(present)
     retrieval = [name for name in present if getattr(find(name), "kind", None) == "retrieval"]
     ks = sorted({k for name in retrieval if (k := cutoff_of(name))})
@@ -148,8 +143,8 @@ def shown(present: Iterable[str], *, compact: bool = False) -> list[str]:
 
 
 def comparable(name: str) -> tuple[tuple[int, ...], float] | None:
-    """(the cut-offs it needs, the width of its range) of a bounded per-item metric, which a
-    paired comparison can test (`harness compare --metric`); None for any other name."""
+    """(its cut-offs, the width of its range) of a bounded per-item metric (`harness compare
+    --metric`); None for any other name."""
     metric, k = find(name), cutoff_of(name)
     if metric is None or metric.per_item is None or metric.bound is None:
         return None
@@ -159,8 +154,7 @@ def comparable(name: str) -> tuple[tuple[int, ...], float] | None:
     return ((k,) if k else ()), high - low
 
 
-# The built-in table. Per-item values come from the block's tie-aware closed forms
-# (harness.scoring.ranking); formulas in docs/metrics.md.
+# The built-in table (formulas: harness.scoring.ranking, docs/metrics.md).
 register_metric("hit@1", "Hit@1")(lambda block, k: block.best.hit(1))
 register_metric("mrr", "MRR")(lambda block, k: block.best.reciprocal_rank(block.harmonic))
 register_metric("ndcg", "nDCG")(lambda block, k: block.ndcg())

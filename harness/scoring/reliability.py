@@ -1,11 +1,7 @@
-"""The judge-reliability block of metrics.json (docs/metrics.md#judge-reliability): how a
-judge's answers move with the presentation order (position consistency, preference fairness)
-and between repeats of one prompt (repetition stability), its agreement with the annotators
-(`harness.scoring.human_agreement`), and its rates of failures, parse failures, refusals and
-ties. An answer is one full ranking of an item: a joint call (candidates in the order shown),
-or a pointwise run's calls of one item and repeat. Each figure is a mean over items of a
-per-item value with a bootstrap CI over items; one the design cannot give is left out, and
-`not_measured` names the `--set` settings of a run that measures it."""
+"""The judge-reliability block of metrics.json (docs/metrics.md#judge-reliability). An answer
+is one full ranking of an item: a joint call, or a pointwise run's calls of one item and
+repeat. Each figure is a mean over items with a bootstrap CI; one the design cannot give is
+left out, and `not_measured` names the `--set` settings of a run that measures it."""
 
 from __future__ import annotations
 
@@ -141,10 +137,7 @@ def _mean(values: FloatArray, item: IntArray, n_bootstrap: int, seed: int) -> di
 def _figures(
     answers: Answers, pairs: Pairs, missing: Mapping[str, Any], **ci: int
 ) -> dict[str, Any]:
-    """The figures the design gives: position consistency (pairs in different orders),
-    preference fairness (the top pick's position; chi-square against 1/N), repetition
-    stability (pairs in the same order), and per item the share of calls that failed, did
-    not parse or were refused and of answers whose top score is shared."""
+    """The figures the design gives (docs/metrics.md#judge-reliability)."""
     block: dict[str, Any] = {}
     shares = answers.top_shares
     if "position_consistency" not in missing:
@@ -214,9 +207,8 @@ def judge_reliability(
     n_bootstrap: int = 1000,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """The block of a judge's `records` (read once; one per call): `scores` are its mean
-    scores per item (candidate order), for the agreement with humans; `sampled`: whether a
-    repeat is a fresh answer (temperature > 0) rather than the cached one."""
+    """The block of a judge's `records` (read once): `scores`, its mean scores per item, for
+    the agreement with humans; `sampled`: whether a repeat is a fresh answer."""
     answers = Answers.of(items, records)
     pairs = Pairs.of(answers)
     missing = unmeasured(answers, pairs, sampled)

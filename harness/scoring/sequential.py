@@ -19,21 +19,11 @@ grid of [0, 1], two gamblers bet on "the mean is above m" and "below m":
     K-_t(m)    = prod_{i<=t} (1 - min(lambda_i, c / (1 - m_i)) (x_i - m_i))
     K_t(m)     = max(theta K+_t(m), (1 - theta) K-_t(m))       theta = 1/2, c = 1/2
 
-Under the null "the mean is m", K+ and K- are nonnegative martingales starting at 1. K_t(m),
-a maximum of two of them, is not itself a supermartingale; what the proof needs is that it is
-bounded by theta K+_t + (1 - theta) K-_t, a nonnegative martingale starting at theta +
-(1 - theta) = 1, to which Ville's inequality applies: P(exists t: K_t(m) > 1/alpha) <= alpha, and
-
-    C_t = {m : K_t(m) <= 1/alpha}, intersected with C_{t-1}
-
-covers the mean at every t at once with probability >= 1 - alpha: one may look after every
-observation and stop whenever one likes. Without replacement, C_t is also intersected with
-the values the mean can still take, [S_t / N, (S_t + N - t) / N].
-
-K+ does not increase in m and K- does not decrease (each factor is monotone; so is m_t in m),
-so the rejected m form a prefix (by K+) and a suffix (by K-) of the grid: the bounds are the
-last grid point rejected by K+ and the first rejected by K-, which is conservative by at
-most one grid step (1 / grid).
+K_t(m) <= theta K+_t + (1 - theta) K-_t, a nonnegative martingale from 1 under the null, so by
+Ville's inequality C_t = {m : K_t(m) <= 1/alpha} (intersected with C_{t-1}, and without
+replacement with [S_t / N, (S_t + N - t) / N]) covers the mean at every t at once with
+probability >= 1 - alpha. K+ falls and K- rises in m, so the rejected m are a prefix and a
+suffix of the grid: the bounds are conservative by at most one grid step (1 / grid).
 """
 
 from __future__ import annotations
@@ -50,8 +40,7 @@ FloatArray = NDArray[np.float64]
 @dataclass
 class BettingCS:
     """The hedged-capital confidence sequence for the mean of [0, 1] values, updated batch by
-    batch. `population` = N for sampling without replacement from N values (the sequence
-    then covers their mean, and shrinks to a point at t = N); None for i.i.d. sampling."""
+    batch; `population` = N for sampling without replacement (None: i.i.d.)."""
 
     alpha: float = 0.05
     population: int | None = None
@@ -79,8 +68,7 @@ class BettingCS:
         self._log_minus = np.zeros(self.grid + 1)
 
     def update(self, values: ArrayLike) -> tuple[FloatArray, FloatArray]:
-        """Take the next observations (in order); return the sequence's lower and upper
-        bounds after each of them."""
+        """The lower and upper bounds after each of the next observations."""
         x = np.asarray(values, dtype=np.float64).ravel()
         if x.size == 0:
             return np.empty(0), np.empty(0)
@@ -127,8 +115,7 @@ class BettingCS:
         return lows, highs
 
     def _crossed(self, low: FloatArray, high: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """The running intersection step by step, kept non-empty: where it would be empty
-        it becomes the point between the crossed bounds."""
+        """The running intersection, kept non-empty (the point between crossed bounds)."""
         lows, highs = np.empty(low.size), np.empty(low.size)
         lower, upper = self.lower, self.upper
         for j in range(low.size):
@@ -164,9 +151,8 @@ def confidence_sequence(
 
 @dataclass
 class DifferenceCS:
-    """A confidence sequence for the mean of paired differences d = b - a of a metric with
-    values in [low, high]: d lies in [-w, w] (w = high - low) and is rescaled to
-    (d + w) / (2 w) in [0, 1] for `BettingCS`; bounds come back on the scale of d."""
+    """A confidence sequence for the mean of paired differences d in [-w, w] (w: the metric's
+    range), rescaled to (d + w) / (2 w) for `BettingCS`; bounds on the scale of d."""
 
     width: float
     alpha: float = 0.05

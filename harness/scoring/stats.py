@@ -1,6 +1,6 @@
-"""Statistics for comparing runs: paired differences with a bootstrap CI and a sign-flip
-permutation p-value, inter-model agreement (per-item Kendall's tau-b, averaged), and
-position bias of joint prompts. All vectorised with numpy and seeded."""
+"""Statistics for comparing runs: paired differences (bootstrap CI, sign-flip p-value),
+agreement between rankers (per-item Kendall's tau-b, averaged), position bias of joint
+prompts."""
 
 from __future__ import annotations
 
@@ -22,10 +22,8 @@ EXACT_SIGN_FLIP_LIMIT = 1 << 16
 
 @dataclass(frozen=True)
 class PairedDifference:
-    """Mean of (run - baseline) over shared items, its 95% paired-bootstrap CI, the
-    two-sided sign-flip permutation p-value of the null "no difference", and the minimum
-    difference detectable at 80% power (alpha 0.05) on these items with this spread
-    (`harness.scoring.power`)."""
+    """Mean of (run - baseline) over shared items, its paired-bootstrap CI, the two-sided
+    sign-flip p-value and the difference detectable at 80% power (`harness.scoring.power`)."""
 
     n_items: int
     run_mean: float
@@ -59,12 +57,9 @@ def _all_sign_patterns(n: int) -> NDArray[np.float64]:
 def sign_flip_p_value(
     differences: FloatArray, *, n_permutations: int = 10000, seed: int = 0
 ) -> tuple[float, bool]:
-    """Two-sided p-value of the mean paired difference under random sign flips.
-
-    Exact (all 2**n patterns) when that is no more than `max(n_permutations,
-    EXACT_SIGN_FLIP_LIMIT)` patterns; otherwise Monte Carlo with the +1 correction, so p is
-    never 0. Returns (p, exact).
-    """
+    """(p, exact): the two-sided p-value of the mean paired difference under random sign
+    flips, exact over all 2**n patterns when few enough, else Monte Carlo with the +1
+    correction (never 0)."""
     d = np.asarray(differences, dtype=np.float64)
     n = d.size
     if n == 0:
@@ -88,8 +83,7 @@ def sign_flip_p_value(
 def paired_bootstrap_ci(
     differences: FloatArray, *, n_bootstrap: int = 1000, seed: int = 0, tail: float = 2.5
 ) -> tuple[float, float]:
-    """Percentile-bootstrap CI of the mean difference, resampling items (pairs kept), with
-    `tail` percent outside it on each side (2.5: the 95% CI)."""
+    """Percentile-bootstrap CI of the mean difference over items, `tail` percent each side."""
     d = np.asarray(differences, dtype=np.float64)
     if d.size == 0:
         return (float("nan"), float("nan"))
@@ -135,10 +129,7 @@ def paired_metrics(
     n_permutations: int = 10000,
     seed: int = 0,
 ) -> dict[str, PairedDifference]:
-    """Per metric, the paired comparison on the items both runs have a value for.
-
-    `run` and `baseline` map metric name -> {item id: per-item value}.
-    """
+    """Per metric ({item id: value} each side), the paired comparison on the shared items."""
     out = {}
     for name, values in run.items():
         base = baseline.get(name, {})
@@ -159,9 +150,8 @@ CORRECTION_NAMES: dict[str, str] = {"holm": "Holm", "bh": "Benjamini-Hochberg", 
 
 
 def adjust_p_values(p_values: Sequence[float], method: Correction = "holm") -> FloatArray:
-    """p-values adjusted for reporting several at once: Holm's step-down (controls the
-    family-wise error rate) or Benjamini-Hochberg (the false discovery rate, through
-    `scipy.stats.false_discovery_control`); "none" returns them as they are."""
+    """p-values adjusted for several at once: Holm's step-down (family-wise error rate) or
+    Benjamini-Hochberg (false discovery rate; scipy); "none" leaves them."""
     p = np.asarray(p_values, dtype=np.float64)
     if method == "none" or p.size <= 1:
         return p.copy()
@@ -192,13 +182,8 @@ class Agreement:
 
 
 def agreement_matrix(vectors: Sequence[tuple[str, ScoreVectors]]) -> Agreement:
-    """Pairwise Kendall's tau-b between score vectors, per item, averaged over shared items.
-
-    Only the items both scored count (at least one score each): an item a ranker has no
-    score for is left out, not counted as no agreement. Within an item, a missing score (NaN)
-    counts as tied below every scored candidate, like the metric layer's default `worst`
-    policy. Items whose vectors differ in length are skipped.
-    """
+    """Pairwise Kendall's tau-b between score vectors, per item, averaged over the items both
+    scored (same length, a score each); a missing score (NaN) ties below every scored one."""
     k = len(vectors)
     tau = np.full((k, k), np.nan)
     counts = np.zeros((k, k), dtype=np.int64)
@@ -231,8 +216,7 @@ def _any_score(vector: FloatArray) -> bool:
 # ------------------------------------------------------------------------ position bias
 @dataclass(frozen=True)
 class PositionBias:
-    """How often the model's top-1 (ties split evenly) and the human's first fell on each
-    presentation position of a joint prompt."""
+    """Top-1 rates (ties split) of the model and the human per position of a joint prompt."""
 
     n_calls: int
     rates: FloatArray
@@ -249,9 +233,8 @@ class PositionBias:
 
 
 def position_bias(records: Iterable[Record], items: Iterable[Item] = ()) -> PositionBias | None:
-    """Top-1 rates per presentation position over the joint calls that were answered and
-    parsed (`position_top1_rates`), with a chi-square test against 1/N; None
-    when there are no such calls. A record lists its candidates in presentation order."""
+    """`position_top1_rates` of the answered, parsed joint calls with a chi-square test
+    against 1/N; None without such calls."""
     joint = [r for r in records if r.raw is not None and not (r.error or r.parse_error)]
     top1 = position_top1_rates(joint, items)
     calls = int(top1["calls"])
@@ -285,11 +268,8 @@ def _top_shares(scores: Sequence[float | None]) -> list[float] | None:
 
 
 def position_top1_rates(records: Iterable[Record], items: Iterable[Item]) -> dict[str, Any]:
-    """How often the model's top clip, and the human's, sat at each presentation position.
-
-    Only joint records (several candidates in one call) with at least one usable score
-    count. Without position bias and with permuted orders, both rates tend to 1/N.
-    """
+    """How often the model's top clip, and the human's, sat at each position of the joint
+    records with a usable score (candidates in presentation order)."""
     human_best: Mapping[str, str] = {
         item.id: item.human_ranking[0] for item in items if item.human_ranking
     }

@@ -14,8 +14,8 @@ from harness.scoring.alpha import (
     item_coincidences,
     pairwise_alphas,
     ranks,
-    resample_counts,
 )
+from harness.scoring.metrics import resample_counts
 
 
 def ordinal_alpha(ratings: np.ndarray) -> float:
@@ -62,7 +62,7 @@ def test_pairwise_alphas_on_all_items_and_on_each_resample() -> None:
             reliability_data=ratings[list(pair)], level_of_measurement="ordinal"
         )
         assert abs(whole[column] - reference) <= 1e-9
-    _, counts = next(resample_counts(50, n_items, 7))
+    _, counts = next(resample_counts(50, n_items, np.random.default_rng(7)))
     for row in range(5):
         drawn = np.repeat(np.arange(n_items), counts[row].astype(int))
         units = np.concatenate([np.flatnonzero(unit_item == i) for i in drawn])
