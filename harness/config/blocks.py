@@ -1,6 +1,4 @@
-"""The nested blocks of an experiment file (`metrics:`, `rerank:`, `refine:`), re-exported
-by `harness.config.experiment`, and `tracking:` (W&B, MLflow; `harness.interop.tracking` logs
-to them)."""
+"""The nested blocks of an experiment file: `metrics:`, `rerank:`, `refine:`, `tracking:`."""
 
 from __future__ import annotations
 
@@ -47,9 +45,8 @@ class RerankOptions(BaseModel):
 
 class RefineOptions(BaseModel):
     """`refine:` block of `protocol: refine`: where the user's reply to the first pick comes
-    from (`aspects`: a simulated user comparing the gold's aspects with the pick's; `item`:
-    each item's own `feedback`; `simulator`: the `user_simulator:` judge) and what the
-    aspect user mentions."""
+    from (`aspects`, `item` or `simulator`: docs/experiments.md) and what the aspect user
+    mentions."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     feedback: Literal["aspects", "item", "simulator"] = "aspects"

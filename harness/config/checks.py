@@ -13,9 +13,8 @@ from harness.core.yaml_files import key_lines, yaml_text
 
 
 def select_runs(runs: list[ExperimentConfig], patterns: Sequence[str]) -> list[ExperimentConfig]:
-    """The runs whose name matches one of the shell patterns (`--only 'popularity*'`), in the
-    file's order; every run when none is given. A pattern that matches no run is an error
-    naming the runs there are."""
+    """The runs (all without patterns) whose name matches a shell pattern of `--only`; a
+    pattern matching no run is an error naming the runs."""
     if not patterns:
         return runs
     unmatched = [p for p in patterns if not any(fnmatch.fnmatchcase(r.name, p) for r in runs)]
@@ -28,9 +27,8 @@ def select_runs(runs: list[ExperimentConfig], patterns: Sequence[str]) -> list[E
 
 
 def check_datasets(path: str | Path, runs: Sequence[ExperimentConfig]) -> None:
-    """Every dataset folder the runs read exists: otherwise one line naming the experiment
-    file, the line of `dataset:`, and the folder it was looked for in (a relative path is
-    read from the current folder, not from the file's)."""
+    """Every dataset folder the runs read exists, else one line naming the file, the line
+    of `dataset:` and where the folder was looked for."""
     path = Path(path)
     local = (run.dataset for run in runs if run.hf_source is None)  # hf:// is fetched on use
     for folder in dict.fromkeys(local):

@@ -1,6 +1,5 @@
-"""The settings of a run (`ExperimentConfig`) and of a sweep (`SweepConfig`, which expands
-to one run per combination of its providers, prompts and inputs). `harness.config.loading`
-reads them from a file; `harness.config.validation` reports every mistake at once."""
+"""The settings of a run (`ExperimentConfig`) and of a sweep (`SweepConfig`, which expands to
+one run per combination of its providers, prompts and inputs)."""
 
 from __future__ import annotations
 
@@ -45,9 +44,8 @@ def provider_config(name: str, **options: Any) -> ProviderConfig:
 
 
 class CacheOptions(BaseModel):
-    """`cache:` block: `seed`, a second response cache (a cache folder or a file of
-    `harness cache export`) read only on a miss; what it answers is copied into the run's
-    cache. It changes where answers come from, never what they are."""
+    """`cache:` block: `seed`, a second response cache (a folder or a `harness cache export`
+    file) read on a miss, its answers copied into the run's cache."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     seed: Path | None = None

@@ -10,9 +10,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 
 class Inputs(BaseModel):
-    """What a model is given: the query side (the dialogue in full, its summary, the item's
-    text `query`, or nothing; plus the item's own `context_audio`) and the candidates (their
-    audio, or their caption/title)."""
+    """What a model is given: the query side and the candidates (audio or caption/title)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     dialogue: Literal["full", "summary", "query", "none"] = "full"

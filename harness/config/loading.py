@@ -1,6 +1,4 @@
-"""Reading an experiment file (or settings given in Python) into its runs: `--set`
-overrides applied, every mistake reported at once with its line (`harness.config.validation`),
-a sweep expanded to one run per combination."""
+"""Reading an experiment file (or settings given in Python) into its runs."""
 
 from __future__ import annotations
 
@@ -33,10 +31,9 @@ def load_experiments(
     overrides: Sequence[str] = (),
     replace: Mapping[str, Any] | None = None,
 ) -> list[ExperimentConfig]:
-    """Parse and validate an experiment or sweep file (providers, their options, prompt
-    variants), with `--set KEY=VALUE` overrides (and `replace`: top-level settings, as
-    `harness.run(..., limit=5)` gives them) applied first; errors name the file (and the
-    overrides), the line, the field and the reason, every one of them at once."""
+    """Parse and validate an experiment or sweep file, `--set KEY=VALUE` overrides (and
+    `replace`, top-level settings) applied first; every error at once, each naming the file
+    (and the overrides), the line, the field and the reason."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(path, None, "experiment file not found")

@@ -13,11 +13,8 @@ from harness.core.yaml_files import parse_yaml
 
 
 def apply_overrides(raw: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
-    """The file's settings with each `KEY=VALUE` of `--set` applied: KEY a dotted path
-    (`provider.model`, `providers.1.temperature`, `limit`), VALUE read as YAML (`5`, `0.7`,
-    `true`, `[zero_shot, cot]`, `null`). On a sweep, `provider.KEY` sets KEY in every
-    `providers` entry, and `prompt=NAME` runs that prompt alone (`prompts: [NAME]`). The result
-    is validated like the file."""
+    """The settings with each `KEY=VALUE` applied: KEY a dotted path, VALUE read as YAML; on a
+    sweep `provider.KEY` sets every entry's KEY, and `prompt=NAME` runs that prompt alone."""
     raw = copy.deepcopy(raw)
     for override in overrides:
         key, sep, text = override.partition("=")

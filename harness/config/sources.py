@@ -1,7 +1,5 @@
-"""Where a run's dataset comes from when it is not a dataset folder: a Hugging Face dataset
-(`dataset: hf://OWNER/NAME[@REVISION]`, a `save_to_disk` folder, Parquet files) and the
-`columns:` that map its columns onto item and clip fields. `harness.interop.hf` writes such a
-source into the dataset folder named here (`folder_for`)."""
+"""A run's Hugging Face dataset (`hf://OWNER/NAME[@REVISION]`, a `save_to_disk` folder,
+Parquet files), the `columns:` mapping it, and the folder it is written to (`folder_for`)."""
 
 from __future__ import annotations
 

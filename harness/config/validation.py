@@ -1,7 +1,5 @@
-"""Every mistake of an experiment file at once, each on one line with its line number: an
-unknown key with the nearest known one (`promt` -> did you mean `prompt`?), every field
-pydantic refuses, every provider block checked against its provider's own options, and the
-prompt variants the runs ask for."""
+"""Every mistake of an experiment file at once, each on one line with its line number (an
+unknown key with the nearest known one)."""
 
 from __future__ import annotations
 
@@ -64,9 +62,8 @@ def validation_errors(
     model: type[BaseModel],
     skip: Collection[str] = (),
 ) -> list[ConfigError]:
-    """One error per problem pydantic found in `model`'s fields but those of `skip` (given
-    where those blocks were left out of the validation); an unknown key of a nested block with
-    the nearest key it takes."""
+    """One error per problem pydantic found outside the blocks `skip`, an unknown key with
+    the nearest key its block takes."""
     found = []
     for error in exc.errors():
         loc = error["loc"]

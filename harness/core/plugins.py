@@ -5,10 +5,8 @@ its name in the registry:
     [project.entry-points."bgm_judge.providers"]
     length = "length_scorer:LengthScorer"
 
-A registry reads its group (`bgm_judge.providers`, `.prompts`, `.metrics`, `.protocols`) at
-its first listing or at a look-up of a name it lacks, so `import harness` and a run of
-built-in entries alone read no package metadata. A plugin that fails to load is one warning
-naming it and why; the others load.
+A registry reads its group at its first listing or look-up of a name it lacks; a plugin that
+fails to load is one warning naming it and why.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harness.core.dataset import pydantic_reason
 from harness.core.errors import ConfigError, HarnessError
 from harness.core.files import TooLarge, bounded, read_json
 from harness.core.predictions import MissingPolicy
@@ -58,9 +59,7 @@ def _checked(path: Path, value: Any, model: type[BaseModel]) -> dict[str, Any]:
     except TooLarge as exc:
         raise HarnessError(f"{path}: {exc}") from None
     except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(part) for part in error["loc"])
-        raise HarnessError(f"{path}: {where}: {error['msg']}") from None
+        raise HarnessError(f"{path}: {pydantic_reason(exc)}") from None
     return value
 
 

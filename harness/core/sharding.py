@@ -1,8 +1,5 @@
-"""Sharded runs: `harness run EXP --shard I/N` runs the items whose id hashes to I (of N) into
-its own run folder, so N machines (a Slurm job array) share one experiment. The shard depends
-on the id alone (BLAKE2b modulo N): adding items moves no other. Each shard's folder holds
-`shard.json`, which `harness merge` checks before it rebuilds the whole run.
-"""
+"""Sharded runs: `--shard I/N` runs the items whose id hashes to I (BLAKE2b modulo N: adding
+items moves no other) into a folder of its own, with the `shard.json` `harness merge` checks."""
 
 from __future__ import annotations
 

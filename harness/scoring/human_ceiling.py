@@ -1,13 +1,9 @@
 """The human ceiling: how well each annotator ranks the candidates against the consensus of
 the other annotators (leave-one-out), on the same metrics and the same bootstrap as a model.
 
-Items that carry `annotations` from two or more annotators take part. For each annotator, the
-ranking they gave becomes scores (N-1 ... 0), the relevance is the Borda consensus of the
-other annotators' rankings (`harness.scoring.consensus`), and the metric code evaluates it exactly as
-it evaluates a run; each annotator is one "repeat" (named by the item's `annotators` when
-given, else by their position in `annotations`), so an item's value is the mean over its
-annotators, the CI a bootstrap over items, and `std` the spread across annotators. A model
-that reaches this row agrees with the annotators as well as they agree with each other.
+Items with `annotations` from two or more annotators take part: each annotator's ranking
+becomes scores (N-1 ... 0) against the Borda consensus of the others (`consensus`), each
+annotator one "repeat", so `std` is the spread across annotators.
 """
 
 from __future__ import annotations

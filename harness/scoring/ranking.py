@@ -36,12 +36,8 @@ from harness.scoring.tau_b import tau_b_of
 def survival(g: IntArray, c: IntArray, upto: int) -> FloatArray:
     """Per row, column m (0..upto): P(none of c marked members of a uniformly shuffled group
     of g lands in its first m positions) = C(g-m, c) / C(g, c) = prod_{j<m} (g-c-j) / (g-j),
-    0 from m = g-c + 1 on.
-
-    The product is accumulated factor by factor (`cumprod` multiplies in order), so every
-    step is one correctly rounded IEEE operation: the figures are the same bits on every
-    CPU. A closed form through log-gamma and `exp` is not: numpy's `exp` takes a different
-    code path on AVX-512 machines and moves the last bit."""
+    0 from m = g-c + 1 on; multiplied factor by factor (`cumprod`) so that the bits are the
+    same on every CPU (numpy's `exp` is not)."""
     steps = np.arange(upto)
     free = np.maximum(g[:, None] - c[:, None] - steps, 0).astype(np.float64)
     total = (g[:, None] - steps).astype(np.float64)

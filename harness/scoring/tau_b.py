@@ -28,11 +28,9 @@ def pair_counts(block: SortedBlock) -> tuple[IntArray, IntArray]:
 
 
 def counts_by_level(block: SortedBlock) -> tuple[IntArray, IntArray]:
-    """From the highest gain level down, with running counts filled across score tie groups:
-    a candidate of level l is discordant with the lower-level candidates before its group
-    (its group's start minus those of level >= l), and tied in both with the other level-l
-    candidates of its group (for the lowest level: the rest of its group). Any order within
-    a tie will do."""
+    """From the highest gain level down: a candidate of level l is discordant with the
+    lower-level candidates before its score tie group, and tied in both with the other
+    level-l candidates of its group. Any order within a tie will do."""
     m, n = block.level.shape
     columns = np.arange(n)
     first = block.start == columns
