@@ -1,7 +1,6 @@
-"""Paths that come from data (a clip's `audio`, an item's `context_audio`, a thread's name)
-kept inside the folder they belong to: the one check wherever such a path is opened, served or
-written. It is on the path as written: relative, no `..`, no NUL byte or drive (`C:`), `/` and
-`\\` both separators. A symbolic link inside the folder is followed (the owner's choice)."""
+"""Paths that come from data kept inside the folder they belong to: the one check on the path
+as written (relative, no `..`, NUL byte or drive; `/` and `\\` both separators). A symbolic
+link inside the folder is followed (the owner's choice)."""
 
 from __future__ import annotations
 

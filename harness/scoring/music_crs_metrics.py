@@ -1,9 +1,6 @@
-"""The figures of `protocol: music-crs` from each asked turn's answer (the formulas:
-docs/protocols/music_crs.md): nDCG@1/10/20 over turn means (the plain mean beside it where the
-turns are uneven), CIs by resampling sessions; catalog and lexical (Distinct-2) diversity, counts
-over the whole file without a CI; the response judge's ratings; the leaderboard's composite,
-whose CI draws nDCG@20 and the judge score with the diversities held at their values.
-"""
+"""The figures of `protocol: music-crs` from each asked turn's answer (formulas:
+docs/musicrs.md): nDCG@1/10/20 over turn means, catalog and lexical diversity, the response
+judge's ratings and the leaderboard's composite, with CIs resampling sessions."""
 
 from __future__ import annotations
 
@@ -84,8 +81,7 @@ def turn_means(
     values: FloatArray, n_bootstrap: int, seed: int
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
     """Of `values` (metrics x sessions x turns, NaN where a session lacks the turn): the mean
-    over turns of each turn's mean over sessions, the plain mean, and the bootstrap draws of
-    both (draws x metrics), the sessions resampled with replacement (`resample_blocks`)."""
+    over turns of each turn's mean over sessions, the plain mean, and both's bootstrap draws."""
     present = np.isfinite(values[0])
     filled = np.where(present, values, 0.0)
     asked = present.any(0)

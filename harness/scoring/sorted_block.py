@@ -18,12 +18,9 @@ FEW_LEVELS = 8  # up to this many distinct gains in a block, count pairs level b
 
 @dataclass(frozen=True)
 class SortedBlock:
-    """A block of rows sorted by score (best first), padding last. Within a score tie the order
-    is by gain (highest first) only when `knight_order` (more than FEW_LEVELS distinct gains,
-    where Kendall's tau-b needs it); nothing else depends on the order within a tie.
-
-    Every (rows x N) array is in sorted order except `order`, which maps back.
-    """
+    """A block of rows sorted by score (best first), padding last; score ties ordered by gain
+    only when `knight_order` (tau-b's Fenwick count needs it). Every (rows x N) array is in
+    sorted order except `order`, which maps back."""
 
     order: IntArray  # candidate index at each sorted position
     valid: BoolArray  # a real candidate, not padding
