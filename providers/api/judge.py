@@ -115,6 +115,9 @@ class ApiJudge(Judge, Generic[C]):
     def make_client(self, base_url: str | None, key: str) -> C:
         """The SDK client that sends to `base_url` (never a URL of the SDK's choosing)."""
 
+    async def ready(self) -> None:
+        self._pool.clients  # noqa: B018  # imports the SDK and builds its clients, untimed
+
     def batch_client(self) -> tuple[C, str | None]:
         return self._pool.clients[0]  # batches go to the one base URL
 

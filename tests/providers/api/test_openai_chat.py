@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -455,3 +456,21 @@ def test_the_wire_carries_the_body_the_judge_builds(name: str, tiny_dataset: Pat
     if "extra_body" in WIRE_CASES[name]:
         assert json.loads(wire.content)["top_k"] == 5
     assert wire.headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_the_timeout_does_not_count_the_clients_creation(
+    tmp_path: Path, tiny_dataset: Path, server: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first call used to create the SDK client (and import the SDK) inside its timeout:
+    a cold start longer than `timeout_s` became a timeout, a retry and, on a real service, an
+    answer paid for twice."""
+    make_client = OpenAIAudioJudge.make_client
+
+    def slow_make_client(self: OpenAIAudioJudge, base_url: str | None, key: str) -> Any:
+        time.sleep(0.4)  # a cold import of the SDK
+        return make_client(self, base_url, key)
+
+    monkeypatch.setattr(OpenAIAudioJudge, "make_client", slow_make_client)
+    block = provider_block("openai-audio", server, timeout_s=0.3, max_attempts=1)
+    result, _ = run(tmp_path, tiny_dataset, block, limit=1)
+    assert (result.stats.errors, result.stats.retries, server.stats()["requests"]) == (0, 0, 4)
