@@ -113,7 +113,8 @@ def test_report_takes_run_files_with_qrels(tmp_path: Path) -> None:
     table = (tmp_path / "r" / "comparison.csv").read_text().splitlines()
     header = table[0].split(",")
     mrr = {r.split(",")[0]: float(r.split(",")[header.index("mrr_mean")]) for r in table[1:]}
-    assert mrr == {"run": pytest.approx(0.75), "other": pytest.approx(1.0)}
+    # each run is named by the run tag in its file (issue 47 #7), not by the file's name
+    assert mrr == {"x": pytest.approx(0.75), "y": pytest.approx(1.0)}
     data = load_dataset(tmp_path / "r" / "qrels_dataset", check_audio=False)
     assert [i.candidates for i in data.items] == [("d1", "d2", "d3"), ("d4", "d1")]
     both = runner.invoke(app, [*args, "--dataset", str(tmp_path)])
