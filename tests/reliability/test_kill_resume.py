@@ -118,7 +118,8 @@ def test_sigkill_at_several_points_then_resume(make_dataset: MakeDataset, tmp_pa
         assert "resuming soak: an interrupted run left" in err
     run = json.loads((results / "soak" / "run.json").read_text())
     assert run["resumed_records"] > 0 and run["errors"] == 0
-    assert run["cache_hits"] == 4 * N_ITEMS - run["model_calls"]
+    # model_calls counts attempts: a call retried after a timeout on a loaded machine is two
+    assert run["cache_hits"] == 4 * N_ITEMS - (run["model_calls"] - run["retries"])
     assert not (results / "soak" / "records.partial.jsonl").exists()
 
     # only the answers cut off by a kill were paid twice
