@@ -12,7 +12,7 @@ from typing import Any
 
 from harness.calls.answerer import ask_until_parsed, cached_parse
 from harness.calls.cache import ResponseCache, request_key
-from harness.calls.prompting.parsing import ParsedText, parse_text, text_field
+from harness.calls.prompting.parsing import ParsedText, read_text_answer, text_field
 from harness.calls.prompting.templates import render
 from harness.config.blocks import RefineOptions
 from harness.core.dataset import Clip, Dataset, Item
@@ -129,7 +129,7 @@ def simulator_request(item: Item, clips: dict[str, Clip], pick: str) -> ChatRequ
 
 
 def _parse(text: str) -> ParsedText:
-    return parse_text(lambda answer: text_field(answer, "feedback"), text)
+    return read_text_answer(lambda answer: text_field(answer, "feedback"), text)
 
 
 class UserSimulator:

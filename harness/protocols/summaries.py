@@ -20,7 +20,7 @@ from harness.calls.answerer import (
 )
 from harness.calls.cache import request_key
 from harness.calls.prompting.fewshot import dialogue_key
-from harness.calls.prompting.parsing import parse_summary, parse_text
+from harness.calls.prompting.parsing import parse_summary, read_text_answer
 from harness.calls.prompting.templates import render
 from harness.config.experiment import ExperimentConfig
 from harness.core.dataset import Item
@@ -189,7 +189,7 @@ def summarizer_for(
     return side_answerer(wanted, answerer.cache, "summarizer"), True
 
 
-_parse = partial(parse_text, parse_summary)
+_parse = partial(read_text_answer, parse_summary)
 
 
 def summary_key(answerer: Answerer, request: ChatRequest) -> str:

@@ -338,7 +338,7 @@ class ParsedText:
     error: str | None = None
 
 
-def parse_text(read: Callable[[str], str], text: str) -> ParsedText:
+def read_text_answer(read: Callable[[str], str], text: str) -> ParsedText:
     try:
         return ParsedText(read(text))
     except ParseError as exc:
