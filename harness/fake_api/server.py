@@ -108,6 +108,11 @@ def build_app(state: FakeState, book: BatchBook | None = None) -> web.Applicatio
             if entry.outcome == "answered":
                 entry.outcome = f"error:{reply.status}"
             response = error_response(api, reply)
+        except asyncio.CancelledError:  # the client went away: nothing was answered
+            entry.status = 0
+            if entry.outcome == "answered":
+                entry.outcome = "abandoned"
+            raise
         finally:
             entry.done_s = time.time()
             what = (api, path, entry.model, entry.arrival, entry.status, entry.outcome)

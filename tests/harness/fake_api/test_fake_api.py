@@ -187,6 +187,20 @@ def test_stalled_answer_times_out(http: httpx.Client) -> None:
         assert chat(http, server, openai_body()).status_code == 200
 
 
+def test_a_request_the_client_abandons_is_not_logged_as_answered(http: httpx.Client) -> None:
+    """The server's handler is cancelled when the client goes away: its log entry used to keep
+    the defaults (status 200, "answered"), so the tests' count of answers paid for counted an
+    abandoned request as an answer."""
+    with FakeServer(FakeSettings(latency_s=2.0)) as server:
+        with pytest.raises(httpx.ReadTimeout):
+            chat(http, server, openai_body(), timeout=0.3)
+        deadline = time.monotonic() + 5
+        while not server.requests() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (entry,) = server.requests()
+    assert (entry.status, entry.outcome) == (0, "abandoned")
+
+
 def test_fault_rate_is_reproducible(http: httpx.Client) -> None:
     outcomes = []
     for _ in range(2):
