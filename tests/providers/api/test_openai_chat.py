@@ -122,8 +122,10 @@ def test_transient_faults_are_retried_and_succeed(
 ) -> None:
     settings = FakeSettings(fail_first=fail_first, faults=(kind,), retry_after_s=0.05, slow_s=5.0)
     with FakeServer(settings) as server:
+        # 2 s, as in tests/reliability: a loaded machine timed out fault-free calls at 0.5 s,
+        # and the stalled answer (5 s) still outlasts it
         result, records = run(
-            tmp_path, tiny_dataset, provider_block(name, server, timeout_s=0.5), limit=1
+            tmp_path, tiny_dataset, provider_block(name, server, timeout_s=2.0), limit=1
         )
         stats = server.stats()
     assert result.stats.errors == 0
