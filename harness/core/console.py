@@ -7,7 +7,6 @@ import sys
 import time
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 
 def terminal(stderr: bool = False) -> Console:
@@ -21,6 +20,16 @@ class RunProgress:
     most every `every` seconds."""
 
     def __init__(self, name: str, console: Console, *, show: bool, every: float = 0.1) -> None:
+        # Imported here, not at the top: every command's start-up would pay for it, and only
+        # runs draw a bar.
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
         self.every = every
         self.count = 0
         self._shown_at = -math.inf  # the first call draws (the monotonic clock may be near 0)
