@@ -157,8 +157,11 @@ def batch_settings(config: ApiOptions, urls: list[str]) -> BatchSettings | None:
     )
 
 
-# Failures of the server, not of the request: it rests, the request goes to another one.
-SERVER_FAULTS = frozenset({"connection", "server_error", "bad_response", "wrong_model"})
+# Failures of the server, not of the request: it rests, the request goes to another one (a
+# 404 from one server of a pool is a server of another model; from every one, a wrong name).
+SERVER_FAULTS = frozenset(
+    {"connection", "server_error", "bad_response", "wrong_model", "not_found", "rate_limited"}
+)
 
 
 class ClientPool(Generic[C]):

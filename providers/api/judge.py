@@ -4,6 +4,7 @@ the base owns base URLs, keys, identity, the client pool, batch settings and SDK
 
 from __future__ import annotations
 
+import re
 from abc import abstractmethod
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -152,12 +153,7 @@ class ApiJudge(Judge, Generic[C]):
     def check_model(self, answered: str | None) -> None:
         """Refuse an answer naming another model (the server's fault: another one is asked)."""
         if not same_model(self.model, answered):
-            raise ProviderError(
-                f"{self.label} answered as model {answered!r}, not {self.model!r}: the server "
-                "serves another model",
-                transient=True,
-                kind="wrong_model",
-            )
+            raise WrongModel(answered)
 
     def is_malformed(self, exc: BaseException) -> bool:
         """Whether the SDK raised `exc` on an answer it could not read (asked again)."""
@@ -223,6 +219,13 @@ class ApiJudge(Judge, Generic[C]):
             error = malformed_answer(label, exc.__cause__, url)  # a body refused unread
         elif self.is_connection_error(exc):
             error = transport_error(label, exc, url, timeout=False)
+        elif isinstance(exc, WrongModel):
+            error = ProviderError(
+                f"{label}{f' at {scrub(url)}' if url else ''} answered as model {exc.args[0]!r}, "
+                f"not {self.model!r}: the server serves another model",
+                transient=True,
+                kind="wrong_model",
+            )
         elif self.is_malformed(exc):
             error = malformed_answer(label, exc, url)
         else:
@@ -231,10 +234,16 @@ class ApiJudge(Judge, Generic[C]):
         return error
 
 
+class WrongModel(Exception):
+    """An answer naming another model than the one asked (args: the name it gave)."""
+
+
 def same_model(asked: str, answered: str | None) -> bool:
     """The same name (`models/` aside) or a dated or tagged release of it (`gpt-4o-2024-08-06`,
-    `llama3:latest`); a server that names none is taken at its word."""
+    `gemini-1.5-flash-002`, `llama3:latest`), not a longer name (`gpt-4o-mini`); a server that
+    names none is taken at its word."""
     if not answered:
         return True
     asked, answered = asked.removeprefix("models/"), answered.removeprefix("models/")
-    return answered == asked or answered.startswith((f"{asked}-", f"{asked}:", f"{asked}@"))
+    release = answered.removeprefix(asked)
+    return answered.startswith(asked) and re.fullmatch(r"(-[0-9]+)*|[:@].+", release) is not None

@@ -19,6 +19,7 @@ from harness.config.experiment import ExperimentConfig
 from harness.core.types import ProviderError
 from harness.fake_api import FakeServer, FakeSettings
 from providers.api._shared import ClientPool
+from providers.api.judge import same_model
 from tests.conftest import run_config, write_tiny_dataset
 
 
@@ -77,10 +78,14 @@ def test_a_server_refusing_thousands_of_requests_rests_at_most_the_cap() -> None
     assert pool._down_until[0] == pytest.approx(clock.now + ClientPool.DOWN_MAX_S)
 
 
-@pytest.mark.parametrize("kind", ["server_error", "bad_response", "wrong_model"])
+@pytest.mark.parametrize(
+    "kind", ["server_error", "bad_response", "wrong_model", "not_found", "rate_limited"]
+)
 def test_a_server_that_fails_fast_rests_like_a_dead_one(kind: str) -> None:
     """Issue 48: a server answering HTTP 500 or an HTML page at once was never rested, so
-    least-in-flight routing sent it most of the work."""
+    least-in-flight routing sent it most of the work. The repeat of its attacks: a server
+    answering 429 to everything failed a call after max attempts while two healthy ones idled,
+    and a vLLM serving another model (404 "model does not exist") stopped the run."""
     clock = Clock()
     pool: ClientPool[str] = ClientPool(["a", "b"], lambda url: str(url), clock)
     bad = fail_on(pool, ProviderError("failed fast", transient=True, kind=kind))
@@ -89,12 +94,27 @@ def test_a_server_that_fails_fast_rests_like_a_dead_one(kind: str) -> None:
             assert client != bad
 
 
-def test_a_rate_limit_or_a_timeout_rests_no_server() -> None:
+def test_a_timeout_or_a_bad_request_rests_no_server() -> None:
     clock = Clock()
     pool: ClientPool[str] = ClientPool(["a", "b"], lambda url: str(url), clock)
-    fail_on(pool, ProviderError("429", transient=True, kind="rate_limited"))
     fail_on(pool, ProviderError("slow", transient=True, kind="timeout"))
+    fail_on(pool, ProviderError("400", transient=False, kind="bad_request"))
     assert pool._down_until == [0.0, 0.0]
+
+
+def test_a_model_every_server_lacks_is_still_one_permanent_error() -> None:
+    """A 404 sends the request to the pool's other servers; when each of them answers 404 too,
+    the model name is wrong: the error reaches the run, which stops (as with one server)."""
+    pool: ClientPool[str] = ClientPool(["a", "b", "c"], lambda url: str(url), Clock())
+    sent: list[str] = []
+
+    async def send(client: str) -> str:
+        sent.append(client)
+        raise ProviderError("404", transient=False, kind="not_found")
+
+    with pytest.raises(ProviderError) as raised:
+        asyncio.run(pool.ask(send))
+    assert raised.value.kind == "not_found" and sorted(sent) == ["a", "b", "c"]
 
 
 def test_with_99_dead_servers_and_one_alive_every_call_is_answered() -> None:
@@ -231,7 +251,7 @@ def test_a_server_dying_mid_run_loses_nothing_and_is_used_again(
     assert all(s.stats()["max_in_flight"] <= 2 for s in servers)
 
 
-@pytest.mark.parametrize("fault", ["500", "html"])
+@pytest.mark.parametrize("fault", ["500", "html", "429"])
 def test_a_server_failing_fast_gets_little_of_the_work(tmp_path: Path, fault: str) -> None:
     dataset = write_tiny_dataset(tmp_path / "d", n_items=10)
     healthy = [FakeServer(FakeSettings(latency_s=0.02)).start() for _ in "ab"]
@@ -277,7 +297,30 @@ def test_a_server_answering_as_another_model_answers_nothing(tmp_path: Path) -> 
     assert result.stats.errors == 0
     assert {r.extra["server"] for r in records} == {right.openai_base_url}
     assert alone.stats.errors == 40  # a mismatch is an error, not an answer
-    assert "another-model" in next(iter(alone.stats.first_errors.values()))
+    error = next(iter(alone.stats.first_errors.values()))
+    assert "another-model" in error and other.openai_base_url in error  # which server
+
+
+@pytest.mark.parametrize(
+    ("asked", "answered", "same"),
+    [
+        ("gpt-4o", "gpt-4o-2024-08-06", True),
+        ("gemini-1.5-flash", "gemini-1.5-flash-002", True),
+        ("models/gemini-2.5-flash", "gemini-2.5-flash", True),
+        ("claude-3-opus", "claude-3-opus-20240229", True),
+        ("llama3", "llama3:latest", True),
+        ("m", None, True),
+        # another model whose name extends the one asked (the repeat of issue 48's attacks)
+        ("gpt-4o", "gpt-4o-mini", False),
+        ("Qwen/Qwen2.5-Omni-7B", "Qwen/Qwen2.5-Omni-7B-AWQ", False),
+        ("gemini-2.5-flash", "gemini-2.5-flash-lite", False),
+        ("gpt-4o", "gpt-4", False),
+    ],
+)
+def test_a_dated_release_is_the_model_asked_another_model_is_not(
+    asked: str, answered: str | None, same: bool
+) -> None:
+    assert same_model(asked, answered) is same
 
 
 def test_a_slow_server_gets_fewer_requests(tmp_path: Path) -> None:
