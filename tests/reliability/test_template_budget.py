@@ -30,6 +30,9 @@ EMPTY_LOOPS = {
 BUILDERS = {
     "join_filter": BIG + "{{ ([big] * 100000) | join }}",
     "join_method": BIG + "{{ ''.join([big] * 100000) }}",
+    # the repeat of issue 48's attacks: the check built the separators to measure them (10 GB)
+    "join_long_separator": BIG + "{{ (big | list) | join(big) }}",
+    "join_method_long_separator": BIG + "{{ big.join(big | list) }}",
     "replace_filter": BIG + "{{ big | replace('x', big) }}",
     "replace_method": BIG + "{{ big.replace('x', big) }}",
     "tilde_doubling": BIG + "{% set ns = namespace(s=big) %}{% for i in range(40) %}"

@@ -38,6 +38,10 @@ ATTACKS = {
     "unknown_variable": ("{{ config }}", "undefined variable: 'config' is undefined"),
     "clip_id_hidden": ("{{ clip.id }}", "has no attribute 'id'"),
     "clip_path_hidden": ("{{ clip.path }}", "has no attribute 'path'"),
+    # the repeat of issue 48's attacks: parsed (to hash the template) before any guard
+    "deep_parentheses": ("{{ " + "(" * 5000 + "1" + ")" * 5000 + " }}", "RecursionError"),
+    "deep_list_literal": ("{{ " + "[" * 5000 + "]" * 5000 + " }}", "RecursionError"),
+    "syntax_error": ("{{ 1 + }}", "unexpected"),
 }
 
 
@@ -94,7 +98,10 @@ def test_harmless_template_still_renders(prompts: Path) -> None:
     assert rendered.parts == ("HI x",)
 
 
-@pytest.mark.parametrize("attack", ["class_of_a_list", "include_parent", "huge_range"])
+@pytest.mark.parametrize(
+    "attack",
+    ["class_of_a_list", "include_parent", "huge_range", "deep_parentheses", "syntax_error"],
+)
 def test_cli_refuses_user_template_with_one_line_and_exit_2(
     attack: str,
     prompts: Path,
@@ -178,3 +185,23 @@ def test_rendering_is_bounded(prompts: Path, body: str) -> None:
         render("huge.jinja", {}, [], prompts)
     assert time.monotonic() - started < 10.0
     assert len(str(caught.value)) < 400
+
+
+def test_a_lone_surrogate_a_template_writes_is_replaced_not_a_crash(
+    prompts: Path, make_dataset: MakeDataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A template writing "\\ud800" (a lone surrogate) crashed the run hashing its request
+    (the repeat of issue 48's attacks): a prompt is UTF-8 text, the surrogate becomes U+FFFD."""
+    (prompts / "zero_shot.jinja").write_text(_template("{{ '\\ud800' }} {{ clip.caption }}"))
+    rendered = render("zero_shot.jinja", {"clip": ClipView("C", "x", "")}, [], prompts)
+    assert rendered.parts == ("\ufffd x",)
+    monkeypatch.setenv("BGM_JUDGE_PROMPTS", str(prompts))
+    monkeypatch.chdir(tmp_path)
+    make_dataset()
+    (tmp_path / "exp.yaml").write_text(
+        yaml.safe_dump({"name": "s", "dataset": "data", "provider": {"name": "mock"}})
+    )
+    result = CliRunner().invoke(
+        app, ["run", "exp.yaml", "--results-dir", "r", "--cache-dir", "c", "--no-progress"]
+    )
+    assert result.exit_code == 0, result.output

@@ -111,7 +111,11 @@ def text_size(value: Any, budget: int = MAX_TEXT) -> int:
 
 def _check_join(items: Any, separator: Any = "") -> None:
     if isinstance(items, list | tuple | str):
-        text_size([items, str(separator) * max(len(items) - 1, 0)])
+        gaps = max(len(items) - 1, 0)
+        separators = gaps * text_size(separator) if gaps else 0  # counted, never built
+        if separators > MAX_TEXT:
+            raise _too_long()
+        text_size(items, MAX_TEXT - separators)
 
 
 def _check_replace(text: Any, old: Any, new: Any, count: Any = None) -> None:

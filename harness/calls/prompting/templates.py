@@ -25,6 +25,7 @@ from harness.calls.prompting.sandbox import (
     time_limit,
 )
 from harness.core.errors import HarnessError
+from harness.core.sanitize import clean_text
 from harness.core.types import AudioRef
 
 # prompts/ in a source checkout; a wheel carries them as harness/bundled_prompts.
@@ -119,7 +120,14 @@ def _sources(name: str, folder: Path) -> Iterator[tuple[str, str, nodes.Template
             raise _not_found(current, folder) from None
         except jinja2.exceptions.SecurityError as exc:
             raise TemplateError(f"prompt template {current} was refused: {exc}") from None
-        tree = env.parse(source)
+        try:
+            tree = env.parse(source)
+        except jinja2.TemplateSyntaxError as exc:
+            raise TemplateError(f"template {current}:{exc.lineno}: {exc.message}") from None
+        except RecursionError:
+            raise TemplateError(
+                f"template {current} is nested too deeply to read (RecursionError)"
+            ) from None
         yield current, source, tree
         queue.extend(t for t in meta.find_referenced_templates(tree) if t)
 
@@ -158,7 +166,7 @@ def _render_block(template: jinja2.Template, block: str, context: Context) -> st
     text = check_output(template.blocks[block](context))
     if "\n\n\n" in text:
         text = _BLANK_RUN.sub("\n\n", text)
-    return text.strip()
+    return clean_text(text.strip())  # "\ud800" in a template is no UTF-8: U+FFFD
 
 
 def render(
