@@ -109,6 +109,8 @@ def read_portable(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
             key, value = entry.get("key"), entry.get("value")
             if not isinstance(key, str) or not isinstance(value, dict):
                 raise DatasetError(path, line_no, "expected {'key': string, 'value': object}")
+            if not key.isascii():  # a cache key is a hex digest; "\ud800" is no text at all
+                raise DatasetError(path, line_no, "the key is not a cache key (ASCII text)")
             entries += 1
             yield key, value
     if line_no == 0:

@@ -34,6 +34,11 @@ MAX_POOL_VALUES = 1_000_000
 MAX_VALUE_CHARS = 64_000_000
 MAX_VALUE_DEPTH = 64
 MAX_INT_BITS = 14_000  # Python prints at most 4,300 digits (about 14,300 bits)
+# A gzip file is inflated up to MAX_INFLATION times its size (JSON answers with distinct
+# keys inflate some 5 times, a compression bomb 1,000), and any file up to MIN_INFLATED_BYTES.
+MAX_INFLATION = 250
+MIN_INFLATED_BYTES = 64 << 20
+MAX_TABLE_ROWS = 5_000_000  # a records table holds a row per call; repeated rows cost nothing
 
 
 class TooLarge(ValueError):
@@ -82,10 +87,11 @@ def open_file(
         raise DatasetError(path, None, missing) from None
     except OSError as exc:
         raise DatasetError(path, None, f"cannot be read ({exc.strerror or exc})") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):  # (before FileIO, which refuses a folder itself)
+        os.close(fd)
+        raise DatasetError(path, None, "not a regular file (a folder, a FIFO or a device)")
     with io.BufferedReader(io.FileIO(fd, "rb"), READ_BUFFER) as handle:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise DatasetError(path, None, "not a regular file (a folder, a FIFO or a device)")
         if limit is not None and info.st_size > limit:
             raise DatasetError(path, None, f"larger than {_size(limit)}; not read")
         yield handle
@@ -234,11 +240,16 @@ def gzip_lines(
     path: Path, *, missing: str = "file not found", limit: int = MAX_LINE_BYTES
 ) -> Iterator[tuple[int, bytes]]:
     """The lines of a gzip file, inflated a line at a time (`limit` as `lines`)."""
-    line_no = 0
+    line_no = inflated = 0
     with open_file(path, missing=missing) as raw:
+        bound = max(MIN_INFLATED_BYTES, MAX_INFLATION * os.fstat(raw.fileno()).st_size)
         try:
             with gzip.GzipFile(fileobj=raw, mode="rb") as handle:
                 for line_no, line in _bounded_lines(path, handle, limit):
+                    inflated += len(line)
+                    if inflated > bound:
+                        reason = f"inflates to more than {MAX_INFLATION} times its size; not read"
+                        raise DatasetError(path, line_no, reason)
                     yield line_no, line
         except (OSError, EOFError, zlib.error) as exc:
             where = line_no + 1 if line_no else None
@@ -247,13 +258,15 @@ def gzip_lines(
 
 # ----------------------------------------------------------------------------- other forms
 def read_parquet(path: Path) -> Any:
-    """A Parquet file as a pyarrow Table."""
+    """A Parquet file of at most MAX_TABLE_ROWS rows as a pyarrow Table."""
     import pyarrow.parquet as pq
 
     with open_file(path) as handle:
         try:
+            if pq.ParquetFile(handle).metadata.num_rows > MAX_TABLE_ROWS:
+                raise DatasetError(path, None, f"more than {MAX_TABLE_ROWS:,} rows; not read")
             return pq.read_table(handle)
-        except (OSError, ValueError, TypeError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        except (OSError, ValueError, TypeError, MemoryError) as exc:  # ArrowInvalid: ValueError
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise DatasetError(path, None, f"not a readable Parquet file ({first})") from None
 

@@ -131,6 +131,8 @@ def read_qrels(path: Path) -> dict[str, dict[str, float]]:
         if value < 0:  # trec_eval's -1 for "judged unjudgeable" counts as not relevant
             value = 0.0
         qrels.setdefault(qid, {})[docno] = value
+    if not qrels:  # (every item would score 0)
+        raise DatasetError(path, None, "no judgment in the qrels file")
     return qrels
 
 

@@ -162,7 +162,7 @@ def read_records_parquet(path: Path) -> pd.DataFrame:
         )
     try:
         return records_frame(table.select(schema.names).cast(schema), path)
-    except (ValueError, TypeError, NotImplementedError) as exc:  # ArrowInvalid: ValueError
+    except (ValueError, TypeError, NotImplementedError, MemoryError, _pa().ArrowException) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise HarnessError(
             f"{path}: not a records table of `harness export parquet` ({first})"
