@@ -85,6 +85,7 @@ def check_range(option: str, value: int, low: int, high: int | None = None) -> N
 
 TERMINATION_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 _received: list[int] = []
+interruptions_reported: list[int] = []  # the exit codes `resumable` has explained
 
 
 def _as_ctrl_c(signum: int, frame: object) -> None:
@@ -109,6 +110,7 @@ def resumable() -> Iterator[None]:
             f"[bold yellow]interrupted{label}:[/] re-run the same command to resume "
             "(every answer received so far is in the cache)"
         )
+        interruptions_reported.append(128 + received)
         raise typer.Exit(128 + received) from None
     finally:
         for sent, handler in previous.items():

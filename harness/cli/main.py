@@ -18,6 +18,7 @@ from harness.cli.common import (
     check_range,
     console,
     err_console,
+    interruptions_reported,
     resumable,
     user_errors,
     version_text,
@@ -254,6 +255,10 @@ def main() -> None:
     except KeyboardInterrupt:  # before a command handles it (typer building the commands)
         sys.stderr.write("interrupted\n")
         sys.exit(130)
+    except SystemExit as exc:  # typer ends a command Ctrl-C interrupts with 130, silently
+        if exc.code == 130 and 130 not in interruptions_reported:
+            sys.stderr.write("interrupted\n")
+        raise
 
 
 if __name__ == "__main__":

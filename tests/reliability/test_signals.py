@@ -86,18 +86,30 @@ if {module!r}:
     builtins.__import__ = importing
 else:
     typer.main.get_command = building
-sys.argv = ["harness", "runs", "."]
+sys.argv = {argv!r}
 from harness.cli import main
 main()
 """
 
 
-@pytest.mark.parametrize("module", ["rich.console", "harness.cli.common", ""],
-                         ids=["importing_rich", "importing_the_commands", "building_the_commands"])  # fmt: skip
-def test_ctrl_c_while_the_command_line_loads_is_one_line(module: str, tmp_path: Path) -> None:
+RUNS = ["harness", "runs", "."]
+RUN = ["harness", "run", "exp.yaml"]
+
+
+@pytest.mark.parametrize(("module", "argv"), [
+    ("rich.console", RUNS), ("harness.cli.common", RUNS), ("", RUNS),
+    # the repeat of issue 48's attacks: inside a command, before its run starts, typer turned
+    # Ctrl-C into exit 130 without a word (at 1.2 s and 2 s into `harness run`)
+    ("harness.config.overrides", RUN),
+], ids=["importing_rich", "importing_the_commands", "building_the_commands",
+        "a_command_importing_its_pipeline"])  # fmt: skip
+def test_ctrl_c_while_the_command_line_loads_is_one_line(
+    module: str, argv: list[str], tmp_path: Path
+) -> None:
     """Issue 48: Ctrl-C in a command's first seconds (its imports, typer building the
     commands) printed a KeyboardInterrupt traceback."""
-    code = INTERRUPTED_WHILE.format(module=module)
+    code = INTERRUPTED_WHILE.format(module=module, argv=argv)
+    (tmp_path / "exp.yaml").write_text("name: x\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=tmp_path, timeout=120)  # fmt: skip
     assert "Traceback" not in done.stderr, done.stderr
