@@ -12,6 +12,8 @@ from functools import lru_cache
 from typing import Any
 
 _SECRET_NAME = re.compile(r"(API_KEY|_TOKEN|_SECRET)$")
+# A setting's key naming a secret (`extra_body: {api_key: ...}`); not `token` alone (logprobs).
+_SECRET_FIELD = re.compile(r"(?i)(api[_-]?key|password|passwd|secret|[_-]token|authorization)$")
 _KEY_SHAPES = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,})")
 _URL_USERINFO = re.compile(r"(?<=://)[^/\s@?#]+@")
 _URL_SECRET_PARAM = re.compile(
@@ -63,7 +65,12 @@ def scrub_value(value: Any, named: frozenset[str] | None = None) -> Any:
     if isinstance(value, str):
         return scrub(value, named)
     if isinstance(value, dict):
-        return {key: scrub_value(item, named) for key, item in value.items()}
+        return {
+            key: REDACTED
+            if isinstance(key, str) and isinstance(item, str) and _SECRET_FIELD.search(key)
+            else scrub_value(item, named)
+            for key, item in value.items()
+        }
     if isinstance(value, list | tuple):
         return [scrub_value(item, named) for item in value]
     return value

@@ -320,3 +320,22 @@ def test_a_scan_of_the_environment_taken_once_still_scrubs_later_registered_keys
         "input_tokens": 3,
     }
     assert scrub_value(answer) == cleaned  # the same as a fresh scan
+
+
+def test_a_value_under_a_key_named_like_a_secret_is_scrubbed() -> None:
+    """The repeat of issue 48's attacks: a key sent in the body (`extra_body: {api_key: ...}`)
+    reached config.yaml as written. A token of log-probabilities is no secret."""
+    from harness.core.secrets import scrub_value
+
+    settings = {
+        "extra_body": {"api_key": "plain-value-123", "Password": "hunter2-x", "top_k": 5},
+        "vllm": {"auth_token": "t0k-t0k-t0k", "client_secret": "cs-cs-cs"},
+        "logprobs": [{"token": "5", "logprob": -0.1}],
+        "max_tokens": 10,
+    }
+    assert scrub_value(settings) == {
+        "extra_body": {"api_key": REDACTED, "Password": REDACTED, "top_k": 5},
+        "vllm": {"auth_token": REDACTED, "client_secret": REDACTED},
+        "logprobs": [{"token": "5", "logprob": -0.1}],
+        "max_tokens": 10,
+    }
