@@ -263,12 +263,17 @@ def read_parquet(path: Path) -> Any:
 
     with open_file(path) as handle:
         try:
-            if pq.ParquetFile(handle).metadata.num_rows > MAX_TABLE_ROWS:
-                raise DatasetError(path, None, f"more than {MAX_TABLE_ROWS:,} rows; not read")
+            check_rows(path, pq.ParquetFile(handle).metadata.num_rows)
             return pq.read_table(handle)
         except (OSError, ValueError, TypeError, MemoryError) as exc:  # ArrowInvalid: ValueError
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise DatasetError(path, None, f"not a readable Parquet file ({first})") from None
+
+
+def check_rows(path: Path | str, rows: int) -> None:
+    """DatasetError when a table (a Parquet file, a Hugging Face split) is too long to read."""
+    if rows > MAX_TABLE_ROWS:
+        raise DatasetError(path, None, f"more than {MAX_TABLE_ROWS:,} rows; not read")
 
 
 # Opcodes that build only None, booleans, numbers, strings, bytes, lists, tuples, sets and

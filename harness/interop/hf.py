@@ -26,7 +26,7 @@ from harness.config.sources import (
 )
 from harness.core.audio import MAX_CLIP_BYTES
 from harness.core.errors import DatasetError, HarnessError
-from harness.core.files import read_bytes, read_json_object, write_atomic, write_jsonl
+from harness.core.files import check_rows, read_bytes, read_json_object, write_atomic, write_jsonl
 from harness.core.paths import UnsafePath, contained
 
 if TYPE_CHECKING:
@@ -82,13 +82,14 @@ def load_table(uri: str, table: _Table) -> tuple[datasets.Dataset, dict[str, Any
     except (datasets.exceptions.DatasetsError, ValueError, TypeError, OSError) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise HarnessError(f"{uri}: cannot load the dataset ({reason[:300]})") from None
-    if isinstance(loaded, datasets.Dataset):
-        return loaded, origin
-    splits = list(loaded)
-    split = table.split or (splits[0] if len(splits) == 1 else "train")
-    if split not in loaded:
-        raise HarnessError(f"{uri}: no split {split!r} (splits: {', '.join(splits)})")
-    return loaded[split], origin | {"split": split}
+    if not isinstance(loaded, datasets.Dataset):
+        splits = list(loaded)
+        split = table.split or (splits[0] if len(splits) == 1 else "train")
+        if split not in loaded:
+            raise HarnessError(f"{uri}: no split {split!r} (splits: {', '.join(splits)})")
+        loaded, origin = loaded[split], origin | {"split": split}
+    check_rows(uri, loaded.num_rows)
+    return loaded, origin
 
 
 def _column(data: datasets.Dataset, mapping: _Table, field: str, *, required: bool) -> str | None:

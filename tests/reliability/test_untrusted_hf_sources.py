@@ -126,3 +126,14 @@ def test_a_parquet_folder_of_two_tables_is_one_line(tmp_path: Path) -> None:
 def test_a_hub_id_that_is_a_path_is_refused(uri: str) -> None:
     with pytest.raises(HarnessError, match="a Hub dataset is hf://OWNER/NAME"):
         parse_hub_id(uri)
+
+
+def test_a_table_of_more_rows_than_the_bound_is_one_line_not_minutes_of_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (scaled down: a 0.6 MB Parquet file of 20 million repeated rows ran past 90 s)
+    from harness.core import files
+
+    monkeypatch.setattr(files, "MAX_TABLE_ROWS", 1)
+    text = _one_line(_items(tmp_path), "items.parquet", "more than 1 rows")
+    assert not (folder_for(_items(tmp_path)) / "items.jsonl").exists(), text
