@@ -148,8 +148,6 @@ def sessions_from_rows(rows: Iterable[tuple[str, Any]]) -> dict[Key, Target]:
             if key in targets:
                 raise HarnessError(f"{where}: session {key[0]} turn {key[1]} given twice")
             targets[key] = target
-    if not targets:
-        raise HarnessError("no sessions")
     return targets
 
 
@@ -157,8 +155,12 @@ def read_sessions(path: Path) -> dict[Key, Target]:
     """A ground-truth or sessions JSON list, a sessions JSONL file, or a folder holding one."""
     path = path / SESSIONS_FILE if path.is_dir() else path
     if path.suffix == ".jsonl":
-        return sessions_from_rows((f"{path}:{n}", row) for n, row in read_jsonl(path))
-    return sessions_from_rows((f"{path} row {i}", row) for i, row in enumerate(_list(path)))
+        targets = sessions_from_rows((f"{path}:{n}", row) for n, row in read_jsonl(path))
+    else:
+        targets = sessions_from_rows((f"{path} row {i}", row) for i, row in enumerate(_list(path)))
+    if not targets:
+        raise HarnessError(f"{path}: no sessions")
+    return targets
 
 
 def _list(path: Path) -> list[Any]:
@@ -171,8 +173,12 @@ def _list(path: Path) -> list[Any]:
 def read_catalog(path: Path) -> frozenset[str]:
     """Track ids: a JSON list, or one per line."""
     if path.suffix == ".json":
-        return frozenset(map(str, _list(path)))
-    return frozenset(line.strip() for _, line in text_lines(path))
+        ids = frozenset(map(str, _list(path)))
+    else:
+        ids = frozenset(line.strip() for _, line in text_lines(path))
+    if not ids:  # (every recommended track would be "not in the catalog")
+        raise HarnessError(f"{path}: no track ids in the catalog")
+    return ids
 
 
 # ------------------------------------------------------------------------------- submission

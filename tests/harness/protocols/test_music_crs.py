@@ -118,6 +118,17 @@ def test_a_bad_session_row_is_one_line_naming_it(row: dict[str, Any], message: s
         sessions_from_rows([("data.json row 3", row)])
 
 
+@pytest.mark.parametrize("name", ["sessions.jsonl", "truth.json", "catalog.txt", "catalog.json"])
+def test_an_empty_sessions_or_catalog_file_is_one_line_naming_it(tmp_path: Path, name: str) -> None:
+    from harness.protocols.music_crs import read_catalog
+
+    path = tmp_path / name
+    path.write_text("[]" if name.endswith(".json") else "")
+    read = read_catalog if name.startswith("catalog") else read_sessions
+    with pytest.raises(HarnessError, match=f"^{path}: no "):
+        read(path)
+
+
 # ---------------------------------------------------------------------------------- figures
 def test_ndcg_is_the_mean_over_turn_means_of_the_closed_form(
     tmp_path: Path, sessions_file: Path
