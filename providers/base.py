@@ -83,12 +83,13 @@ class Judge(Provider):
 
 
 def chat_answer(response: ChatResponse) -> dict[str, Any]:
-    return {
+    answer = {
         "text": response.text,
         "input_tokens": response.input_tokens,
         "output_tokens": response.output_tokens,
         "extra": response.extra,
     }
+    return answer | {"resent": response.resent} if response.resent else answer
 
 
 class Scorer(Provider):

@@ -202,13 +202,21 @@ class Answerer:
                     f"no answer within {cfg.timeout_s:g} s", transient=True, kind="timeout"
                 ) from exc
             except ProviderError as exc:
+                self._count_resent(exc.resent)
                 if exc.kind == "rate_limited":
                     self._pacer.limited(exc.retry_after)
                 raise
+            self._count_resent(answer.pop("resent", 0))
             answer["latency_s"] = round(time.perf_counter() - started, 4)
             self._pacer.answered(answer)
             self._failure_streak = 0
             return answer
+
+    def _count_resent(self, requests: int) -> None:
+        """Requests the provider sent again at once (to a pool's other servers): each is a
+        model call and a retry, though it cost the call no attempt."""
+        self.stats.model_calls += requests
+        self.stats.retries += requests
 
     def _note_failure(self, exc: ProviderError) -> None:
         """Stop calling at a run-wide failure or after HALT_AFTER_FAILURES in a row."""

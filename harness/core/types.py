@@ -113,6 +113,7 @@ class ProviderError(Exception):
         self.transient = transient
         self.kind = kind
         self.retry_after = retry_after
+        self.resent = 0  # requests the provider sent again at once (a pool's other servers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +175,7 @@ class ChatResponse:
     input_tokens: int | None = None
     output_tokens: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    resent: int = 0  # requests sent again at once before this answer (a pool's other servers)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ the base owns base URLs, keys, identity, the client pool, batch settings and SDK
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from abc import abstractmethod
 from collections.abc import Iterator, Mapping
@@ -139,8 +140,11 @@ class ApiJudge(Judge, Generic[C]):
 
     async def generate(self, request: ChatRequest) -> ChatResponse:
         built = self.build_request(request)
+        sent = 0
 
         async def send(pooled: tuple[C, str | None]) -> ChatResponse:
+            nonlocal sent
+            sent += 1
             client, url = pooled
             with self.sdk_errors(url):
                 response = await self.send(client, built)
@@ -148,7 +152,12 @@ class ApiJudge(Judge, Generic[C]):
                 response.extra["server"] = scrub(url or "")
             return response
 
-        return await self._pool.ask(send)
+        try:
+            response = await self._pool.ask(send)
+        except ProviderError as exc:
+            exc.resent = max(sent - 1, 0)  # counted by the run as model calls and retries
+            raise
+        return dataclasses.replace(response, resent=sent - 1) if sent > 1 else response
 
     def check_model(self, answered: str | None) -> None:
         """Refuse an answer naming another model (the server's fault: another one is asked)."""
