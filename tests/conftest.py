@@ -13,8 +13,10 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import asyncio
+import fcntl
 import json
-from collections.abc import Iterator, Sequence
+import shutil
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -284,3 +286,53 @@ def server() -> Iterator[FakeServer]:
     """The local fake Gemini/OpenAI API, answering in the providers' wire formats."""
     with FakeServer() as running:
         yield running
+
+
+def shared_folder(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+    """A folder that `make(folder)` fills once per test session, shared by the pytest-xdist
+    workers (each one's base temporary folder lies in the session's): the first to ask makes
+    it, the others wait for it and read it."""
+    base = factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    folder = base / name
+    with open(f"{folder}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / ".made").is_file():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            (folder / ".made").touch()
+    return folder
+
+
+@pytest.fixture(scope="session")
+def quickstart_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """`make experiment`'s run on the sample set, made once for the session: its results
+    folder and what it printed (the golden figures and the README's table are its)."""
+    from tests.support.doc_blocks import run_quickstart
+
+    def make(folder: Path) -> None:
+        output = run_quickstart(folder / "results", folder / "cache")
+        (folder / "stdout.txt").write_text(output, encoding="utf-8")
+
+    folder = shared_folder(tmp_path_factory, "quickstart", make)
+    return folder / "results", (folder / "stdout.txt").read_text(encoding="utf-8")
+
+
+GOLDEN_PORT = 18765
+
+
+@pytest.fixture(scope="session")
+def table7_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Table 7 against the fake API, made once for the session: its results folder. The
+    base URL is part of every cache key the golden files hold: one fixed port, taken by one
+    test process at a time (of any test session on the machine)."""
+    from tests.support.doc_blocks import run_table7
+
+    def make(folder: Path) -> None:
+        with open(f"/tmp/bgm-judge-golden-{GOLDEN_PORT}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            run_table7(folder / "results", folder / "cache", port=GOLDEN_PORT)
+
+    return shared_folder(tmp_path_factory, "table7", make) / "results"

@@ -141,33 +141,51 @@ def _fresh(results: Path, cache: Path) -> list[str]:
     return ["--results-dir", str(results), "--cache-dir", str(cache), "--no-progress"]
 
 
+def run_quickstart(results: Path, cache: Path) -> str:
+    """`make experiment`'s run into a fresh `results` folder and `cache`: what it printed.
+    tests/harness/runs/test_golden_runs.py checks the same run's files."""
+    return run_harness(["run", "experiments/quickstart.yaml", *_fresh(results, cache)])
+
+
+def quickstart_table(output: str) -> str:
+    return fenced(table_of(output))
+
+
 @block("quickstart")
 def quickstart() -> str:
     """`make experiment`: the offline quickstart on the sample set."""
     with workspace() as (results, cache):
-        output = run_harness(["run", "experiments/quickstart.yaml", *_fresh(results, cache)])
-    return fenced(table_of(output))
+        return quickstart_table(run_quickstart(results, cache))
 
 
-@block("table7-fake-api")
-def table7_fake_api() -> str:
-    """`make experiment EXP=table7_cot` against the local fake API: results/table7/comparison.md."""
+def run_table7(results: Path, cache: Path, port: int = 0) -> None:
+    """`make experiment EXP=table7_cot` against the local fake API (on `port`; 0: any free
+    one) into a fresh `results` folder and `cache`."""
     from harness.fake_api import FakeServer
 
-    with workspace() as (results, cache), FakeServer() as server:
+    with FakeServer(port=port) as server:
         env = {
             "GEMINI_BASE_URL": server.gemini_base_url,
             "GEMINI_API_KEY": "anything",
             "OPENAI_BASE_URL": server.openai_base_url,
             "OPENAI_API_KEY": "anything",
         }
-        run_harness(
-            ["run", "experiments/table7_cot.yaml", *_fresh(results, cache)],
-            env=env,
-        )
-        comparison = (results / "table7" / "comparison.md").read_text(encoding="utf-8")
+        run_harness(["run", "experiments/table7_cot.yaml", *_fresh(results, cache)], env=env)
+
+
+def table7_rows(results: Path) -> str:
+    """The table of Table 7's results/table7/comparison.md."""
+    comparison = (results / "table7" / "comparison.md").read_text(encoding="utf-8")
     rows = [line for line in comparison.splitlines() if line.startswith("|")]
     return fenced("\n".join(rows))
+
+
+@block("table7-fake-api")
+def table7_fake_api() -> str:
+    """`make experiment EXP=table7_cot` against the local fake API: results/table7/comparison.md."""
+    with workspace() as (results, cache):
+        run_table7(results, cache)
+        return table7_rows(results)
 
 
 @block("music-crs-example")
