@@ -164,3 +164,25 @@ def test_a_password_in_a_base_url_never_reaches_the_tracker(tmp_path: Path) -> N
         if path.is_file() and b"Pw0rdS3cret" in path.read_bytes()
     ]
     assert leaked == []
+
+
+@pytest.mark.parametrize("group", ["..", "g" * 300, "a/./b"])
+def test_a_group_mlflow_cannot_name_as_given_still_gets_every_metric_logged(
+    tmp_path: Path, group: str
+) -> None:
+    """The repeat of issue 48's attacks: a group named `..`, or longer than MLflow's 250
+    characters, made MLflow refuse the whole batch: the run's results stayed, but MLflow got
+    none of its metrics (one warning line)."""
+    from mlflow.tracking import MlflowClient
+
+    pool = write_pool_dataset(tmp_path / "pool", 4, 10)
+    items = [json.loads(line) for line in (pool / "items.jsonl").read_text().splitlines()]
+    items[0]["group"] = group
+    (pool / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
+    tracking = f"  mlflow: {{tracking_uri: {tmp_path / 'mlruns'}}}\n"
+    result = _run(tmp_path, _experiment(tmp_path, pool, tracking))
+    _no_traceback(result)
+    assert result.exit_code == 0 and "could not log" not in result.output, result.output
+    client = MlflowClient((tmp_path / "mlruns").as_uri())
+    (run,) = client.search_runs([client.get_experiment_by_name("t").experiment_id])
+    assert "hit_at_1" in run.data.metrics and len(run.data.metrics) > 10

@@ -5,6 +5,7 @@ for a local folder (mlflow-skinny has no SQL store)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import time
@@ -29,6 +30,7 @@ STATUSES: dict[Status, str] = {
     "interrupted": "KILLED",
 }
 MAX_PARAM = 6000  # MLflow's limit on a parameter's value
+MAX_KEY = 250  # and on a metric's name
 
 
 def tracking_uri(uri: str) -> str:
@@ -94,6 +96,13 @@ def json_text(value: Any) -> str:
 
 
 def mlflow_key(key: str) -> str:
-    """MLflow keys allow letters, digits, `_ - . / : space`; `@` (ndcg@10) becomes `_at_`,
-    anything else (in an item group's name) `_`."""
-    return re.sub(r"[^\w\-. /:]", "_", key.replace("@", "_at_"))
+    """MLflow keys allow letters, digits, `_ - . / : space`, at most 250 characters, and no
+    path that reads as another (`group/../ndcg`): `@` (ndcg@10) becomes `_at_`, anything else
+    (in an item group's name) `_`, a `.`, `..` or empty segment `_`, and a long key keeps its
+    start and its metric's name around a digest of the whole."""
+    key = re.sub(r"[^\w\-. /:]", "_", key.replace("@", "_at_"))
+    key = "/".join(part if part.strip(".") else "_" for part in key.split("/"))
+    if len(key) > MAX_KEY:
+        digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+        key = f"{key[: MAX_KEY - 80]}_{digest}_{key[-60:]}"
+    return key
