@@ -93,6 +93,8 @@ def _walk(folder: Path, found: Found) -> Iterator[Source]:
             yield Source("predictions", child / PREDICTIONS)
         elif (reason := _unfinished(child)) is not None:
             found.warnings.append(f"{child}: skipped, {reason}")
+        elif child.is_symlink():  # (a link to / would walk the file system, to .. loop)
+            found.warnings.append(f"{child}: skipped, a link to a folder that is not a run")
         else:
             yield from _walk(child, found)
 

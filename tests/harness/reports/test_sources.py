@@ -199,3 +199,21 @@ def test_a_predictions_file_missing_an_item_agrees_fully_with_itself(
         "1.0",
         "1.0",
     ]
+
+
+def test_a_link_to_a_run_is_followed_a_link_to_any_other_folder_is_not(tmp_path: Path) -> None:
+    # (a link to / inside the results folder walked the whole file system: report, runs and
+    # view hung; a link to its own parent looped until the path was too long)
+    results, elsewhere = tmp_path / "results", tmp_path / "elsewhere"
+    for run in (results / "sweep" / "a", elsewhere / "b", elsewhere / "tree" / "c"):
+        run.mkdir(parents=True)
+        (run / "metrics.json").write_text("{}")
+    (results / "best").symlink_to(elsewhere / "b")
+    (results / "tree").symlink_to(elsewhere / "tree")
+    (results / "sweep" / "loop").symlink_to("..")
+    found = discover([results])
+    assert sorted(source.path.name for source in found.sources) == ["a", "best"]
+    assert sorted(found.warnings) == [
+        f"{results / 'sweep' / 'loop'}: skipped, a link to a folder that is not a run",
+        f"{results / 'tree'}: skipped, a link to a folder that is not a run",
+    ]
