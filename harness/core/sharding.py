@@ -97,6 +97,7 @@ class Marker(BaseModel):
     """shard.json as read back: what `Shard.marker` writes, checked."""
 
     model_config = ConfigDict(extra="allow", strict=True)
+    format: int = Field(default=SHARD_FORMAT, ge=1, le=SHARD_FORMAT)  # (a newer one: refused)
     index: int = Field(ge=0)
     count: int = Field(ge=1, le=MAX_SHARDS)
     dataset_items: int = Field(ge=1)

@@ -154,6 +154,11 @@ def check_alike(
                 f"{expected!r}: merge the shards of one run"
             )
     for folder, shard in zip(folders[1:], stats[1:], strict=True):
+        if bool(stats[0].templates) != bool(shard.templates):  # (one of an older build)
+            raise HarnessError(
+                f"{first} and {folder}: one's run.json records its prompt template digests, the "
+                "other's none, so their templates cannot be compared: run the shards again"
+            )
         for name in stats[0].templates.keys() & shard.templates.keys():
             if stats[0].templates[name] != shard.templates[name]:
                 raise HarnessError(

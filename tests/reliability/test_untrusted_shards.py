@@ -262,6 +262,19 @@ def test_shards_whose_templates_differ_are_refused(
         merge_shards([*folders[:2], edited], tmp_path / "merged")
 
 
+def test_a_shard_without_template_digests_beside_shards_with_them_is_refused(
+    own: tuple[ExperimentConfig, list[Path]], tmp_path: Path
+) -> None:
+    import json
+
+    _, folders = own
+    stats = json.loads((folders[2] / "run.json").read_text())
+    del stats["templates"]  # (what a shard of an older build wrote: its templates unknown)
+    (folders[2] / "run.json").write_text(json.dumps(stats))
+    with pytest.raises(HarnessError, match="template digests"):
+        merge_shards(folders, tmp_path / "merged")
+
+
 def test_shards_of_another_harness_version_merge_with_a_loud_warning(
     own: tuple[ExperimentConfig, list[Path]], tmp_path: Path
 ) -> None:

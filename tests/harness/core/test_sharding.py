@@ -147,3 +147,12 @@ def test_cli_shard_option(tmp_path: Path) -> None:
     assert ok.exit_code == 0, ok.output
     assert (tmp_path / "r" / "t.shard-1-of-2" / SHARD_FILE).is_file()
     assert not (tmp_path / "r" / "t").exists()
+
+
+def test_a_shard_json_of_a_newer_format_is_refused_naming_it(tmp_path: Path) -> None:
+    from harness.core.sharding import read_marker
+
+    marker = {"format": 2, "index": 0, "count": 2, "dataset_items": 4, "items": ["d0"]}
+    (tmp_path / SHARD_FILE).write_text(json.dumps(marker))
+    with pytest.raises(HarnessError, match=r"shard\.json: format"):
+        read_marker(tmp_path)
