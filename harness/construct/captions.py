@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.calls.answerer import Answerer, RunStats
+from harness.calls.answerer import Answerer
 from harness.calls.cache import ResponseCache
+from harness.calls.stats import RunStats
 from harness.core.dataset import Item, Turn
 from harness.core.errors import HarnessError
 from harness.core.types import ProviderConfig

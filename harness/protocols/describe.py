@@ -9,8 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.calls.answerer import Answerer, RunStats
+from harness.calls.answerer import Answerer
 from harness.calls.cache import ResponseCache, request_key
+from harness.calls.stats import RunStats
 from harness.config.experiment import ExperimentConfig, provider_config
 from harness.core.dataset import Dataset, Item
 from harness.core.errors import HarnessError

@@ -10,12 +10,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from harness.calls.answerer import Answerer, RunStats, ask_until_parsed
+from harness.calls.answerer import Answerer, ask_until_parsed
 from harness.calls.cache import ResponseCache, request_key
 from harness.calls.prompting.context_audio import context_excerpt
 from harness.calls.prompting.fewshot import Example, check_no_leak, few_shot_options, load_examples
 from harness.calls.prompting.templates import TemplateHashes
 from harness.calls.prompting.variants import PromptContext, PromptVariant, get_variant
+from harness.calls.stats import RunStats
 from harness.config.experiment import ExperimentConfig
 from harness.core.audio import audio_ref
 from harness.core.dataset import Dataset, Item

@@ -9,9 +9,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness.calls.answerer import Answerer, RunStats
+from harness.calls.answerer import Answerer
 from harness.calls.cache import ResponseCache
 from harness.calls.prompting.fewshot import Example
+from harness.calls.stats import RunStats
 from harness.config.experiment import ExperimentConfig
 from harness.core.dataset import Dataset
 from harness.core.errors import HarnessError

@@ -13,11 +13,12 @@ from typing import Any
 
 from rich.console import Console
 
-from harness.calls.answerer import Answerer, RunStats
+from harness.calls.answerer import Answerer
 from harness.calls.batch_ledger import LEDGER_NAME
 from harness.calls.cache import ResponseCache
 from harness.calls.portable_cache import write_run_keys
 from harness.calls.pricing import RunCost, run_cost
+from harness.calls.stats import RunStats
 from harness.config.experiment import ExperimentConfig
 from harness.config.protocols import get_protocol, resolve
 from harness.core.console import RunProgress, terminal

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from harness.calls.answerer import Answerer, RunStats, ask_until_parsed
+from harness.calls.answerer import Answerer, ask_until_parsed
 from harness.calls.cache import ResponseCache
+from harness.calls.stats import RunStats
 from harness.core.types import ChatRequest, ChatResponse, ProviderConfig, ProviderError
 from providers import Judge
 from providers.local._microbatch import MicroBatcher
