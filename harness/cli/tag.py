@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from harness.cli.common import EXIT_INCOMPLETE, err_console, user_errors
-from harness.core.errors import HarnessError
+from harness.core.errors import HarnessError, first_line
 from harness.core.sanitize import terminal_text
 
 
@@ -41,12 +41,7 @@ def tag(
             (scores,) = tagger.tag([samples])
         except Exception as exc:  # one bad file never stops the others
             failed += 1
-            if isinstance(exc, FileNotFoundError):
-                reason = "file not found"
-            else:
-                reason = (
-                    str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                )
+            reason = "file not found" if isinstance(exc, FileNotFoundError) else first_line(exc)
             err_console.print(
                 f"[bold red]error:[/] {terminal_text(str(path))}: {terminal_text(reason)}",
                 highlight=False,

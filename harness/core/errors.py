@@ -26,6 +26,12 @@ def _shortened(line: str) -> str:
     return f"{line[: MAX_LINE // 2]}...[{cut:,} characters]...{line[-MAX_LINE // 2 :]}"
 
 
+def first_line(exc: BaseException) -> str:
+    """An exception's first line, for a one-line error (its type's name when it has no text)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 class DeprecatedSetting(FutureWarning):
     """A setting still read, under a newer spelling: the CLI prints it as one line."""
 

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from harness.core.errors import DatasetError, StorageError
+from harness.core.errors import DatasetError, StorageError, first_line
 
 MAX_DOCUMENT_BYTES = 64 << 20  # a JSON or YAML document read whole (run.json: a few KB)
 MAX_LINE_BYTES = 16 << 20  # a line of a JSONL, TREC or portable-cache file
@@ -263,11 +263,13 @@ def read_parquet(path: Path) -> Any:
 
     with open_file(path) as handle:
         try:
-            check_rows(path, pq.ParquetFile(handle).metadata.num_rows)
-            return pq.read_table(handle)
+            parquet = pq.ParquetFile(handle)
+            check_rows(path, parquet.metadata.num_rows)
+            return parquet.read()
         except (OSError, ValueError, TypeError, MemoryError) as exc:  # ArrowInvalid: ValueError
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise DatasetError(path, None, f"not a readable Parquet file ({first})") from None
+            raise DatasetError(
+                path, None, f"not a readable Parquet file ({first_line(exc)})"
+            ) from None
 
 
 def check_rows(path: Path | str, rows: int) -> None:

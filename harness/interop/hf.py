@@ -25,7 +25,7 @@ from harness.config.sources import (
     parse_hub_id,
 )
 from harness.core.audio import MAX_CLIP_BYTES
-from harness.core.errors import DatasetError, HarnessError
+from harness.core.errors import DatasetError, HarnessError, first_line
 from harness.core.files import check_rows, read_bytes, read_json_object, write_atomic, write_jsonl
 from harness.core.paths import UnsafePath, contained
 
@@ -80,7 +80,7 @@ def load_table(uri: str, table: _Table) -> tuple[datasets.Dataset, dict[str, Any
     except HarnessError:
         raise
     except (datasets.exceptions.DatasetsError, ValueError, TypeError, OSError) as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        reason = first_line(exc)
         raise HarnessError(f"{uri}: cannot load the dataset ({reason[:300]})") from None
     if not isinstance(loaded, datasets.Dataset):
         splits = list(loaded)

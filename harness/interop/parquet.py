@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.core.errors import HarnessError
+from harness.core.errors import HarnessError, first_line
 from harness.core.files import parse_json, read_parquet
 from harness.core.records import Record
 
@@ -163,7 +163,7 @@ def read_records_parquet(path: Path) -> pd.DataFrame:
     try:
         return records_frame(table.select(schema.names).cast(schema), path)
     except (ValueError, TypeError, NotImplementedError, MemoryError, _pa().ArrowException) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         raise HarnessError(
             f"{path}: not a records table of `harness export parquet` ({first})"
         ) from None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from harness.calls.prompting.templates import ClipView, TemplateError, render, template_hash
 from harness.cli.main import app
@@ -98,6 +98,22 @@ def test_harmless_template_still_renders(prompts: Path) -> None:
     assert rendered.parts == ("HI x",)
 
 
+def _run_with_user_prompts(
+    prompts: Path, make_dataset: MakeDataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Result:
+    """`harness run` of the mock judge on a small dataset, the prompts read from `prompts`."""
+    monkeypatch.setenv("BGM_JUDGE_PROMPTS", str(prompts))
+    monkeypatch.chdir(tmp_path)
+    make_dataset()
+    (tmp_path / "exp.yaml").write_text(
+        yaml.safe_dump({"name": "evil", "dataset": "data", "provider": {"name": "mock"}})
+    )
+    return CliRunner().invoke(
+        app,
+        ["run", "exp.yaml", "--results-dir", "results", "--cache-dir", "cache", "--no-progress"],
+    )
+
+
 @pytest.mark.parametrize(
     "attack",
     ["class_of_a_list", "include_parent", "huge_range", "deep_parentheses", "syntax_error"],
@@ -112,16 +128,7 @@ def test_cli_refuses_user_template_with_one_line_and_exit_2(
     """A user prompts folder overriding zero_shot.jinja: the run stops before any call."""
     body, expected = ATTACKS[attack]
     (prompts / "zero_shot.jinja").write_text(_template(body))
-    monkeypatch.setenv("BGM_JUDGE_PROMPTS", str(prompts))
-    monkeypatch.chdir(tmp_path)
-    make_dataset()
-    (tmp_path / "exp.yaml").write_text(
-        yaml.safe_dump({"name": "evil", "dataset": "data", "provider": {"name": "mock"}})
-    )
-    result = CliRunner().invoke(
-        app,
-        ["run", "exp.yaml", "--results-dir", "results", "--cache-dir", "cache", "--no-progress"],
-    )
+    result = _run_with_user_prompts(prompts, make_dataset, tmp_path, monkeypatch)
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert result.exit_code == 2, result.output
     assert len(lines) == 1 and lines[0].startswith("error: ")
@@ -195,13 +202,5 @@ def test_a_lone_surrogate_a_template_writes_is_replaced_not_a_crash(
     (prompts / "zero_shot.jinja").write_text(_template("{{ '\\ud800' }} {{ clip.caption }}"))
     rendered = render("zero_shot.jinja", {"clip": ClipView("C", "x", "")}, [], prompts)
     assert rendered.parts == ("\ufffd x",)
-    monkeypatch.setenv("BGM_JUDGE_PROMPTS", str(prompts))
-    monkeypatch.chdir(tmp_path)
-    make_dataset()
-    (tmp_path / "exp.yaml").write_text(
-        yaml.safe_dump({"name": "s", "dataset": "data", "provider": {"name": "mock"}})
-    )
-    result = CliRunner().invoke(
-        app, ["run", "exp.yaml", "--results-dir", "r", "--cache-dir", "c", "--no-progress"]
-    )
+    result = _run_with_user_prompts(prompts, make_dataset, tmp_path, monkeypatch)
     assert result.exit_code == 0, result.output
